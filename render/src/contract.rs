@@ -1,0 +1,24 @@
+//! Names shared by the renderer, the bootstrap, the validator and the sidecar. Changing one
+//! changes a contract with a running Envoy or rate-limit service.
+
+/// The RouteConfiguration name in `routes.json`; the bootstrap's `rds.route_config_name`.
+pub const ROUTE_CONFIG_NAME: &str = "gateway";
+/// The envoyproxy/ratelimit domain the proxy asks for and `ratelimit.yaml` declares.
+pub const RATE_LIMIT_DOMAIN: &str = "gateway";
+/// The static cluster in the bootstrap that points at the rate-limit service.
+pub const RATE_LIMIT_CLUSTER: &str = "ratelimit";
+/// Runtime key of the level-1 kill switch (abort percentage of the kill-switch fault filter).
+pub const KILL_SWITCH_RUNTIME_KEY: &str = "gateway.kill_switch.abort_percent";
+/// Name of the catch-all virtual host that answers a JSON 404 for unknown hosts.
+pub const CATCH_ALL_VHOST: &str = "gateway-catch-all";
+
+/// File names inside a bundle and in the watched directories.
+pub const CLUSTERS_FILE: &str = "clusters.json";
+pub const ROUTES_FILE: &str = "routes.json";
+pub const RATE_LIMIT_FILE: &str = "ratelimit.yaml";
+/// The one S3 object that carries a published config.
+pub const BUNDLE_OBJECT: &str = "bundle.json";
+pub const BUNDLE_FORMAT: u32 = 1;
+
+pub const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+pub const ROUTE_CONFIG_TYPE_URL: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";

@@ -1,0 +1,100 @@
+//! The registration entry: a team's declaration of its host, backend, routes and limits.
+//!
+//! These types are what a *checked* entry looks like. Raw input is never deserialised into
+//! them directly: `check` walks the JSON, reports every problem with its field path, and only
+//! then builds an `Entry`. The serde derives serve the bundle's `entries` and the registry's
+//! stored JSON, which hold entries that already passed the checks.
+
+use serde::{Deserialize, Serialize};
+
+/// One team's declaration for one service. Key: `team/service`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub team: String,
+    pub service: String,
+    /// DNS labels placed in front of the gateway's base domain (`invoices` → `invoices.api.example.com`).
+    pub host: String,
+    /// `http://` or `https://` URL with host and optional port.
+    pub backend: String,
+    pub routes: Vec<Route>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// Segment-aware path prefix, starting with `/`.
+    pub path: String,
+    /// HTTP methods this route answers; `None` means every method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub methods: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<Limit>,
+}
+
+/// A global limit (counted by the rate-limit service) or a local burst bucket (per Envoy task).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Limit {
+    Burst {
+        burst: u32,
+    },
+    Global {
+        per: Per,
+        /// Set exactly when `per` is `header`: the lowercase header name whose value is counted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        header: Option<String>,
+        requests: u32,
+        every: Unit,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Per {
+    ClientIp,
+    Route,
+    Header,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+}
+
+impl Unit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Second => "second",
+            Unit::Minute => "minute",
+            Unit::Hour => "hour",
+            Unit::Day => "day",
+        }
+    }
+}
+
+impl Per {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Per::ClientIp => "client-ip",
+            Per::Route => "route",
+            Per::Header => "header",
+        }
+    }
+}
+
+impl Entry {
+    /// `team/service`, the entry's key in the registry and its id everywhere else.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.team, self.service)
+    }
+
+    /// The full hostname this entry's routes are served on.
+    pub fn fqdn(&self, base_domain: &str) -> String {
+        format!("{}.{}", self.host, base_domain)
+    }
+}
