@@ -22,3 +22,10 @@ pub const BUNDLE_FORMAT: u32 = 1;
 
 pub const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 pub const ROUTE_CONFIG_TYPE_URL: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+
+/// HTTP filter names in the gateway's listener. Per-route config (`typed_per_filter_config`) is
+/// keyed by these names, so the renderer and the bootstrap must agree on them.
+pub const LOCAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.local_ratelimit";
+pub const GLOBAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.ratelimit";
+/// The kill switch's fault filter has a name of its own so no route config can override it.
+pub const KILL_SWITCH_FILTER: &str = "gateway.kill_switch";
