@@ -1,1 +1,227 @@
+//! Test kit: the real pieces the tests run against (moto's server for DynamoDB, S3 and
+//! CloudWatch; the pinned Envoy), found in the repository's `.venv`, each process owned by a
+//! guard that kills it on drop.
 
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long moto's server may take to answer its first request (a cold Python import of moto
+/// takes a few seconds on a busy machine).
+const MOTO_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The repository root (the workspace directory).
+pub fn repo_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// The repository's Python virtualenv interpreter, which has moto's server installed.
+pub fn venv_python() -> PathBuf {
+    let python = repo_root().join(".venv/bin/python");
+    if !python.exists() {
+        panic!(
+            "{} is missing: run scripts/setup-python.sh (it installs moto's server and the pinned Envoy)",
+            python.display()
+        );
+    }
+    python
+}
+
+/// The Envoy binary: `ENVOY_BIN`, else the repository's `.venv/bin/envoy`. Panics (never skips)
+/// when it is absent, because a test that needs Envoy's verdict cannot pass without it.
+pub fn envoy_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|v| !v.is_empty()) {
+        let bin = PathBuf::from(bin);
+        if !bin.exists() {
+            panic!("ENVOY_BIN={} does not exist", bin.display());
+        }
+        return bin;
+    }
+    let bin = repo_root().join(".venv/bin/envoy");
+    if !bin.exists() {
+        panic!(
+            "Envoy not found: set ENVOY_BIN or run scripts/setup-python.sh to install the pinned Envoy into {}",
+            bin.display()
+        );
+    }
+    bin
+}
+
+/// A loopback port that was free a moment ago. Another process may take it before the caller
+/// binds it; callers that spawn servers retry on a bind failure.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap_or_else(|e| panic!("binding 127.0.0.1:0 to find a free port: {e}"));
+    listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("reading the bound port: {e}"))
+        .port()
+}
+
+/// moto's server (`scripts/moto_server.py`, every request serialised) on a loopback port.
+/// Start one per test file and give each test its own table or bucket: moto copies a table on
+/// every transaction and keeps the memory.
+pub struct MotoServer {
+    /// `http://127.0.0.1:PORT`
+    pub endpoint: String,
+    pub port: u16,
+    child: Child,
+    log: tempfile::NamedTempFile,
+}
+
+impl MotoServer {
+    /// Starts the server and waits (bounded) until it answers HTTP.
+    pub fn start() -> MotoServer {
+        let python = venv_python();
+        let script = repo_root().join("scripts/moto_server.py");
+        let mut last_failure = String::new();
+        // A free port can be taken between choosing and binding it: try a few.
+        for _ in 0..3 {
+            let port = free_port();
+            let log = tempfile::NamedTempFile::new()
+                .unwrap_or_else(|e| panic!("creating a log file for moto's server: {e}"));
+            let stderr = log
+                .reopen()
+                .unwrap_or_else(|e| panic!("opening moto's log file: {e}"));
+            let child = Command::new(&python)
+                .arg(&script)
+                .arg(port.to_string())
+                .arg("--exit-with-stdin")
+                // The server exits when this pipe closes, i.e. when the test process ends,
+                // even if it ends without running Drop.
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .spawn()
+                .unwrap_or_else(|e| {
+                    panic!("spawning {} {}: {e}", python.display(), script.display())
+                });
+            let mut server = MotoServer {
+                endpoint: format!("http://127.0.0.1:{port}"),
+                port,
+                child,
+                log,
+            };
+            match server.wait_ready() {
+                Ok(()) => return server,
+                Err(why) => {
+                    last_failure = format!("{why}\n--- moto log ---\n{}", server.log_text())
+                }
+            }
+        }
+        panic!("moto's server did not start: {last_failure}");
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + MOTO_START_TIMEOUT;
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("moto's server exited with {status}"));
+            }
+            if http_get_ok(addr) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "moto's server did not answer on {addr} within {MOTO_START_TIMEOUT:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// What the server wrote to stderr so far (its request log and any traceback).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// Environment for a subprocess (CLI, sidecar) that should talk to this server.
+    pub fn aws_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL".into(), self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+            ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
+            ("AWS_REGION".into(), "us-east-1".into()),
+        ]
+    }
+
+    /// SDK configuration for this server, built explicitly: tests run on parallel threads, so
+    /// nothing here reads or mutates the process environment.
+    pub async fn sdk_config(&self) -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .empty_test_environment()
+            .test_credentials()
+            .region(aws_config::Region::new("us-east-1"))
+            .endpoint_url(&self.endpoint)
+            .load()
+            .await
+    }
+}
+
+impl Drop for MotoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A unique name for a per-test table or bucket (lowercase, digits and `-`, valid for both).
+pub fn unique_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
+}
+
+/// One plain HTTP/1.0 GET of moto's dashboard; true on a 200.
+fn http_get_ok(addr: SocketAddr) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /moto-api/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 16];
+    let mut read = 0;
+    while read < head.len() {
+        match stream.read(&mut head[read..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+    }
+    let head = String::from_utf8_lossy(&head[..read]);
+    head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moto_server_answers_and_dies_with_its_guard() {
+        let server = MotoServer::start();
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port));
+        assert!(
+            http_get_ok(addr),
+            "moto's server should answer once started"
+        );
+        drop(server);
+        assert!(
+            TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err(),
+            "moto's server should be gone after its guard dropped"
+        );
+    }
+}
