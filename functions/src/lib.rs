@@ -1,1 +1,5 @@
+//! The register and reconcile functions and the AWS adapters they share (DynamoDB registry,
+//! S3 config store, CloudWatch metrics). Binaries in `src/bin` are thin; everything else is here.
 
+pub mod metrics;
+pub mod store;

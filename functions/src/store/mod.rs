@@ -1,0 +1,115 @@
+//! The config store: the versioned bucket that holds `bundle.json`, its history, and the
+//! `failed/` renders kept for diagnosis.
+
+mod s3;
+
+pub use s3::{s3_client, S3Store};
+
+use std::future::Future;
+
+/// Who wrote a bundle version. Stored as object metadata so `status`, `history` and the drift
+/// check can tell the reconciler's publishes from an operator's hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    Reconciler,
+    Seed,
+    KillSwitch,
+    Restore,
+    /// Metadata missing or unknown: written by something other than this project's tools.
+    Unknown,
+}
+
+impl Writer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Writer::Reconciler => "reconciler",
+            Writer::Seed => "seed",
+            Writer::KillSwitch => "kill-switch",
+            Writer::Restore => "restore",
+            Writer::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Writer {
+        match s {
+            "reconciler" => Writer::Reconciler,
+            "seed" => Writer::Seed,
+            "kill-switch" => Writer::KillSwitch,
+            "restore" => Writer::Restore,
+            _ => Writer::Unknown,
+        }
+    }
+}
+
+/// What a HEAD of `bundle.json` (or of one of its versions) tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleHead {
+    pub version_id: String,
+    pub etag: String,
+    /// The `hash` object metadata; `None` when someone wrote the object without it.
+    pub hash: Option<String>,
+    pub writer: Writer,
+    /// Unix seconds.
+    pub last_modified: Option<i64>,
+}
+
+/// One entry of the bundle's version history, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleVersion {
+    pub version_id: String,
+    pub is_latest: bool,
+    pub last_modified: Option<i64>,
+    pub size: Option<i64>,
+    /// A delete marker rather than a bundle.
+    pub deleted: bool,
+}
+
+/// How a publish may replace what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precondition {
+    /// Only if no `bundle.json` exists (`If-None-Match: *`): seeding, first publish.
+    Absent,
+    /// Only if the live object is still this one (`If-Match: etag`): a reconcile run never
+    /// overwrites a version it did not look at (an operator's kill switch, an overlapping run).
+    Matches(String),
+    /// Unconditionally: operator commands that mean to replace whatever is live.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutBundle<'a> {
+    pub body: &'a [u8],
+    pub hash: &'a str,
+    pub writer: Writer,
+    pub precondition: Precondition,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The precondition of a conditional write did not hold (HTTP 412).
+    #[error("bundle.json changed since it was read (precondition failed)")]
+    PreconditionFailed,
+    #[error("bundle version {0} not found")]
+    NotFound(String),
+    #[error("S3: {0}")]
+    Aws(String),
+}
+
+/// The seam between the reconciler and the bucket; S3 in production, a fault-injecting wrapper
+/// in tests.
+pub trait ConfigStore {
+    /// HEAD of the live `bundle.json`, `None` when there is none.
+    fn head_live(&self) -> impl Future<Output = Result<Option<BundleHead>, StoreError>> + Send;
+    /// HEAD of one version.
+    fn head_version(&self, version_id: &str) -> impl Future<Output = Result<BundleHead, StoreError>> + Send;
+    /// The exact bytes of one version.
+    fn get_version(&self, version_id: &str) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
+    /// Writes `bundle.json`; returns the new version id.
+    fn put_bundle(&self, put: PutBundle<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// Keeps a file of a rejected render under `failed/`.
+    fn keep_failed(&self, key: &str, body: &[u8]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Recent versions of `bundle.json`, newest first.
+    fn list_versions(&self, limit: usize) -> impl Future<Output = Result<Vec<BundleVersion>, StoreError>> + Send;
+    /// Makes an earlier version the latest again (server-side copy); returns the new version id.
+    fn restore_version(&self, version_id: &str, hash: &str) -> impl Future<Output = Result<String, StoreError>> + Send;
+}
