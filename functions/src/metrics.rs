@@ -38,7 +38,8 @@ pub struct MetricsError(pub String);
 
 /// Where metrics go: CloudWatch in production, a fault-injecting or recording wrapper in tests.
 pub trait MetricsSink {
-    fn emit(&self, data: &[(Metric, f64)]) -> impl Future<Output = Result<(), MetricsError>> + Send;
+    fn emit(&self, data: &[(Metric, f64)])
+        -> impl Future<Output = Result<(), MetricsError>> + Send;
 }
 
 #[derive(Debug, Clone)]

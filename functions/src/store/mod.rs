@@ -101,15 +101,35 @@ pub trait ConfigStore {
     /// HEAD of the live `bundle.json`, `None` when there is none.
     fn head_live(&self) -> impl Future<Output = Result<Option<BundleHead>, StoreError>> + Send;
     /// HEAD of one version.
-    fn head_version(&self, version_id: &str) -> impl Future<Output = Result<BundleHead, StoreError>> + Send;
+    fn head_version(
+        &self,
+        version_id: &str,
+    ) -> impl Future<Output = Result<BundleHead, StoreError>> + Send;
     /// The exact bytes of one version.
-    fn get_version(&self, version_id: &str) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
+    fn get_version(
+        &self,
+        version_id: &str,
+    ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
     /// Writes `bundle.json`; returns the new version id.
-    fn put_bundle(&self, put: PutBundle<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
+    fn put_bundle(
+        &self,
+        put: PutBundle<'_>,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
     /// Keeps a file of a rejected render under `failed/`.
-    fn keep_failed(&self, key: &str, body: &[u8]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    fn keep_failed(
+        &self,
+        key: &str,
+        body: &[u8],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Recent versions of `bundle.json`, newest first.
-    fn list_versions(&self, limit: usize) -> impl Future<Output = Result<Vec<BundleVersion>, StoreError>> + Send;
+    fn list_versions(
+        &self,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<BundleVersion>, StoreError>> + Send;
     /// Makes an earlier version the latest again (server-side copy); returns the new version id.
-    fn restore_version(&self, version_id: &str, hash: &str) -> impl Future<Output = Result<String, StoreError>> + Send;
+    fn restore_version(
+        &self,
+        version_id: &str,
+        hash: &str,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
 }

@@ -1,6 +1,6 @@
 //! `ConfigStore` on a versioned S3 bucket (aws-sdk-s3).
 
-use super::{BundleHead, BundleVersion, ConfigStore, PutBundle, Precondition, StoreError, Writer};
+use super::{BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
@@ -27,7 +27,10 @@ pub struct S3Store {
 
 impl S3Store {
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
-        Self { client, bucket: bucket.into() }
+        Self {
+            client,
+            bucket: bucket.into(),
+        }
     }
 
     pub fn bucket(&self) -> &str {
@@ -40,12 +43,30 @@ impl S3Store {
 
     /// Creates the bucket with versioning on, unless it exists (local use: `gatewayctl init`).
     pub async fn create_bucket_if_absent(&self) -> Result<bool, StoreError> {
-        let created = match self.client.create_bucket().bucket(&self.bucket).send().await {
-            Ok(_) => true,
-            Err(e) => match e.code() {
-                Some("BucketAlreadyOwnedByYou") | Some("BucketAlreadyExists") => false,
-                _ => return Err(aws_error(e)),
-            },
+        // us-east-1 answers 200 to creating a bucket one already owns, so ask first.
+        let exists = self
+            .client
+            .head_bucket()
+            .bucket(&self.bucket)
+            .send()
+            .await
+            .is_ok();
+        let created = if exists {
+            false
+        } else {
+            match self
+                .client
+                .create_bucket()
+                .bucket(&self.bucket)
+                .send()
+                .await
+            {
+                Ok(_) => true,
+                Err(e) => match e.code() {
+                    Some("BucketAlreadyOwnedByYou") | Some("BucketAlreadyExists") => false,
+                    _ => return Err(aws_error(e)),
+                },
+            }
         };
         self.client
             .put_bucket_versioning()
@@ -70,7 +91,10 @@ where
     // A failed conditional put is an unmodeled error: match on its code. S3 answers 409
     // ConditionalRequestConflict when two conditional writes race; the loser's precondition
     // did not hold either.
-    if matches!(e.code(), Some("PreconditionFailed") | Some("ConditionalRequestConflict")) {
+    if matches!(
+        e.code(),
+        Some("PreconditionFailed") | Some("ConditionalRequestConflict")
+    ) {
         return StoreError::PreconditionFailed;
     }
     StoreError::Aws(DisplayErrorContext(&e).to_string())
@@ -91,15 +115,30 @@ fn head_from(
         version_id: version_id.unwrap_or("null").to_string(),
         etag: etag.unwrap_or_default().to_string(),
         hash: meta(META_HASH),
-        writer: meta(META_WRITER).as_deref().map(Writer::parse).unwrap_or(Writer::Unknown),
+        writer: meta(META_WRITER)
+            .as_deref()
+            .map(Writer::parse)
+            .unwrap_or(Writer::Unknown),
         last_modified: epoch(last_modified),
     }
 }
 
 impl ConfigStore for S3Store {
     async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
-        match self.client.head_object().bucket(&self.bucket).key(BUNDLE_OBJECT).send().await {
-            Ok(out) => Ok(Some(head_from(out.version_id(), out.e_tag(), out.metadata(), out.last_modified()))),
+        match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(BUNDLE_OBJECT)
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(head_from(
+                out.version_id(),
+                out.e_tag(),
+                out.metadata(),
+                out.last_modified(),
+            ))),
             Err(e) => {
                 if let SdkError::ServiceError(se) = &e {
                     if se.err().is_not_found() {
@@ -121,10 +160,17 @@ impl ConfigStore for S3Store {
             .send()
             .await
             .map_err(|e| match &e {
-                SdkError::ServiceError(se) if se.err().is_not_found() => StoreError::NotFound(version_id.to_string()),
+                SdkError::ServiceError(se) if se.err().is_not_found() => {
+                    StoreError::NotFound(version_id.to_string())
+                }
                 _ => aws_error(e),
             })?;
-        Ok(head_from(out.version_id(), out.e_tag(), out.metadata(), out.last_modified()))
+        Ok(head_from(
+            out.version_id(),
+            out.e_tag(),
+            out.metadata(),
+            out.last_modified(),
+        ))
     }
 
     async fn get_version(&self, version_id: &str) -> Result<Vec<u8>, StoreError> {
@@ -137,14 +183,15 @@ impl ConfigStore for S3Store {
             .send()
             .await
             .map_err(|e| match &e {
-                SdkError::ServiceError(se) if se.err().is_no_such_key() => StoreError::NotFound(version_id.to_string()),
+                SdkError::ServiceError(se) if se.err().is_no_such_key() => {
+                    StoreError::NotFound(version_id.to_string())
+                }
                 _ => aws_error(e),
             })?;
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|e| StoreError::Aws(format!("reading bundle version {version_id}: {e}")))?;
+        let body =
+            out.body.collect().await.map_err(|e| {
+                StoreError::Aws(format!("reading bundle version {version_id}: {e}"))
+            })?;
         Ok(body.into_bytes().to_vec())
     }
 
@@ -164,9 +211,12 @@ impl ConfigStore for S3Store {
             Precondition::None => req,
         };
         let out = req.send().await.map_err(aws_error)?;
-        out.version_id()
-            .map(str::to_string)
-            .ok_or_else(|| StoreError::Aws(format!("bucket {} returned no version id: is versioning on?", self.bucket)))
+        out.version_id().map(str::to_string).ok_or_else(|| {
+            StoreError::Aws(format!(
+                "bucket {} returned no version id: is versioning on?",
+                self.bucket
+            ))
+        })
     }
 
     async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
@@ -251,8 +301,11 @@ impl ConfigStore for S3Store {
                 }
                 _ => aws_error(e),
             })?;
-        out.version_id()
-            .map(str::to_string)
-            .ok_or_else(|| StoreError::Aws(format!("bucket {} returned no version id: is versioning on?", self.bucket)))
+        out.version_id().map(str::to_string).ok_or_else(|| {
+            StoreError::Aws(format!(
+                "bucket {} returned no version id: is versioning on?",
+                self.bucket
+            ))
+        })
     }
 }

@@ -1,0 +1,124 @@
+//! The S3 config store against moto's server: versions, conditional puts, restore by copy.
+
+use gateway_functions::store::{
+    s3_client, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
+};
+use gateway_testkit::{unique_name, MotoServer};
+
+async fn store(moto: &MotoServer) -> S3Store {
+    let conf = moto.sdk_config().await;
+    let store = S3Store::new(s3_client(&conf), unique_name("bundles"));
+    assert!(store
+        .create_bucket_if_absent()
+        .await
+        .expect("create bucket"));
+    assert!(!store
+        .create_bucket_if_absent()
+        .await
+        .expect("second create is a no-op"));
+    store
+}
+
+fn put<'a>(
+    body: &'a [u8],
+    hash: &'a str,
+    writer: Writer,
+    precondition: Precondition,
+) -> PutBundle<'a> {
+    PutBundle {
+        body,
+        hash,
+        writer,
+        precondition,
+    }
+}
+
+#[tokio::test]
+async fn conditional_puts_versions_and_restore() {
+    let moto = MotoServer::start();
+    let store = store(&moto).await;
+    assert_eq!(
+        store.head_live().await.expect("head"),
+        None,
+        "a new bucket has no bundle"
+    );
+
+    let v1 = store
+        .put_bundle(put(b"one", "sha256:1", Writer::Seed, Precondition::Absent))
+        .await
+        .expect("seed");
+    // A second create-only put must fail: a re-run seed never overwrites.
+    let again = store
+        .put_bundle(put(b"two", "sha256:2", Writer::Seed, Precondition::Absent))
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::PreconditionFailed)),
+        "got {again:?}"
+    );
+
+    let live = store.head_live().await.expect("head").expect("live bundle");
+    assert_eq!(live.version_id, v1);
+    assert_eq!(live.hash.as_deref(), Some("sha256:1"));
+    assert_eq!(live.writer, Writer::Seed);
+
+    // If-Match on a stale etag fails; on the live etag it succeeds.
+    let v2 = store
+        .put_bundle(put(
+            b"two",
+            "sha256:2",
+            Writer::Reconciler,
+            Precondition::Matches(live.etag.clone()),
+        ))
+        .await
+        .expect("put on the live etag");
+    let stale = store
+        .put_bundle(put(
+            b"three",
+            "sha256:3",
+            Writer::Reconciler,
+            Precondition::Matches(live.etag.clone()),
+        ))
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::PreconditionFailed)),
+        "got {stale:?}"
+    );
+
+    assert_eq!(store.get_version(&v1).await.expect("get v1"), b"one");
+    assert_eq!(store.get_version(&v2).await.expect("get v2"), b"two");
+
+    let history = store.list_versions(10).await.expect("versions");
+    let ids: Vec<&str> = history.iter().map(|v| v.version_id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{history:?}");
+    assert!(ids.contains(&v1.as_str()) && ids.contains(&v2.as_str()));
+    assert!(history.iter().any(|v| v.version_id == v2 && v.is_latest));
+
+    let v3 = store
+        .restore_version(&v1, "sha256:1")
+        .await
+        .expect("restore v1");
+    assert_ne!(v3, v1, "a restore is a new version");
+    let live = store.head_live().await.expect("head").expect("live");
+    assert_eq!(live.version_id, v3);
+    assert_eq!(live.hash.as_deref(), Some("sha256:1"));
+    assert_eq!(live.writer, Writer::Restore);
+    assert_eq!(store.get_version(&v3).await.expect("get v3"), b"one");
+
+    let missing = store.restore_version("no-such-version", "sha256:x").await;
+    assert!(missing.is_err(), "restoring a missing version must fail");
+
+    store
+        .keep_failed("abc/reason.txt", b"why")
+        .await
+        .expect("keep failed");
+    let obj = store
+        .client()
+        .get_object()
+        .bucket(store.bucket())
+        .key("failed/abc/reason.txt")
+        .send()
+        .await
+        .expect("failed object exists");
+    let body = obj.body.collect().await.expect("body").into_bytes();
+    assert_eq!(&body[..], b"why");
+}
