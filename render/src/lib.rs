@@ -2,8 +2,18 @@
 
 pub mod bundle;
 pub mod check;
+pub mod clusters;
 pub mod contract;
 pub mod entry;
+pub mod kill_switch;
+pub mod names;
+pub mod ratelimit;
+pub mod renderer;
+pub mod routes;
 
 pub use check::{Policy, Problem, Rejection};
 pub use entry::{Entry, Limit, Per, Route, Unit};
+pub use bundle::{compute_hash, Bundle, BundleError};
+pub use kill_switch::render_kill_switch;
+pub use ratelimit::RateLimitConfig;
+pub use renderer::{render, RenderConfig, RenderError, Rendered};

@@ -1,0 +1,115 @@
+//! Readable, stable names for everything the renderer emits. Each name is derived only from the
+//! entry's own fields, so it does not move when other entries come and go.
+//!
+//! `team` and `service` are identifiers (`a-z0-9-`), so joining them with `.` cannot be ambiguous.
+
+use crate::entry::{Entry, Route};
+
+/// The cluster of one entry: `billing.invoices-api`.
+pub fn cluster_name(entry: &Entry) -> String {
+    format!("{}.{}", entry.team, entry.service)
+}
+
+/// The methods part of a route's key: `GET`, `GET,POST`, or `*` for every method.
+/// Methods arrive sorted and uppercase from the checks.
+pub fn methods_key(route: &Route) -> String {
+    match &route.methods {
+        Some(methods) if !methods.is_empty() => methods.join(","),
+        _ => "*".to_string(),
+    }
+}
+
+/// A route's key inside its entry: `GET:/invoices`, `*:/invoices/export`. Unique within an entry
+/// because the checks reject two routes with the same path and overlapping methods (and two
+/// different method sets that do not overlap are different strings). It is derived from the
+/// route's content, not its position, so inserting a route does not rename the others (which
+/// would reset their rate-limit counters).
+pub fn route_key(route: &Route) -> String {
+    format!("{}:{}", methods_key(route), route.path)
+}
+
+/// The Envoy route name: `billing.invoices-api:GET:/invoices`. Shows up in access logs.
+pub fn route_name(entry: &Entry, route: &Route) -> String {
+    format!("{}:{}", cluster_name(entry), route_key(route))
+}
+
+/// The value of the `route` rate-limit descriptor for the limit at `limit_index` in the route's
+/// `limits`: `GET:/invoices#0`. The index keeps two limits of one route apart in the rule tree
+/// (envoyproxy/ratelimit rejects a duplicate key). Paths never contain `#` and methods never
+/// contain `:`, so the value maps back to exactly one (route, limit).
+pub fn route_descriptor_value(route: &Route, limit_index: usize) -> String {
+    format!("{}#{}", route_key(route), limit_index)
+}
+
+/// `stat_prefix` of a route's local (burst) bucket: stats are per service, not per route, so a
+/// path never becomes part of a stat name.
+pub fn local_rate_limit_stat_prefix(entry: &Entry) -> String {
+    format!("burst.{}", cluster_name(entry))
+}
+
+/// Name of a team host's fallback route (the JSON 404 after the team's routes).
+pub fn fallback_route_name(fqdn: &str) -> String {
+    format!("{fqdn}:not-found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(path: &str, methods: Option<&[&str]>) -> Route {
+        Route {
+            path: path.into(),
+            methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
+            limits: vec![],
+        }
+    }
+
+    fn entry() -> Entry {
+        Entry {
+            team: "billing".into(),
+            service: "invoices-api".into(),
+            host: "invoices".into(),
+            backend: "https://invoices.internal.example:8443".into(),
+            routes: vec![],
+        }
+    }
+
+    #[test]
+    fn names_are_readable_and_derived_from_team_service_and_route() {
+        let e = entry();
+        assert_eq!(cluster_name(&e), "billing.invoices-api");
+        assert_eq!(
+            route_name(&e, &route("/invoices", Some(&["GET"]))),
+            "billing.invoices-api:GET:/invoices"
+        );
+        assert_eq!(
+            route_name(&e, &route("/invoices", Some(&["GET", "POST"]))),
+            "billing.invoices-api:GET,POST:/invoices"
+        );
+        assert_eq!(
+            route_name(&e, &route("/invoices/export", None)),
+            "billing.invoices-api:*:/invoices/export"
+        );
+        assert_eq!(
+            route_descriptor_value(&route("/invoices", Some(&["POST"])), 1),
+            "POST:/invoices#1"
+        );
+        assert_eq!(
+            fallback_route_name("invoices.api.example.com"),
+            "invoices.api.example.com:not-found"
+        );
+    }
+
+    #[test]
+    fn disjoint_method_sets_on_one_path_get_different_names() {
+        let e = entry();
+        assert_ne!(
+            route_name(&e, &route("/invoices", Some(&["GET"]))),
+            route_name(&e, &route("/invoices", Some(&["POST"])))
+        );
+        assert_ne!(
+            route_descriptor_value(&route("/a", None), 0),
+            route_descriptor_value(&route("/a", None), 1)
+        );
+    }
+}

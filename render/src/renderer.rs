@@ -1,0 +1,171 @@
+//! entries → the three files and their hash. Pure: the same entries, in any order, give the same
+//! bytes.
+
+use crate::bundle;
+use crate::clusters;
+use crate::contract::{
+    CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
+};
+use crate::entry::Entry;
+use crate::ratelimit::{self, RateLimitConfig};
+use crate::routes;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// Where the gateway serves and how it trusts backends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderConfig {
+    /// Team hosts are placed in front of this: `invoices` → `invoices.api.example.com`.
+    pub base_domain: String,
+    /// CA bundle that https backends' certificates must chain to, inside the proxy's image.
+    pub upstream_ca_file: String,
+}
+
+pub const DEFAULT_UPSTREAM_CA_FILE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+impl RenderConfig {
+    pub fn new(base_domain: impl Into<String>) -> Self {
+        RenderConfig {
+            base_domain: base_domain.into(),
+            upstream_ca_file: DEFAULT_UPSTREAM_CA_FILE.to_string(),
+        }
+    }
+}
+
+/// What a render produced: the values (for the validator, which inlines them) and the exact
+/// file bytes (for the bundle).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// Cluster resources, each with `@type`.
+    pub clusters: Vec<Value>,
+    /// The one RouteConfiguration, with `@type`.
+    pub route_config: Value,
+    pub ratelimit: RateLimitConfig,
+    /// Team routes rendered (fallback and catch-all routes not counted).
+    pub route_count: usize,
+    /// `clusters.json`, `routes.json`, `ratelimit.yaml`; each Envoy file's `version_info` is `hash`.
+    pub files: BTreeMap<String, String>,
+    /// `sha256:<64 hex>`, see `bundle::compute_hash`.
+    pub hash: String,
+}
+
+/// Things the registry prevents; the renderer refuses them rather than render shadowing config.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    #[error("entry {entry} appears twice in the registry read")]
+    DuplicateEntry { entry: String },
+    #[error("host {host} is claimed by two teams: {first} and {second}")]
+    HostConflict {
+        host: String,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "path {path} on {host} is claimed twice with overlapping methods: {first} and {second}"
+    )]
+    PathConflict {
+        host: String,
+        path: String,
+        first: String,
+        second: String,
+    },
+    #[error("entry {entry}: backend {backend:?}: {reason}")]
+    Backend {
+        entry: String,
+        backend: String,
+        reason: String,
+    },
+    #[error("entry {entry}: route {route}: limits[{index}]: {reason}")]
+    Limit {
+        entry: String,
+        route: String,
+        index: usize,
+        reason: String,
+    },
+    #[error("entry {entry}: route {route}: two limits land on one rate-limit rule ({path})")]
+    DuplicateRule {
+        entry: String,
+        route: String,
+        path: String,
+    },
+    #[error("{file}: cannot serialise: {reason}")]
+    Serialize { file: &'static str, reason: String },
+}
+
+/// Renders the registry. Entries are sorted by id first, so the input order never matters.
+pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderError> {
+    let mut sorted: Vec<Entry> = entries.to_vec();
+    sorted.sort_by_key(Entry::id);
+    if let Some(pair) = sorted.windows(2).find(|w| w[0].id() == w[1].id()) {
+        return Err(RenderError::DuplicateEntry {
+            entry: pair[0].id(),
+        });
+    }
+    let clusters = sorted
+        .iter()
+        .map(|e| clusters::cluster(e, cfg))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (route_config, route_count) = routes::route_configuration(&sorted, cfg)?;
+    let ratelimit = ratelimit::rule_tree(&sorted)?;
+    assemble(clusters, route_config, ratelimit, route_count)
+}
+
+/// Serialises the three files, hashes them, and stamps the hash into the Envoy files'
+/// `version_info`. The hash is taken over the files without `version_info`, so it does not
+/// depend on itself.
+pub(crate) fn assemble(
+    clusters: Vec<Value>,
+    route_config: Value,
+    ratelimit: RateLimitConfig,
+    route_count: usize,
+) -> Result<Rendered, RenderError> {
+    let mut documents = BTreeMap::new();
+    documents.insert(
+        CLUSTERS_FILE.to_string(),
+        json!({ "resources": clusters, "type_url": CLUSTER_TYPE_URL }),
+    );
+    documents.insert(
+        ROUTES_FILE.to_string(),
+        json!({ "resources": [route_config], "type_url": ROUTE_CONFIG_TYPE_URL }),
+    );
+    let rules = ratelimit::to_yaml(&ratelimit)?;
+
+    let mut canonical = BTreeMap::new();
+    for (name, doc) in &documents {
+        canonical.insert(name.clone(), bundle::to_json_bytes(doc));
+    }
+    canonical.insert(RATE_LIMIT_FILE.to_string(), rules.clone());
+    let hash = bundle::hash_canonical(&canonical);
+
+    let mut files = BTreeMap::new();
+    for (name, doc) in documents.iter_mut() {
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert("version_info".into(), json!(hash));
+        }
+        files.insert(name.clone(), bundle::to_json_bytes(doc));
+    }
+    files.insert(RATE_LIMIT_FILE.to_string(), rules);
+
+    // The resources were moved into the documents to serialise them; take them back out.
+    let mut resources = |name: &str| match documents
+        .get_mut(name)
+        .and_then(|d| d.get_mut("resources"))
+        .map(Value::take)
+    {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let clusters = resources(CLUSTERS_FILE);
+    let route_config = resources(ROUTES_FILE)
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Null);
+    Ok(Rendered {
+        clusters,
+        route_config,
+        ratelimit,
+        route_count,
+        files,
+        hash,
+    })
+}

@@ -1,0 +1,265 @@
+//! The one RouteConfiguration: a virtual host per team host, its routes ordered by specificity,
+//! a JSON 404 after them, and the gateway's catch-all virtual host for unknown hosts.
+
+use crate::clusters::backend_of;
+use crate::contract::{
+    CATCH_ALL_VHOST, LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL,
+};
+use crate::entry::{Entry, Limit, Route};
+use crate::names;
+use crate::ratelimit;
+use crate::renderer::{RenderConfig, RenderError};
+use serde_json::{json, Value};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+
+/// Upstream answer time before Envoy gives up with a 504 (Envoy's own default, made explicit so
+/// the rendered file says it).
+const ROUTE_TIMEOUT: &str = "15s";
+
+/// The route configuration and how many team routes it holds (fallbacks and catch-all excluded).
+pub fn route_configuration(
+    entries: &[Entry],
+    cfg: &RenderConfig,
+) -> Result<(Value, usize), RenderError> {
+    let mut hosts: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
+    for entry in entries {
+        hosts
+            .entry(entry.fqdn(&cfg.base_domain))
+            .or_default()
+            .push(entry);
+    }
+    let mut virtual_hosts = Vec::with_capacity(hosts.len() + 1);
+    let mut route_count = 0;
+    for (fqdn, host_entries) in &hosts {
+        let (vhost, count) = team_virtual_host(fqdn, host_entries)?;
+        virtual_hosts.push(vhost);
+        route_count += count;
+    }
+    virtual_hosts.push(catch_all_virtual_host(
+        404,
+        &json_error_body("no route for this host"),
+    ));
+    Ok((route_config_resource(virtual_hosts), route_count))
+}
+
+/// The RouteConfiguration resource around the given virtual hosts.
+pub fn route_config_resource(virtual_hosts: Vec<Value>) -> Value {
+    json!({
+        "@type": ROUTE_CONFIG_TYPE_URL,
+        "name": ROUTE_CONFIG_NAME,
+        // RDS defaults this to false: a route to a missing cluster would be accepted and answer
+        // 503. With it, Envoy rejects such a file and keeps the old routes.
+        "validate_clusters": true,
+        "virtual_hosts": virtual_hosts
+    })
+}
+
+/// The gateway's single `*` virtual host, answering every request with `status` and `body`.
+pub fn catch_all_virtual_host(status: u16, body: &str) -> Value {
+    json!({
+        "name": CATCH_ALL_VHOST,
+        "domains": ["*"],
+        "routes": [json_response_route(CATCH_ALL_VHOST, status, body)]
+    })
+}
+
+/// `{"error":"…"}` plus a newline, for direct responses.
+pub fn json_error_body(message: &str) -> String {
+    format!("{}\n", json!({ "error": message }))
+}
+
+/// A route matching everything under `/`, answering directly with a JSON body.
+fn json_response_route(name: &str, status: u16, body: &str) -> Value {
+    json!({
+        "name": name,
+        "match": { "prefix": "/" },
+        "direct_response": { "status": status, "body": { "inline_string": body } },
+        // A direct response with a body is text/plain unless told otherwise.
+        "response_headers_to_add": [{
+            "header": { "key": "content-type", "value": "application/json" },
+            "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"
+        }]
+    })
+}
+
+fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), RenderError> {
+    if let Some(other) = entries.iter().find(|e| e.team != entries[0].team) {
+        return Err(RenderError::HostConflict {
+            host: fqdn.to_string(),
+            first: entries[0].id(),
+            second: other.id(),
+        });
+    }
+    let mut routes: Vec<(&Entry, &Route)> = entries
+        .iter()
+        .flat_map(|e| e.routes.iter().map(move |r| (*e, r)))
+        .collect();
+    refuse_shadowing(fqdn, &routes)?;
+    routes.sort_by_cached_key(|(e, r)| specificity_key(e, r));
+
+    let mut rendered = Vec::with_capacity(routes.len() + 1);
+    for (entry, route) in &routes {
+        rendered.push(team_route(entry, route)?);
+    }
+    let count = rendered.len();
+    let root_claimed = routes
+        .iter()
+        .any(|(_, r)| r.path == "/" && r.methods.is_none());
+    if !root_claimed {
+        rendered.push(json_response_route(
+            &names::fallback_route_name(fqdn),
+            404,
+            &json_error_body("no route for this path"),
+        ));
+    }
+    let vhost = json!({
+        "name": fqdn,
+        // With a port in the Host header (`host:8443`) Envoy matches the domain literally, so the
+        // host also gets a port wildcard.
+        "domains": [fqdn, format!("{fqdn}:*")],
+        "routes": rendered
+    });
+    Ok((vhost, count))
+}
+
+/// Order inside a virtual host: longer prefix first (a nested prefix is always longer than the
+/// one it is nested in, so it is never shadowed), then method-specific before method-less on the
+/// same prefix, then path, methods and entry id, so the order never depends on input order.
+pub fn specificity_key(
+    entry: &Entry,
+    route: &Route,
+) -> (Reverse<usize>, bool, String, String, String) {
+    (
+        Reverse(route.path.len()),
+        route.methods.is_none(),
+        route.path.clone(),
+        names::methods_key(route),
+        entry.id(),
+    )
+}
+
+/// Two routes on one host with the same path and overlapping methods: whichever came first
+/// would silently take the other's traffic. The registry prevents it; the renderer refuses too.
+fn refuse_shadowing(fqdn: &str, routes: &[(&Entry, &Route)]) -> Result<(), RenderError> {
+    let mut by_path: BTreeMap<&str, Vec<(&Entry, &Route)>> = BTreeMap::new();
+    for (e, r) in routes {
+        by_path.entry(r.path.as_str()).or_default().push((e, r));
+    }
+    for (path, claims) in by_path {
+        for (i, (ea, ra)) in claims.iter().enumerate() {
+            for (eb, rb) in &claims[i + 1..] {
+                if methods_overlap(ra, rb) {
+                    return Err(RenderError::PathConflict {
+                        host: fqdn.to_string(),
+                        path: path.to_string(),
+                        first: format!("{} ({})", ea.id(), names::methods_key(ra)),
+                        second: format!("{} ({})", eb.id(), names::methods_key(rb)),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn methods_overlap(a: &Route, b: &Route) -> bool {
+    match (&a.methods, &b.methods) {
+        (Some(x), Some(y)) if !x.is_empty() && !y.is_empty() => x.iter().any(|m| y.contains(m)),
+        _ => true,
+    }
+}
+
+/// Segment-aware prefix match plus the method condition.
+pub fn route_match(route: &Route) -> Value {
+    let mut m = serde_json::Map::new();
+    if route.path == "/" || route.path.ends_with('/') {
+        // Already ends at a segment boundary; `path_separated_prefix` refuses a trailing `/`.
+        m.insert("prefix".into(), json!(route.path));
+    } else {
+        // Matches `/a/b`, `/a/b/…` and `/a/b?…`, never `/a/bX`.
+        m.insert("path_separated_prefix".into(), json!(route.path));
+    }
+    match route.methods.as_deref() {
+        Some([one]) => {
+            m.insert(
+                "headers".into(),
+                json!([{ "name": ":method", "string_match": { "exact": one } }]),
+            );
+        }
+        Some(many) if !many.is_empty() => {
+            let alternatives: Vec<String> = many.iter().map(|m| regex_escape(m)).collect();
+            let regex = format!("^({})$", alternatives.join("|"));
+            m.insert("headers".into(), json!([{ "name": ":method", "string_match": { "safe_regex": { "regex": regex } } }]));
+        }
+        _ => {}
+    }
+    Value::Object(m)
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn team_route(entry: &Entry, route: &Route) -> Result<Value, RenderError> {
+    let backend = backend_of(entry)?;
+    let mut action = json!({
+        "cluster": names::cluster_name(entry),
+        "timeout": ROUTE_TIMEOUT,
+        // The backend sees its own name, matching the SNI it is sent (many TLS servers refuse a
+        // Host that differs from SNI); the name the client used travels in x-forwarded-host.
+        "host_rewrite_literal": backend.authority(),
+        "append_x_forwarded_host": true
+    });
+    let rate_limits = ratelimit::route_rate_limits(entry, route)?;
+    if !rate_limits.is_empty() {
+        action
+            .as_object_mut()
+            .expect("json! object literal")
+            .insert("rate_limits".into(), json!(rate_limits));
+    }
+    let mut out = json!({
+        "name": names::route_name(entry, route),
+        "match": route_match(route),
+        "route": action
+    });
+    if let Some(tokens) = burst_tokens(route) {
+        out.as_object_mut().expect("json! object literal").insert(
+            "typed_per_filter_config".into(),
+            json!({ LOCAL_RATE_LIMIT_FILTER: local_rate_limit(entry, tokens) }),
+        );
+    }
+    Ok(out)
+}
+
+/// A route can carry one local bucket. Of several `burst` limits the smallest is kept: a bucket
+/// of N tokens refilled N per second never holds more than one of M ≥ N, so it alone enforces both.
+fn burst_tokens(route: &Route) -> Option<u32> {
+    route
+        .limits
+        .iter()
+        .filter_map(|l| match l {
+            Limit::Burst { burst } => Some(*burst),
+            Limit::Global { .. } => None,
+        })
+        .min()
+}
+
+fn local_rate_limit(entry: &Entry, tokens: u32) -> Value {
+    let always = json!({ "numerator": 100, "denominator": "HUNDRED" });
+    json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        "stat_prefix": names::local_rate_limit_stat_prefix(entry),
+        "token_bucket": { "max_tokens": tokens, "tokens_per_fill": tokens, "fill_interval": "1s" },
+        "filter_enabled": { "runtime_key": "gateway.burst.enabled", "default_value": always },
+        "filter_enforced": { "runtime_key": "gateway.burst.enforced", "default_value": always },
+        "status": { "code": "TooManyRequests" }
+    })
+}
