@@ -1,7 +1,30 @@
 //! Registration checks: every rule of DESIGN.md's "Registration entry", all problems at once,
 //! each naming its field path.
+//!
+//! Raw input goes through `check_entry_bytes` (size, UTF-8, strict JSON without duplicate
+//! keys), then the hand-written walk of `check_entry_value`, which builds the typed `Entry`
+//! only when nothing is wrong. The checked entry is canonical: methods sorted.
+
+mod backend;
+mod fields;
+mod host;
+mod identifiers;
+mod json;
+mod limits;
+mod methods;
+mod path;
+mod report;
+mod walk;
+
+pub use backend::{check_backend, parse_backend, Backend, BackendHost};
+pub use host::{check_host, MAX_FQDN_LEN};
+pub use identifiers::{check_dns_label, check_identifier};
+pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
+pub use methods::{check_method, METHODS};
+pub use path::{check_path, prefixes_overlap, MAX_PATH_BYTES};
 
 use crate::entry::Entry;
+use report::Problems;
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -23,6 +46,22 @@ pub struct Policy {
     pub base_domain: String,
     /// `GATEWAY_ALLOW_LOOPBACK_BACKENDS=true`: local runs and tests only. Link-local stays rejected.
     pub allow_loopback_backends: bool,
+}
+
+impl Policy {
+    pub fn new(base_domain: impl Into<String>, allow_loopback_backends: bool) -> Self {
+        Policy {
+            base_domain: base_domain.into(),
+            allow_loopback_backends,
+        }
+    }
+}
+
+/// Reads the value of `GATEWAY_ALLOW_LOOPBACK_BACKENDS` (the caller reads the environment; this
+/// library does not). Only exactly `true` or `1` allow loopback backends: anything else,
+/// including an unset variable, `TRUE`, `yes` or ` true`, keeps production's safe default.
+pub fn allow_loopback_from_env_value(value: Option<&str>) -> bool {
+    matches!(value, Some("true" | "1"))
 }
 
 /// One problem with an entry: the field path (`routes[1].limits[0].every`) and why.
@@ -56,16 +95,62 @@ impl fmt::Display for Rejection {
     }
 }
 
-/// Checks raw input (a JSON document of at most `MAX_ENTRY_BYTES`) and returns the checked entry.
-pub fn check_entry_bytes(input: &[u8], policy: &Policy) -> Result<Entry, Rejection> {
-    let _ = (input, policy);
-    Err(Rejection { problems: vec![Problem { field: "entry".into(), reason: "checks not implemented yet".into() }] })
+impl From<Problems> for Rejection {
+    fn from(p: Problems) -> Self {
+        Rejection { problems: p.0 }
+    }
 }
 
-/// Checks a parsed JSON value.
+/// Checks raw input (a JSON document of at most `MAX_ENTRY_BYTES`) and returns the checked entry.
+pub fn check_entry_bytes(input: &[u8], policy: &Policy) -> Result<Entry, Rejection> {
+    let mut problems = Problems::default();
+    if input.len() > MAX_ENTRY_BYTES {
+        problems.push(
+            "entry",
+            format!("is {} bytes; at most {MAX_ENTRY_BYTES}", input.len()),
+        );
+        return Err(problems.into());
+    }
+    let Some(value) = json::parse(input, &mut problems) else {
+        return Err(problems.into());
+    };
+    walked(&value, policy, problems)
+}
+
+/// Checks a parsed JSON value. Its compact JSON form must fit `MAX_ENTRY_BYTES` too.
 pub fn check_entry_value(value: &serde_json::Value, policy: &Policy) -> Result<Entry, Rejection> {
-    let _ = (value, policy);
-    Err(Rejection { problems: vec![Problem { field: "entry".into(), reason: "checks not implemented yet".into() }] })
+    let mut problems = Problems::default();
+    let size = serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len());
+    if size > MAX_ENTRY_BYTES {
+        problems.push(
+            "entry",
+            format!("is {size} bytes as compact JSON; at most {MAX_ENTRY_BYTES}"),
+        );
+    }
+    walked(value, policy, problems)
+}
+
+/// Re-checks an entry that is already typed (one read back from the registry): the same rules,
+/// so an entry stored under older rules or written around the register function is caught.
+pub fn check_entry(entry: &Entry, policy: &Policy) -> Result<(), Rejection> {
+    let value = serde_json::to_value(entry).map_err(|e| Rejection {
+        problems: vec![Problem {
+            field: "entry".into(),
+            reason: format!("cannot be written as JSON: {e}"),
+        }],
+    })?;
+    check_entry_value(&value, policy).map(|_| ())
+}
+
+fn walked(
+    value: &serde_json::Value,
+    policy: &Policy,
+    mut problems: Problems,
+) -> Result<Entry, Rejection> {
+    match walk::entry(value, policy, &mut problems) {
+        Some(entry) if problems.is_empty() => Ok(entry),
+        _ => Err(problems.into()),
+    }
 }
 
 /// The distinct path prefixes an entry claims (one guard row each).
@@ -73,12 +158,120 @@ pub fn path_prefixes(entry: &Entry) -> BTreeSet<String> {
     entry.routes.iter().map(|r| r.path.clone()).collect()
 }
 
-/// Whether two path prefixes overlap on path segments: equal, or one nested inside the other
-/// (`/invoices` and `/invoices/export` overlap; `/invoices` and `/invoicesX` do not).
-pub fn prefixes_overlap(a: &str, b: &str) -> bool {
-    fn nested(outer: &str, inner: &str) -> bool {
-        let outer = outer.trim_end_matches('/');
-        inner == outer || outer.is_empty() || inner.starts_with(&format!("{outer}/"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{Limit, Per, Route, Unit};
+
+    fn policy() -> Policy {
+        Policy::new("api.example.com", false)
     }
-    nested(a, b) || nested(b, a)
+
+    #[test]
+    fn env_value_enables_loopback_only_for_true_or_1() {
+        assert!(allow_loopback_from_env_value(Some("true")));
+        assert!(allow_loopback_from_env_value(Some("1")));
+        for off in [
+            None,
+            Some(""),
+            Some("false"),
+            Some("0"),
+            Some("TRUE"),
+            Some("yes"),
+            Some(" true"),
+        ] {
+            assert!(!allow_loopback_from_env_value(off), "{off:?}");
+        }
+    }
+
+    #[test]
+    fn rejection_prints_one_problem_per_line() {
+        let r = Rejection {
+            problems: vec![
+                Problem {
+                    field: "host".into(),
+                    reason: "bad".into(),
+                },
+                Problem {
+                    field: "routes[0].path".into(),
+                    reason: "worse".into(),
+                },
+            ],
+        };
+        assert_eq!(r.to_string(), "host: bad\nroutes[0].path: worse");
+    }
+
+    #[test]
+    fn oversized_input_is_refused_before_parsing() {
+        let big = vec![b'x'; MAX_ENTRY_BYTES + 1];
+        let r = check_entry_bytes(&big, &policy()).expect_err("big");
+        assert_eq!(r.problems.len(), 1);
+        assert_eq!(
+            r.problems[0].to_string(),
+            "entry: is 65537 bytes; at most 65536"
+        );
+    }
+
+    #[test]
+    fn oversized_value_is_refused() {
+        let mut v = serde_json::json!({"team": "a"});
+        v["pad"] = serde_json::Value::String("x".repeat(MAX_ENTRY_BYTES));
+        let r = check_entry_value(&v, &policy()).expect_err("big");
+        assert_eq!(r.problems[0].field, "entry");
+        assert!(r.problems[0].reason.contains("at most 65536"));
+    }
+
+    #[test]
+    fn methods_come_back_sorted_and_typed_recheck_agrees() {
+        let input = br#"{"team":"billing","service":"invoices-api","host":"invoices",
+            "backend":"https://invoices.internal.example:8443",
+            "routes":[{"path":"/invoices","methods":["POST","GET"],
+                       "limits":[{"burst":20},{"per":"header","header":"x-api-key","requests":10,"every":"hour"}]}]}"#;
+        let e = check_entry_bytes(input, &policy()).expect("valid");
+        assert_eq!(
+            e.routes[0],
+            Route {
+                path: "/invoices".into(),
+                methods: Some(vec!["GET".into(), "POST".into()]),
+                limits: vec![
+                    Limit::Burst { burst: 20 },
+                    Limit::Global {
+                        per: Per::Header,
+                        header: Some("x-api-key".into()),
+                        requests: 10,
+                        every: Unit::Hour
+                    },
+                ],
+            }
+        );
+        assert_eq!(check_entry(&e, &policy()), Ok(()));
+    }
+
+    #[test]
+    fn typed_recheck_catches_what_the_types_allow() {
+        let mut e = check_entry_bytes(
+            br#"{"team":"billing","service":"s","host":"h","backend":"http://b","routes":[{"path":"/"}]}"#,
+            &policy(),
+        )
+        .expect("valid");
+        e.host = "Bad Host".into();
+        e.routes[0].limits.push(Limit::Burst { burst: 0 });
+        let r = check_entry(&e, &policy()).expect_err("bad");
+        let fields: Vec<&str> = r.problems.iter().map(|p| p.field.as_str()).collect();
+        assert_eq!(fields, ["host", "routes[0].limits[0].burst"]);
+    }
+
+    #[test]
+    fn path_prefixes_are_distinct() {
+        let e = check_entry_bytes(
+            br#"{"team":"t","service":"s","host":"h","backend":"http://b",
+                 "routes":[{"path":"/a","methods":["GET"]},{"path":"/a","methods":["POST"]},{"path":"/b"}]}"#,
+            &policy(),
+        )
+        .expect("valid");
+        assert_eq!(
+            path_prefixes(&e),
+            BTreeSet::from(["/a".to_string(), "/b".to_string()])
+        );
+    }
 }

@@ -1,0 +1,148 @@
+//! Reading typed values out of JSON by hand, so each wrong type or missing field becomes a
+//! problem at its own path instead of one serde error that stops at the first.
+
+use super::report::{child, describe, unknown_field, Problems};
+use serde_json::{Map, Value};
+
+/// `v` as an object, or a problem saying what was expected there.
+pub(crate) fn object<'v>(
+    v: &'v Value,
+    field: &str,
+    what: &str,
+    problems: &mut Problems,
+) -> Option<&'v Map<String, Value>> {
+    match v {
+        Value::Object(map) => Some(map),
+        other => {
+            problems.push(
+                field,
+                format!("expected {what} (a JSON object), got {}", describe(other)),
+            );
+            None
+        }
+    }
+}
+
+/// One problem per key that is not in `known`.
+pub(crate) fn reject_unknown(
+    map: &Map<String, Value>,
+    field: &str,
+    known: &[&str],
+    problems: &mut Problems,
+) {
+    for key in map.keys().filter(|k| !known.contains(&k.as_str())) {
+        problems.push(child(field, key), unknown_field(key, known));
+    }
+}
+
+/// A required field's value, or a "missing" problem at its path.
+pub(crate) fn required<'v>(
+    map: &'v Map<String, Value>,
+    field: &str,
+    key: &str,
+    problems: &mut Problems,
+) -> Option<&'v Value> {
+    let v = map.get(key);
+    if v.is_none() {
+        problems.push(child(field, key), "required field is missing");
+    }
+    v
+}
+
+pub(crate) fn string<'v>(v: &'v Value, field: &str, problems: &mut Problems) -> Option<&'v str> {
+    match v {
+        Value::String(s) => Some(s),
+        other => {
+            problems.push(field, format!("expected a string, got {}", describe(other)));
+            None
+        }
+    }
+}
+
+/// A JSON integer in `1..=max`. Floats (`10.5`, and `1e3`, which JSON reads as a float),
+/// negatives, zero and strings are all problems.
+pub(crate) fn positive_int(
+    v: &Value,
+    field: &str,
+    max: u32,
+    problems: &mut Problems,
+) -> Option<u32> {
+    let reason = match v {
+        Value::Number(n) => match n.as_u64() {
+            Some(0) => "must be at least 1".to_string(),
+            Some(n) if n > u64::from(max) => format!("is {n}; at most {max}"),
+            Some(n) => return u32::try_from(n).ok(),
+            None => format!("expected a positive integer, got {n}"),
+        },
+        other => format!("expected a positive integer, got {}", describe(other)),
+    };
+    problems.push(field, reason);
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn int(v: Value) -> Result<u32, String> {
+        let mut p = Problems::default();
+        positive_int(&v, "f", 1000, &mut p).ok_or_else(|| p.0[0].reason.clone())
+    }
+
+    #[test]
+    fn positive_integers() {
+        assert_eq!(int(json!(1)), Ok(1));
+        assert_eq!(int(json!(1000)), Ok(1000));
+        assert_eq!(int(json!(0)), Err("must be at least 1".into()));
+        assert_eq!(int(json!(1001)), Err("is 1001; at most 1000".into()));
+        assert_eq!(
+            int(json!(-5)),
+            Err("expected a positive integer, got -5".into())
+        );
+        assert_eq!(
+            int(json!(10.5)),
+            Err("expected a positive integer, got 10.5".into())
+        );
+        assert_eq!(
+            int(json!(1e3)),
+            Err("expected a positive integer, got 1000.0".into())
+        );
+        assert_eq!(
+            int(json!("100")),
+            Err("expected a positive integer, got string".into())
+        );
+        assert_eq!(
+            int(json!(null)),
+            Err("expected a positive integer, got null".into())
+        );
+        assert_eq!(
+            int(json!(u64::MAX)),
+            Err(format!("is {}; at most 1000", u64::MAX))
+        );
+    }
+
+    #[test]
+    fn unknown_and_missing_fields_are_named() {
+        let v = json!({"path": "/", "limitz": []});
+        let mut p = Problems::default();
+        let map = object(&v, "routes[0]", "a route", &mut p).expect("object");
+        reject_unknown(map, "routes[0]", &["path", "methods", "limits"], &mut p);
+        assert!(required(map, "routes[0]", "methods", &mut p).is_none());
+        assert_eq!(p.0[0].field, "routes[0].limitz");
+        assert!(p.0[0]
+            .reason
+            .starts_with("unknown field; expected path, methods or limits"));
+        assert_eq!(p.0[1].field, "routes[0].methods");
+        assert_eq!(p.0[1].reason, "required field is missing");
+    }
+
+    #[test]
+    fn wrong_types_are_named() {
+        let mut p = Problems::default();
+        assert!(object(&json!([1]), "routes[0]", "a route", &mut p).is_none());
+        assert!(string(&json!(7), "host", &mut p).is_none());
+        assert_eq!(p.0[0].reason, "expected a route (a JSON object), got array");
+        assert_eq!(p.0[1].reason, "expected a string, got 7");
+    }
+}

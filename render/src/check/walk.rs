@@ -1,0 +1,293 @@
+//! The walk over an entry document: every field checked at its path, every problem kept, and
+//! the typed `Entry` built only when there were none.
+
+use super::backend::check_backend;
+use super::fields::{object, reject_unknown, required, string};
+use super::host::check_host;
+use super::identifiers::check_identifier;
+use super::limits::limits;
+use super::methods::{methods, shared_methods};
+use super::path::check_path;
+use super::report::{child, describe, index, quote, Problems};
+use super::{Policy, MAX_PATH_PREFIXES, MAX_ROUTES};
+use crate::entry::{Entry, Route};
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+const ENTRY_FIELDS: [&str; 5] = ["team", "service", "host", "backend", "routes"];
+const ROUTE_FIELDS: [&str; 3] = ["path", "methods", "limits"];
+
+pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
+    let Value::Object(map) = v else {
+        problems.push(
+            "entry",
+            format!("expected a JSON object, got {}", describe(v)),
+        );
+        return None;
+    };
+    reject_unknown(map, "", &ENTRY_FIELDS, problems);
+    let team = checked_string(map, "team", check_identifier, problems);
+    let service = checked_string(map, "service", check_identifier, problems);
+    let host = checked_string(
+        map,
+        "host",
+        |h| check_host(h, &policy.base_domain),
+        problems,
+    );
+    let backend = checked_string(
+        map,
+        "backend",
+        |b| check_backend(b, policy).map(|_| ()),
+        problems,
+    );
+    let routes = required(map, "", "routes", problems).and_then(|v| routes(v, "routes", problems));
+    Some(Entry {
+        team: team?,
+        service: service?,
+        host: host?,
+        backend: backend?,
+        routes: routes?,
+    })
+}
+
+/// A required string field that must pass `rule`.
+fn checked_string(
+    map: &Map<String, Value>,
+    key: &str,
+    rule: impl Fn(&str) -> Result<(), String>,
+    problems: &mut Problems,
+) -> Option<String> {
+    let s = required(map, "", key, problems).and_then(|v| string(v, key, problems))?;
+    match rule(s) {
+        Ok(()) => Some(s.to_string()),
+        Err(reason) => {
+            problems.push(key, reason);
+            None
+        }
+    }
+}
+
+fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>> {
+    let Value::Array(items) = v else {
+        problems.push(
+            field,
+            format!("expected a list of routes, got {}", describe(v)),
+        );
+        return None;
+    };
+    if items.is_empty() {
+        problems.push(field, "must list at least one route");
+        return None;
+    }
+    let before = problems.0.len();
+    if items.len() > MAX_ROUTES {
+        problems.push(
+            field,
+            format!("has {} routes; at most {MAX_ROUTES} per entry", items.len()),
+        );
+    }
+    let checked: Vec<Option<Route>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| route(item, &index(field, i), problems))
+        .collect();
+    check_duplicates(&checked, field, problems);
+    let prefixes: BTreeSet<&str> = checked.iter().flatten().map(|r| r.path.as_str()).collect();
+    if prefixes.len() > MAX_PATH_PREFIXES {
+        problems.push(
+            field,
+            format!(
+                "claims {} distinct path prefixes; at most {MAX_PATH_PREFIXES} (each is a guard row in the one registration transaction)",
+                prefixes.len()
+            ),
+        );
+    }
+    if problems.0.len() > before {
+        return None;
+    }
+    checked.into_iter().collect()
+}
+
+fn route(v: &Value, field: &str, problems: &mut Problems) -> Option<Route> {
+    let map = object(v, field, "a route", problems)?;
+    reject_unknown(map, field, &ROUTE_FIELDS, problems);
+    let path_field = child(field, "path");
+    let path = required(map, field, "path", problems)
+        .and_then(|v| string(v, &path_field, problems))
+        .and_then(|p| {
+            check_path(p)
+                .map(|()| p.to_string())
+                .map_err(|reason| problems.push(&path_field, reason))
+                .ok()
+        });
+    let methods = match map.get("methods") {
+        None => Some(None),
+        Some(v) => methods(v, &child(field, "methods"), problems).map(Some),
+    };
+    let limits = match map.get("limits") {
+        None => Some(Vec::new()),
+        Some(v) => limits(v, &child(field, "limits"), problems),
+    };
+    Some(Route {
+        path: path?,
+        methods: methods?,
+        limits: limits?,
+    })
+}
+
+/// Two routes with one path and a method in common: Envoy would only ever use the first, so
+/// the second one's limits would silently never apply.
+fn check_duplicates(routes: &[Option<Route>], field: &str, problems: &mut Problems) {
+    for (j, b) in routes.iter().enumerate() {
+        let Some(b) = b else { continue };
+        for (i, a) in routes[..j].iter().enumerate() {
+            let Some(a) = a else { continue };
+            if a.path != b.path {
+                continue;
+            }
+            let shared = shared_methods(a.methods.as_deref(), b.methods.as_deref());
+            if shared.is_empty() {
+                continue;
+            }
+            problems.push(
+                index(field, j),
+                format!(
+                    "same path {} as {} with overlapping methods ({}); give each path and method one route",
+                    quote(&b.path),
+                    index(field, i),
+                    shared.join(", ")
+                ),
+            );
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(v: Value) -> Result<Entry, Vec<String>> {
+        let mut p = Problems::default();
+        let policy = Policy::new("api.example.com", false);
+        match entry(&v, &policy, &mut p) {
+            Some(e) if p.is_empty() => Ok(e),
+            _ => Err(p.0.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+
+    fn base() -> Value {
+        json!({"team": "billing", "service": "invoices", "host": "invoices",
+               "backend": "https://invoices.internal.example", "routes": [{"path": "/invoices"}]})
+    }
+
+    #[test]
+    fn a_minimal_entry_builds() {
+        let e = run(base()).expect("valid");
+        assert_eq!(
+            e.routes,
+            vec![Route {
+                path: "/invoices".into(),
+                methods: None,
+                limits: vec![]
+            }]
+        );
+    }
+
+    #[test]
+    fn missing_and_unknown_top_level_fields() {
+        let errs = run(json!({"teem": "billing"})).expect_err("bad");
+        assert_eq!(
+            errs,
+            vec![
+                "teem: unknown field; expected team, service, host, backend or routes (did you mean \"team\"?)",
+                "team: required field is missing",
+                "service: required field is missing",
+                "host: required field is missing",
+                "backend: required field is missing",
+                "routes: required field is missing",
+            ]
+        );
+        assert_eq!(
+            run(json!([])),
+            Err(vec!["entry: expected a JSON object, got array".to_string()])
+        );
+    }
+
+    #[test]
+    fn routes_bounds() {
+        let mut v = base();
+        v["routes"] = json!([]);
+        assert_eq!(
+            run(v.clone()),
+            Err(vec!["routes: must list at least one route".to_string()])
+        );
+        v["routes"] = json!({"path": "/"});
+        assert!(
+            run(v.clone()).expect_err("object")[0].starts_with("routes: expected a list of routes")
+        );
+        v["routes"] = Value::Array(
+            (0..=MAX_ROUTES)
+                .map(|i| json!({"path": format!("/r{i}")}))
+                .collect(),
+        );
+        let errs = run(v.clone()).expect_err("too many");
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("routes: has 65 routes; at most 64")),
+            "{errs:?}"
+        );
+        v["routes"] = Value::Array(
+            (0..=MAX_PATH_PREFIXES)
+                .map(|i| json!({"path": format!("/r{i}")}))
+                .collect(),
+        );
+        let errs = run(v.clone()).expect_err("too many prefixes");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("routes: claims 49 distinct path prefixes; at most 48"),
+            "{errs:?}"
+        );
+        v["routes"] = Value::Array((0..MAX_ROUTES).map(|i| json!({"path": format!("/r{}", i % 48), "methods": [if i < 48 {"GET"} else {"POST"}]})).collect());
+        assert!(run(v).is_ok());
+    }
+
+    #[test]
+    fn duplicate_routes_name_both_indices() {
+        let mut v = base();
+        v["routes"] = json!([
+            {"path": "/a", "methods": ["GET"]},
+            {"path": "/a", "methods": ["POST"]},
+            {"path": "/a", "methods": ["PUT", "GET"]},
+            {"path": "/b"},
+            {"path": "/b", "methods": ["DELETE"]},
+            {"path": "/b/"},
+        ]);
+        let errs = run(v).expect_err("dups");
+        assert_eq!(
+            errs,
+            vec![
+                "routes[2]: same path \"/a\" as routes[0] with overlapping methods (GET); give each path and method one route",
+                "routes[4]: same path \"/b\" as routes[3] with overlapping methods (DELETE); give each path and method one route",
+            ]
+        );
+    }
+
+    #[test]
+    fn route_fields() {
+        let mut v = base();
+        v["routes"] = json!([{"path": "/a", "limitz": [], "methods": []}, {"methods": ["GET"]}, "/c", {"path": 5}]);
+        let errs = run(v).expect_err("bad");
+        assert_eq!(
+            errs,
+            vec![
+                "routes[0].limitz: unknown field; expected path, methods or limits (did you mean \"limits\"?)",
+                "routes[0].methods: must not be empty; leave methods out to match every method",
+                "routes[1].path: required field is missing",
+                "routes[2]: expected a route (a JSON object), got string",
+                "routes[3].path: expected a string, got 5",
+            ]
+        );
+    }
+}
