@@ -124,8 +124,10 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
 }
 
 /// Order inside a virtual host: longer prefix first (a nested prefix is always longer than the
-/// one it is nested in, so it is never shadowed), then method-specific before method-less on the
-/// same prefix, then path, methods and entry id, so the order never depends on input order.
+/// one it is nested in, so it is never shadowed), then method-specific before method-less at the
+/// same prefix length, then path, methods and entry id, so the order never depends on input
+/// order. (One path with and without methods overlaps; the checks reject that, and
+/// `refuse_shadowing` too.)
 pub fn specificity_key(
     entry: &Entry,
     route: &Route,

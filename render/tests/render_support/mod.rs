@@ -41,3 +41,70 @@ pub fn config() -> RenderConfig {
 pub fn render_examples() -> Rendered {
     render(&example_entries(), &config()).expect("the sample entries render")
 }
+
+/// One descriptor as a list of (key, value), `None` where any value is counted separately.
+pub type DescriptorPath = Vec<(String, Option<String>)>;
+
+/// The descriptors the rendered routes' rate-limit actions emit, read back from the route
+/// configuration Value (not from the code that built it).
+pub fn action_descriptors(route_config: &serde_json::Value) -> Vec<DescriptorPath> {
+    let mut out = Vec::new();
+    for vhost in route_config["virtual_hosts"]
+        .as_array()
+        .expect("virtual_hosts")
+    {
+        for route in vhost["routes"].as_array().expect("routes") {
+            let Some(limits) = route["route"]["rate_limits"].as_array() else {
+                continue;
+            };
+            for limit in limits {
+                let path = limit["actions"]
+                    .as_array()
+                    .expect("actions")
+                    .iter()
+                    .map(|action| {
+                        if let Some(g) = action.get("generic_key") {
+                            (
+                                g["descriptor_key"].as_str().expect("key").to_string(),
+                                Some(g["descriptor_value"].as_str().expect("value").to_string()),
+                            )
+                        } else if action.get("remote_address").is_some() {
+                            ("remote_address".to_string(), None)
+                        } else if let Some(h) = action.get("request_headers") {
+                            (h["descriptor_key"].as_str().expect("key").to_string(), None)
+                        } else {
+                            panic!("unexpected rate-limit action {action}")
+                        }
+                    })
+                    .collect();
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The rule paths that carry a limit in `ratelimit.yaml`, read back from the file's text.
+pub fn rule_descriptors(ratelimit_yaml: &str) -> Vec<DescriptorPath> {
+    fn walk(
+        prefix: &DescriptorPath,
+        descriptors: &[gateway_render::ratelimit::Descriptor],
+        out: &mut Vec<DescriptorPath>,
+    ) {
+        for d in descriptors {
+            let mut path = prefix.clone();
+            path.push((d.key.clone(), d.value.clone()));
+            if d.rate_limit.is_some() {
+                out.push(path.clone());
+            }
+            walk(&path, &d.descriptors, out);
+        }
+    }
+    let config: gateway_render::RateLimitConfig =
+        serde_yaml::from_str(ratelimit_yaml).expect("ratelimit.yaml parses");
+    let mut out = Vec::new();
+    walk(&Vec::new(), &config.descriptors, &mut out);
+    out.sort();
+    out
+}
