@@ -15,39 +15,37 @@ const BACKENDS: [&str; 4] = [
     "http://[fd00::12]",
 ];
 
-fn limit() -> impl Strategy<Value = Limit> {
-    let every = prop_oneof![
-        Just(Unit::Second),
-        Just(Unit::Minute),
-        Just(Unit::Hour),
-        Just(Unit::Day)
-    ];
-    prop_oneof![
-        (1u32..100).prop_map(|burst| Limit::Burst { burst }),
-        (1u32..10_000, every.clone()).prop_map(|(requests, every)| Limit::Global {
-            per: Per::ClientIp,
-            header: None,
-            requests,
-            every
-        }),
-        (1u32..10_000, every.clone()).prop_map(|(requests, every)| Limit::Global {
-            per: Per::Route,
-            header: None,
-            requests,
-            every
-        }),
-        (
-            1u32..10_000,
-            every,
-            prop_oneof![Just("x-api-key"), Just("x-tenant")]
-        )
-            .prop_map(|(requests, every, h)| Limit::Global {
-                per: Per::Header,
-                header: Some(h.to_string()),
-                requests,
-                every
-            }),
-    ]
+/// A global limit from its (kind, unit) and request count.
+fn global_limit(kind: usize, unit: usize, requests: u32) -> Limit {
+    let (per, header) = match kind {
+        0 => (Per::ClientIp, None),
+        1 => (Per::Route, None),
+        2 => (Per::Header, Some("x-api-key".to_string())),
+        _ => (Per::Header, Some("x-tenant".to_string())),
+    };
+    let every = [Unit::Second, Unit::Minute, Unit::Hour, Unit::Day][unit % 4];
+    Limit::Global {
+        per,
+        header,
+        requests,
+        every,
+    }
+}
+
+/// 0–2 global limits of distinct (kind, unit) and at most one burst, as the checks require.
+fn limits() -> impl Strategy<Value = Vec<Limit>> {
+    let globals = proptest::collection::btree_map((0usize..4, 0usize..4), 1u32..10_000, 0..3)
+        .prop_map(|m| {
+            m.into_iter()
+                .map(|((kind, unit), requests)| global_limit(kind, unit, requests))
+                .collect::<Vec<_>>()
+        });
+    (globals, proptest::option::of(1u32..100), 0usize..3).prop_map(|(mut limits, burst, at)| {
+        if let Some(burst) = burst {
+            limits.insert(at.min(limits.len()), Limit::Burst { burst });
+        }
+        limits
+    })
 }
 
 fn methods(list: &[&str]) -> Option<Vec<String>> {
@@ -57,40 +55,37 @@ fn methods(list: &[&str]) -> Option<Vec<String>> {
 /// Routes of one service: distinct path shapes under the service's own prefix (so services never
 /// collide), some paths split into disjoint method sets.
 fn routes(service: String) -> impl Strategy<Value = Vec<Route>> {
-    proptest::collection::btree_map(
-        0usize..5,
-        (0usize..4, proptest::collection::vec(limit(), 0..3)),
-        1..5,
-    )
-    .prop_map(move |shapes| {
-        let mut routes = Vec::new();
-        for (shape, (method_mode, limits)) in shapes {
-            let path = match shape {
-                0 => format!("/{service}"),
-                1 => format!("/{service}/items"),
-                2 => format!("/{service}/items/"),
-                3 => format!("/{service}/items/export"),
-                _ => format!("/{service}/v2:batch"),
-            };
-            let method_sets = match method_mode {
-                0 => vec![None],
-                1 => vec![methods(&["GET"])],
-                2 => vec![methods(&["DELETE", "POST"])],
-                _ => vec![
-                    methods(&["GET", "HEAD"]),
-                    methods(&["PATCH", "POST", "PUT"]),
-                ],
-            };
-            for methods in method_sets {
-                routes.push(Route {
-                    path: path.clone(),
-                    methods,
-                    limits: limits.clone(),
-                });
+    proptest::collection::btree_map(0usize..5, (0usize..4, limits()), 1..5).prop_map(
+        move |shapes| {
+            let mut routes = Vec::new();
+            for (shape, (method_mode, limits)) in shapes {
+                let path = match shape {
+                    0 => format!("/{service}"),
+                    1 => format!("/{service}/items"),
+                    2 => format!("/{service}/items/"),
+                    3 => format!("/{service}/items/export"),
+                    _ => format!("/{service}/v2:batch"),
+                };
+                let method_sets = match method_mode {
+                    0 => vec![None],
+                    1 => vec![methods(&["GET"])],
+                    2 => vec![methods(&["DELETE", "POST"])],
+                    _ => vec![
+                        methods(&["GET", "HEAD"]),
+                        methods(&["PATCH", "POST", "PUT"]),
+                    ],
+                };
+                for methods in method_sets {
+                    routes.push(Route {
+                        path: path.clone(),
+                        methods,
+                        limits: limits.clone(),
+                    });
+                }
             }
-        }
-        routes
-    })
+            routes
+        },
+    )
 }
 
 /// 1–3 teams, each with 1–3 services on one or two hosts of its own.
@@ -166,6 +161,13 @@ proptest! {
 
     #[test]
     fn every_render_verifies_and_actions_match_rules(entries in registry()) {
+        // The generator stays inside what the registration checks accept.
+        let policy = gateway_render::Policy { base_domain: render_support::BASE_DOMAIN.into(), allow_loopback_backends: false };
+        for entry in &entries {
+            let value = serde_json::to_value(entry).expect("entry serialises");
+            let checked = gateway_render::check::check_entry_value(&value, &policy);
+            prop_assert_eq!(checked.as_ref(), Ok(entry), "{}", serde_json::to_string(entry).unwrap_or_default());
+        }
         let rendered = render(&entries, &config()).expect("a valid registry renders");
         let bundle = Bundle::parse(Bundle::new(&rendered, &entries).to_json().as_bytes()).expect("bundle parses");
         prop_assert!(bundle.verify().is_ok(), "{:?}", bundle.verify());

@@ -10,7 +10,8 @@ pub fn examples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/entries")
 }
 
-/// The sample entries in `examples/entries`, in file-name order.
+/// The sample entries in `examples/entries`, in file-name order, each through the registration
+/// checks (as the registry would hold them), without the loopback allowance.
 pub fn example_entries() -> Vec<Entry> {
     let dir = examples_dir();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -29,7 +30,13 @@ pub fn example_entries() -> Vec<Entry> {
         .map(|p| {
             let text = std::fs::read_to_string(p)
                 .unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            let policy = gateway_render::Policy {
+                base_domain: BASE_DOMAIN.into(),
+                allow_loopback_backends: false,
+            };
+            gateway_render::check::check_entry_bytes(text.as_bytes(), &policy).unwrap_or_else(
+                |rejection| panic!("{} is rejected by the checks:\n{rejection}", p.display()),
+            )
         })
         .collect()
 }
