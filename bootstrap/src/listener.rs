@@ -1,0 +1,202 @@
+//! The pieces the gateway bootstrap and the validation bootstrap share: node, admin, runtime,
+//! the listener with its filter chain, and the rate-limit service's cluster. Both bootstraps are
+//! built from these functions so that validation judges the listener the proxy really runs.
+
+use crate::json::ROUTE_CONFIG_PLACEHOLDER;
+use crate::{BootstrapError, BootstrapParams};
+use gateway_render::contract::{
+    GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
+};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// Name of the gateway's listener and of the node.
+pub(crate) const GATEWAY_NAME: &str = "gateway";
+/// The global limiter's budget per request: beyond it the request passes (failure_mode_deny
+/// is false), so a slow limiter costs at most this much latency.
+const RATE_LIMIT_TIMEOUT: &str = "0.025s";
+/// Upper bound on open downstream connections per task; Envoy warns at start without one.
+const MAX_DOWNSTREAM_CONNECTIONS: u64 = 50_000;
+
+/// Where the HCM gets its routes.
+pub(crate) enum RouteSource<'a> {
+    /// RDS from `routes.json` in a watched directory (the running gateway).
+    Rds { routes_dir: &'a Path },
+    /// The rendered route configuration inlined (the validation bootstrap).
+    Inline,
+}
+
+pub(crate) fn socket_address(addr: SocketAddr) -> Value {
+    json!({ "socket_address": { "address": addr.ip().to_string(), "port_value": addr.port() } })
+}
+
+pub(crate) fn path_str<'p>(field: &'static str, path: &'p Path) -> Result<&'p str, BootstrapError> {
+    path.to_str().ok_or_else(|| BootstrapError::NonUtf8Path {
+        field,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Envoy reloads a path-config file only when it is moved into the watched directory.
+pub(crate) fn path_config_source(
+    field: &'static str,
+    dir: &Path,
+    file: &str,
+) -> Result<Value, BootstrapError> {
+    let dir_str = path_str(field, dir)?;
+    let file_path = dir.join(file);
+    let file_str = path_str(field, &file_path)?;
+    Ok(json!({
+        "path_config_source": { "path": file_str, "watched_directory": { "path": dir_str } },
+        "resource_api_version": "V3"
+    }))
+}
+
+/// Node, admin, runtime and overload manager: the top of both bootstraps.
+pub(crate) fn common_top(
+    params: &BootstrapParams,
+) -> Result<serde_json::Map<String, Value>, BootstrapError> {
+    params.check()?;
+    let top = json!({
+        "node": { "id": GATEWAY_NAME, "cluster": GATEWAY_NAME },
+        "admin": { "address": socket_address(params.admin) },
+        // The admin layer is what `POST /runtime_modify` writes to; without it the level-1
+        // kill switch cannot be thrown.
+        "layered_runtime": { "layers": [
+            { "name": "static", "static_layer": { KILL_SWITCH_RUNTIME_KEY: 0 } },
+            { "name": "admin", "admin_layer": {} }
+        ] },
+        "overload_manager": { "resource_monitors": [ {
+            "name": "envoy.resource_monitors.global_downstream_max_connections",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig",
+                "max_active_downstream_connections": MAX_DOWNSTREAM_CONNECTIONS
+            }
+        } ] }
+    });
+    match top {
+        Value::Object(map) => Ok(map),
+        _ => unreachable!("json! object literal"),
+    }
+}
+
+/// The gateway listener: one filter chain, one HCM.
+pub(crate) fn gateway_listener(
+    params: &BootstrapParams,
+    routes: RouteSource<'_>,
+) -> Result<Value, BootstrapError> {
+    let mut hcm = json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": GATEWAY_NAME,
+        "codec_type": "AUTO",
+        // The client address for `remote_address` rate-limit actions comes from
+        // X-Forwarded-For, trusting exactly the CDN and the load balancer in front.
+        "use_remote_address": true,
+        "xff_num_trusted_hops": params.xff_num_trusted_hops,
+        // Routes are prefix matches on normalised paths: `/a/../b` and `//b` must not slip past
+        // a team's prefix.
+        "normalize_path": true,
+        "merge_slashes": true,
+        "path_with_escaped_slashes_action": "UNESCAPE_AND_REDIRECT",
+        "request_headers_timeout": "10s",
+        "stream_idle_timeout": "300s",
+        "common_http_protocol_options": {
+            "idle_timeout": "900s",
+            "headers_with_underscores_action": "REJECT_REQUEST"
+        },
+        "http2_protocol_options": {
+            "max_concurrent_streams": 100,
+            "initial_stream_window_size": 65536,
+            "initial_connection_window_size": 1048576
+        },
+        "http_filters": http_filters()
+    });
+    let route_field = match routes {
+        RouteSource::Rds { routes_dir } => (
+            "rds",
+            json!({
+                "route_config_name": ROUTE_CONFIG_NAME,
+                "config_source": path_config_source("routes_dir", routes_dir, ROUTES_FILE)?
+            }),
+        ),
+        RouteSource::Inline => (
+            "route_config",
+            Value::String(ROUTE_CONFIG_PLACEHOLDER.to_string()),
+        ),
+    };
+    if let Some(map) = hcm.as_object_mut() {
+        map.insert(route_field.0.to_string(), route_field.1);
+    }
+    Ok(json!({
+        "name": GATEWAY_NAME,
+        "address": socket_address(params.listen),
+        "per_connection_buffer_limit_bytes": 32768,
+        "filter_chains": [ { "filters": [ {
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": hcm
+        } ] } ]
+    }))
+}
+
+/// Kill switch first (it must stop traffic before anything else spends effort on it), then the
+/// local bucket (cheap, per task) before the global limiter (a network call), then the router.
+fn http_filters() -> Value {
+    json!([
+        {
+            "name": KILL_SWITCH_FILTER,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
+                "abort": { "http_status": 503, "percentage": { "numerator": 0, "denominator": "HUNDRED" } },
+                "abort_percent_runtime": KILL_SWITCH_RUNTIME_KEY
+            }
+        },
+        {
+            // No token bucket here: pass-through unless a route sets one in
+            // typed_per_filter_config (an entry's `burst`).
+            "name": LOCAL_RATE_LIMIT_FILTER,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+                "stat_prefix": "local_rate_limit"
+            }
+        },
+        {
+            "name": GLOBAL_RATE_LIMIT_FILTER,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+                "domain": RATE_LIMIT_DOMAIN,
+                // A down limiter must not take the gateway down with it.
+                "failure_mode_deny": false,
+                "timeout": RATE_LIMIT_TIMEOUT,
+                "rate_limit_service": {
+                    "grpc_service": { "envoy_grpc": { "cluster_name": RATE_LIMIT_CLUSTER } },
+                    "transport_api_version": "V3"
+                }
+            }
+        },
+        {
+            "name": "envoy.filters.http.router",
+            "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router" }
+        }
+    ])
+}
+
+/// The rate-limit service next to Envoy: gRPC, so HTTP/2.
+pub(crate) fn ratelimit_cluster(params: &BootstrapParams) -> Value {
+    json!({
+        "name": RATE_LIMIT_CLUSTER,
+        "type": "STATIC",
+        "connect_timeout": "0.25s",
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": { "http2_protocol_options": {} }
+            }
+        },
+        "load_assignment": {
+            "cluster_name": RATE_LIMIT_CLUSTER,
+            "endpoints": [ { "lb_endpoints": [ { "endpoint": { "address": socket_address(params.ratelimit) } } ] } ]
+        }
+    })
+}

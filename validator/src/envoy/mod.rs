@@ -1,0 +1,126 @@
+//! Layer 3: the pinned Envoy's own verdict on the rendered config. The only process-running
+//! code in the validator.
+
+mod process;
+mod stderr;
+mod version;
+
+pub use version::{check_envoy_version, envoy_release};
+
+use crate::{ConfigView, ValidationError};
+use gateway_bootstrap::{BootstrapParams, ValidationBootstrap};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How to run Envoy for validation.
+#[derive(Debug, Clone)]
+pub struct EnvoyOptions {
+    /// `ENVOY_BIN`; a bare name is looked up on PATH.
+    pub envoy_bin: PathBuf,
+    /// The listener and filters to validate against: the production ones. Validate mode binds
+    /// nothing and reads no watched files, so production addresses and paths are safe.
+    pub params: BootstrapParams,
+    /// Kill Envoy after this long. Validating 50k routes takes about 8 s.
+    pub timeout: Duration,
+}
+
+impl EnvoyOptions {
+    pub fn new(envoy_bin: impl Into<PathBuf>) -> Self {
+        EnvoyOptions {
+            envoy_bin: envoy_bin.into(),
+            params: BootstrapParams::production(),
+            timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// `ENVOY_BIN`, else `envoy` on PATH.
+    pub fn from_env() -> Self {
+        let bin = std::env::var_os("ENVOY_BIN")
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "envoy".into());
+        EnvoyOptions::new(bin)
+    }
+}
+
+/// Envoy accepted the config.
+#[derive(Debug, Clone)]
+pub struct EnvoyVerdict {
+    /// The release that judged it (always the pinned one).
+    pub envoy_version: String,
+    pub elapsed: Duration,
+    /// Whatever Envoy printed at warning level (deprecations and the like).
+    pub warnings: String,
+}
+
+/// Writes the validation bootstrap (the gateway's listener and filters with the rendered
+/// clusters and routes inlined) and runs `envoy --mode validate` on it. Refuses to judge with an
+/// Envoy other than the pinned release.
+pub fn validate_with_envoy(
+    view: &ConfigView<'_>,
+    opts: &EnvoyOptions,
+) -> Result<EnvoyVerdict, ValidationError> {
+    let envoy_version = check_envoy_version(&opts.envoy_bin)?;
+    let dir = tempfile::Builder::new()
+        .prefix("gateway-validate-")
+        .tempdir()
+        .map_err(|source| ValidationError::Io {
+            what: "temp dir for the validation bootstrap".into(),
+            source,
+        })?;
+    let config = dir.path().join("validate.json");
+    let io = |what: &str| {
+        let what = format!("{what} {}", config.display());
+        move |source| ValidationError::Io { what, source }
+    };
+    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)?;
+    let file = std::fs::File::create(&config).map_err(io("create"))?;
+    let mut writer = BufWriter::new(file);
+    bootstrap
+        .to_writer(&mut writer)
+        .map_err(|e| ValidationError::Io {
+            what: format!("write {}", config.display()),
+            source: e.into(),
+        })?;
+    writer.flush().map_err(io("write"))?;
+    drop(writer);
+
+    let started = Instant::now();
+    let mut cmd = std::process::Command::new(&opts.envoy_bin);
+    cmd.args([
+        "--mode",
+        "validate",
+        "--disable-hot-restart",
+        "-l",
+        "warning",
+        "-c",
+    ])
+    .arg(&config);
+    let run = process::run(cmd, dir.path(), opts.timeout).map_err(|e| match e {
+        process::RunError::Spawn(source) => ValidationError::EnvoyMissing {
+            bin: opts.envoy_bin.clone(),
+            pinned: gateway_bootstrap::envoy_version(),
+            source,
+        },
+        process::RunError::Io(source) => ValidationError::Io {
+            what: "run envoy --mode validate".into(),
+            source,
+        },
+        process::RunError::Timeout => ValidationError::EnvoyTimeout {
+            seconds: opts.timeout.as_secs(),
+        },
+    })?;
+    if run.success {
+        return Ok(EnvoyVerdict {
+            envoy_version,
+            elapsed: started.elapsed(),
+            warnings: run.stderr,
+        });
+    }
+    let full = format!("{}{}", run.stderr, run.stdout);
+    Err(ValidationError::EnvoyRejected {
+        exit: run.exit,
+        summary: stderr::summary(&full),
+        stderr: full,
+    })
+}

@@ -1,0 +1,104 @@
+//! Layer 1: the gateway's own rules on a rendered config, and envoyproxy/ratelimit's rejection
+//! rules on `ratelimit.yaml` (its checker is Go and not available here; a rejected rules file
+//! makes the service keep its old rules). Pure: values in, violations out.
+
+mod clusters;
+mod descriptors;
+mod ratelimit_yaml;
+mod routes;
+
+use crate::ConfigView;
+use std::fmt;
+
+pub use ratelimit_yaml::VALID_UNITS;
+
+/// One broken rule: the file, the object in it (virtual host, route, cluster or descriptor
+/// path), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleViolation {
+    pub file: String,
+    pub object: String,
+    pub reason: String,
+}
+
+impl fmt::Display for RuleViolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.file, self.object, self.reason)
+    }
+}
+
+/// Collects violations for one file.
+pub(crate) struct Findings<'a> {
+    file: &'static str,
+    out: &'a mut Vec<RuleViolation>,
+}
+
+impl Findings<'_> {
+    pub(crate) fn add(&mut self, object: impl Into<String>, reason: impl Into<String>) {
+        self.out.push(RuleViolation {
+            file: self.file.to_string(),
+            object: object.into(),
+            reason: reason.into(),
+        });
+    }
+}
+
+/// Every violation in the config, in file order (clusters, routes, rate-limit rules).
+pub fn validate_rules(view: &ConfigView<'_>) -> Result<(), Vec<RuleViolation>> {
+    use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
+    let mut out = Vec::new();
+    let cluster_names = clusters::check(
+        view.clusters,
+        &mut Findings {
+            file: CLUSTERS_FILE,
+            out: &mut out,
+        },
+    );
+    routes::check(
+        view.route_config,
+        &cluster_names,
+        &mut Findings {
+            file: ROUTES_FILE,
+            out: &mut out,
+        },
+    );
+    let tree = ratelimit_yaml::check(
+        view.ratelimit_yaml,
+        &mut Findings {
+            file: RATE_LIMIT_FILE,
+            out: &mut out,
+        },
+    );
+    if let Some(tree) = tree {
+        let chains = descriptors::route_chains(
+            view.route_config,
+            &mut Findings {
+                file: ROUTES_FILE,
+                out: &mut out,
+            },
+        );
+        descriptors::agree(&chains, &tree, &mut out);
+    }
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    pub(crate) fn run<T>(
+        file: &'static str,
+        f: impl FnOnce(&mut Findings<'_>) -> T,
+    ) -> (T, Vec<RuleViolation>) {
+        let mut out = Vec::new();
+        let t = f(&mut Findings {
+            file,
+            out: &mut out,
+        });
+        (t, out)
+    }
+}
