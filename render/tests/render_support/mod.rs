@@ -1,6 +1,8 @@
 //! Shared by the render tests: the sample entries and a render of them.
 #![allow(dead_code)]
 
+pub mod envoy;
+
 use gateway_render::{render, Entry, RenderConfig, Rendered};
 use std::path::PathBuf;
 
