@@ -1,1 +1,48 @@
-fn main() {}
+//! `gatewayctl`: the operator and developer command line. Each subcommand lives in its own
+//! module under `cmd/`; this file only parses and dispatches.
+//!
+//! Exit codes: 0 success, 1 rejected or failed (reasons on stderr), 2 usage error (clap's own
+//! exit code for bad arguments, and `CmdError::usage` for arguments clap cannot judge).
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gatewayctl",
+    version,
+    about = "Self-service routes on the shared Envoy gateway: check, render and validate entries, print the bootstrap.",
+    long_about = None,
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Check(cmd::check::Args),
+    Render(cmd::render::Args),
+    Validate(cmd::validate::Args),
+    Bootstrap(cmd::bootstrap::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(args),
+        Command::Render(args) => cmd::render::run(args),
+        Command::Validate(args) => cmd::validate::run(args),
+        Command::Bootstrap(args) => cmd::bootstrap::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{}", err.message);
+            ExitCode::from(err.code)
+        }
+    }
+}

@@ -3,8 +3,7 @@
 
 use crate::ValidationError;
 use gateway_render::contract::{
-    CATCH_ALL_VHOST, CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE,
-    ROUTE_CONFIG_TYPE_URL,
+    CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -123,24 +122,23 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Team routes in a route configuration: every route outside the gateway's catch-all virtual
-/// host (the same count the renderer reports as `route_count`).
+/// Team routes in a route configuration: routes that forward to a cluster. The gateway's own
+/// routes (a host's not-found fallback, the catch-all, a kill-switch 503) answer directly and
+/// are not counted, matching the renderer's `route_count`.
 pub fn count_routes(route_config: &Value) -> usize {
     route_config
         .get("virtual_hosts")
         .and_then(Value::as_array)
-        .map(|vhosts| {
-            vhosts
-                .iter()
-                .filter(|vh| vh.get("name").and_then(Value::as_str) != Some(CATCH_ALL_VHOST))
-                .map(|vh| {
-                    vh.get("routes")
-                        .and_then(Value::as_array)
-                        .map_or(0, Vec::len)
-                })
-                .sum()
+        .into_iter()
+        .flatten()
+        .flat_map(|vh| {
+            vh.get("routes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
         })
-        .unwrap_or(0)
+        .filter(|r| r.get("route").is_some())
+        .count()
 }
 
 #[cfg(test)]
@@ -208,10 +206,10 @@ mod tests {
     }
 
     #[test]
-    fn catch_all_routes_are_not_counted() {
+    fn only_forwarding_routes_are_counted() {
         let rc = json!({"virtual_hosts": [
-            {"name": "billing", "routes": [{}, {}]},
-            {"name": CATCH_ALL_VHOST, "routes": [{}]}
+            {"name": "billing", "routes": [{"route": {"cluster": "a"}}, {"route": {"cluster": "b"}}, {"direct_response": {"status": 404}}]},
+            {"name": "gateway-catch-all", "routes": [{"direct_response": {"status": 404}}]}
         ]});
         assert_eq!(count_routes(&rc), 2);
     }

@@ -58,7 +58,8 @@ pub(crate) fn check(rc: &Value, clusters: &BTreeSet<&str>, f: &mut Findings<'_>)
                     ),
                     None => catch_all = Some(vh_name.clone()),
                 }
-            } else if domain.contains('*') {
+            } else if domain.strip_suffix(":*").unwrap_or(domain).contains('*') {
+                // `host:*` is one host on any port; any other wildcard matches many hosts.
                 f.add(&vh_label, format!("domain {domain:?} is a wildcard; only the gateway's catch-all may match many hosts"));
             }
             if domain == "*" {
@@ -212,6 +213,12 @@ mod tests {
                 .any(|s| s.contains("virtual host c: domain \"*.api.example.com\" is a wildcard")),
             "{v:?}"
         );
+        let any_port = rc(json!([vh(
+            "a",
+            &["x.api.example.com", "x.api.example.com:*"],
+            "c1"
+        )]));
+        assert_eq!(violations(&any_port, &["c1"]), Vec::<String>::new());
     }
 
     #[test]

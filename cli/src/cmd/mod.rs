@@ -1,0 +1,42 @@
+//! One module per subcommand: `Args` (clap derive) and `run(Args) -> CmdResult`. Commands print
+//! results on stdout and return reasons in a `CmdError`, which `main` prints on stderr.
+//! A command that needs async I/O builds its own tokio runtime inside `run`.
+
+pub mod bootstrap;
+pub mod check;
+pub mod common;
+pub mod render;
+pub mod validate;
+
+/// Why a command did not succeed, and the exit code that says so.
+#[derive(Debug)]
+pub struct CmdError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl CmdError {
+    /// Exit 1: the input was rejected or the operation failed.
+    pub fn failed(message: impl Into<String>) -> Self {
+        CmdError {
+            code: 1,
+            message: message.into(),
+        }
+    }
+
+    /// Exit 2: the command line itself is wrong.
+    pub fn usage(message: impl Into<String>) -> Self {
+        CmdError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<anyhow::Error> for CmdError {
+    fn from(err: anyhow::Error) -> Self {
+        CmdError::failed(format!("{err:#}"))
+    }
+}
+
+pub type CmdResult = Result<(), CmdError>;
