@@ -13,6 +13,14 @@ pub fn check_identifier(s: &str) -> Result<(), String> {
             "must not be empty; use 1-63 of a-z, 0-9 or \"-\", starting with a letter".into(),
         );
     }
+    let lower = s.to_ascii_lowercase();
+    if lower != s && check_identifier(&lower).is_ok() {
+        return Err(format!(
+            "{} must be lowercase: write {}",
+            quote(s),
+            quote(&lower)
+        ));
+    }
     if let Some(bad) = s
         .chars()
         .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '-'))
@@ -103,7 +111,8 @@ mod tests {
         }
         let cases = [
             ("", "empty"),
-            ("Billing", "lowercase"),
+            ("Billing", "must be lowercase: write \"billing\""),
+            ("Bill_ing", "only lowercase"),
             ("bill_ing", "lowercase"),
             ("bill ing", "lowercase"),
             ("bill\ning", "lowercase"),

@@ -8,6 +8,9 @@ use serde_json::{Map, Number, Value};
 use std::cell::RefCell;
 use std::fmt;
 
+/// Longest field path quoted for a syntax error; deep nesting would otherwise fill the screen.
+const MAX_PLACE_CHARS: usize = 120;
+
 /// What went wrong while reading, beyond what serde_json's error says.
 #[derive(Default)]
 struct Trail {
@@ -65,6 +68,12 @@ pub(crate) fn parse(input: &[u8], problems: &mut Problems) -> Option<Value> {
                 );
             } else {
                 let inside = match trail.failed_at {
+                    Some(path) if path.chars().count() > MAX_PLACE_CHARS => {
+                        format!(
+                            " (in {}…)",
+                            path.chars().take(MAX_PLACE_CHARS).collect::<String>()
+                        )
+                    }
                     Some(path) if !path.is_empty() => format!(" (in {path})"),
                     _ => String::new(),
                 };
@@ -267,6 +276,7 @@ mod tests {
         let deep = "[".repeat(100_000);
         let p = problems_of(deep.as_bytes());
         assert_eq!(p[0].field, "entry");
+        assert!(p[0].reason.len() < 250, "{}", p[0].reason);
     }
 
     #[test]

@@ -93,7 +93,9 @@ pub(crate) fn unknown_field(key: &str, known: &[&str]) -> String {
     let near = known
         .iter()
         .map(|k| (edit_distance(&key.to_ascii_lowercase(), k), *k))
-        .filter(|(d, _)| *d <= 2)
+        // Two edits turn any short word into another ("key" into "per"): suggest only what
+        // is plausibly a typo.
+        .filter(|(d, k)| *d <= if k.len() <= 4 { 1 } else { 2 })
         .min();
     if let Some((_, k)) = near {
         reason.push_str(&format!(" (did you mean \"{k}\"?)"));
@@ -155,6 +157,9 @@ mod tests {
             "unknown field; expected path, methods or limits (did you mean \"limits\"?)"
         );
         assert!(!unknown_field("zzzzzz", &["path"]).contains("did you mean"));
+        assert!(!unknown_field("key", &["per"]).contains("did you mean"));
+        assert!(unknown_field("teem", &["team"]).contains("did you mean \"team\""));
+        assert!(unknown_field("brust", &["burst"]).contains("did you mean \"burst\""));
     }
 
     #[test]
