@@ -197,12 +197,12 @@ mod tests {
 
     #[test]
     fn two_catch_alls_and_wildcards_are_violations() {
-        let rc = rc(json!([
+        let config = rc(json!([
             vh("a", &["*"], "c1"),
             vh("b", &["*"], "c1"),
             vh("c", &["*.api.example.com"], "c1")
         ]));
-        let v = violations(&rc, &["c1"]);
+        let v = violations(&config, &["c1"]);
         assert!(
             v.iter().any(|s| s
                 .contains("virtual host b: second catch-all (*) virtual host; a is the catch-all")),
