@@ -241,6 +241,9 @@ proptest! {
             }
         }
         let stored = serde_json::to_vec(&entry).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(check_entry_bytes(&stored, &policy()), Ok(entry));
+        prop_assert_eq!(check_entry_bytes(&stored, &policy()), Ok(entry.clone()));
+        // What the checks accept, the renderer can render.
+        let rendered = gateway_render::render(&[entry], &gateway_render::RenderConfig::new("api.example.com"));
+        prop_assert!(rendered.is_ok(), "{}: {:?}", value, rendered.err());
     }
 }
