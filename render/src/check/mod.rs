@@ -77,7 +77,8 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Every problem found in an entry, in document order.
+/// Every problem found in an entry, in the order the walk meets them: at each level unknown
+/// fields first, then the known fields in schema order, array items by index.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct Rejection {
     pub problems: Vec<Problem>,
