@@ -1,0 +1,85 @@
+//! `GET /healthz` (200 once the consumer's files are in place, else 503: the container health
+//! check) and `GET /status` (what is live, the last poll, error and rejection, as JSON).
+
+use crate::deliver::Target;
+use crate::error::SidecarError;
+use crate::state::SharedStatus;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+
+/// Binds `addr` now (so a taken port fails at start) and serves until the task is dropped.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, SidecarError> {
+    TcpListener::bind(addr).await.map_err(|e| SidecarError::Listen {
+        addr: addr.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+pub async fn serve(listener: TcpListener, target: Target, status: SharedStatus) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "health server accept");
+                continue;
+            }
+        };
+        let target = target.clone();
+        let status = status.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let answer = answer(&req, &target, &status);
+                async move { Ok::<_, Infallible>(answer) }
+            });
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "health server connection");
+            }
+        });
+    }
+}
+
+fn answer(req: &Request<Incoming>, target: &Target, status: &SharedStatus) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET {
+        return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "GET only\n".into());
+    }
+    match req.uri().path() {
+        "/healthz" if target.files_present() => respond(StatusCode::OK, "text/plain", "ok\n".into()),
+        "/healthz" => respond(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            "config files not delivered yet\n".into(),
+        ),
+        "/status" => match serde_json::to_string(&status.snapshot()) {
+            Ok(mut body) => {
+                body.push('\n');
+                respond(StatusCode::OK, "application/json", body)
+            }
+            Err(e) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("{e}\n")),
+        },
+        _ => respond(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found; try /healthz or /status\n".into(),
+        ),
+    }
+}
+
+fn respond(code: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
+    response
+}

@@ -1,0 +1,106 @@
+//! The two ways the sidecar runs: a loop until SIGTERM/SIGINT, or `--once`.
+
+use crate::admin::EnvoyAdmin;
+use crate::args::{Config, Mode};
+use crate::deliver::{EnvoyTarget, Target};
+use crate::error::SidecarError;
+use crate::health;
+use crate::poll::{Outcome, Sidecar};
+use crate::source::BundleSource;
+use crate::state::{SharedStatus, Status};
+use gateway_functions::metrics::{CloudWatchMetrics, MetricsSink};
+use gateway_functions::store::s3_client;
+use std::future::Future;
+
+/// The sidecar for `config`, on the AWS clients of `sdk`.
+pub fn build(config: &Config, sdk: &aws_config::SdkConfig) -> Result<Sidecar<CloudWatchMetrics>, SidecarError> {
+    let source = BundleSource::new(s3_client(sdk), config.bucket.clone());
+    let (target, mode) = match &config.mode {
+        Mode::Envoy {
+            clusters_dir,
+            routes_dir,
+            admin,
+        } => (
+            Target::Envoy(EnvoyTarget {
+                clusters_dir: clusters_dir.clone(),
+                routes_dir: routes_dir.clone(),
+                admin: EnvoyAdmin::new(admin)?,
+                apply_timeout: config.apply_timeout,
+            }),
+            "envoy",
+        ),
+        Mode::RateLimit { dir } => (Target::RateLimit { dir: dir.clone() }, "ratelimit"),
+    };
+    let status = SharedStatus::new(Status {
+        mode,
+        bucket: config.bucket.clone(),
+        ..Status::default()
+    });
+    Ok(Sidecar::new(
+        source,
+        target,
+        config.state_file.clone(),
+        status,
+        CloudWatchMetrics::from_conf(sdk),
+    ))
+}
+
+/// Polls every `config.interval` until `shutdown` resolves. A round in flight at shutdown is
+/// abandoned: every file write is atomic, and every state between the steps of a delivery is
+/// one Envoy can run (the next start resumes from the files).
+pub async fn run_loop<M: MetricsSink>(
+    mut sidecar: Sidecar<M>,
+    config: &Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), SidecarError> {
+    let listener = health::bind(config.listen).await?;
+    tracing::info!(listen = %config.listen, "health and status server listening");
+    let server = tokio::spawn(health::serve(
+        listener,
+        sidecar.target().clone(),
+        sidecar.status().clone(),
+    ));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = sidecar.poll() => {}
+        }
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = tokio::time::sleep(config.interval) => {}
+        }
+    }
+    tracing::info!("shutting down");
+    server.abort();
+    Ok(())
+}
+
+/// `--once`: deliver the live bundle and wait for Envoy to apply it.
+pub async fn run_once<M: MetricsSink>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
+    let mut sidecar = sidecar.confirming();
+    match sidecar.round().await? {
+        Outcome::NoBundle => Err(SidecarError::NoBundle {
+            bucket: sidecar.status().lock().bucket.clone(),
+            object: gateway_render::contract::BUNDLE_OBJECT,
+        }),
+        outcome => Ok(outcome),
+    }
+}
+
+/// SIGTERM (ECS stopping the task) or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM"),
+                _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT"),
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; SIGINT only");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
