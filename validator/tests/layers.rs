@@ -1,0 +1,264 @@
+//! All three layers, with the real Envoy deciding layer 3.
+
+mod common;
+
+use common::*;
+use gateway_validator::{
+    validate_all, validate_with_envoy, ConfigView, EnvoyOptions, Layer, ParsedConfig,
+    ValidateOptions, ValidationError,
+};
+use serde_json::{json, Value};
+
+fn all(
+    view: &ConfigView<'_>,
+    entries: usize,
+    routes: usize,
+) -> Result<gateway_validator::Report, gateway_validator::ValidationFailure> {
+    validate_all(
+        view,
+        entries,
+        routes,
+        &ValidateOptions {
+            envoy: envoy_options(),
+            skip_envoy: false,
+        },
+    )
+}
+
+fn rejected_by_envoy(view: &ConfigView<'_>) -> (String, String) {
+    match validate_with_envoy(view, &envoy_options()) {
+        Err(ValidationError::EnvoyRejected {
+            summary, stderr, ..
+        }) => (summary, stderr),
+        other => panic!("expected Envoy to reject the config, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_hand_built_config_passes_all_layers() {
+    let clusters = vec![cluster("billing.invoices")];
+    let rc = route_config(vec![vhost(
+        "billing",
+        "invoices.api.example.com",
+        "billing.invoices",
+    )]);
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let report = all(&view, 1, 1).expect("valid config");
+    let verdict = report.envoy.expect("layer 3 ran");
+    assert_eq!(verdict.envoy_version, gateway_bootstrap::envoy_version());
+}
+
+#[test]
+fn a_rendered_registry_passes_all_layers_from_values_and_from_files() {
+    let r = rendered();
+    let view = ConfigView {
+        clusters: &r.clusters,
+        route_config: &r.route_config,
+        ratelimit_yaml: &r.files["ratelimit.yaml"],
+    };
+    let report =
+        all(&view, sample_entries().len(), r.route_count).expect("the renderer's output is valid");
+    assert!(report.envoy.is_some());
+
+    let parsed = ParsedConfig::from_files(&r.files).expect("rendered files parse");
+    assert_eq!(parsed.clusters, r.clusters);
+    all(&parsed.view(), sample_entries().len(), r.route_count).expect("the files are valid too");
+}
+
+#[test]
+fn the_kill_switch_render_passes_all_layers() {
+    let r =
+        gateway_render::render_kill_switch(&gateway_render::RenderConfig::new("api.example.com"));
+    let view = ConfigView {
+        clusters: &r.clusters,
+        route_config: &r.route_config,
+        ratelimit_yaml: &r.files["ratelimit.yaml"],
+    };
+    all(&view, 0, r.route_count).expect("the kill-switch bundle must be publishable");
+}
+
+#[test]
+fn envoy_rejects_a_domain_shared_by_two_virtual_hosts() {
+    // Layer 1 would catch this first; calling layer 3 alone shows Envoy refuses it too.
+    let clusters = vec![cluster("a")];
+    let rc = route_config(vec![
+        vhost("one", "x.api.example.com", "a"),
+        vhost("two", "x.api.example.com", "a"),
+    ]);
+    let (summary, stderr) = rejected_by_envoy(&ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    });
+    assert!(
+        summary.contains("x.api.example.com"),
+        "summary should name the domain:\n{summary}"
+    );
+    assert!(summary.to_lowercase().contains("duplicate"), "{summary}");
+    assert!(
+        stderr.contains("[critical]"),
+        "full stderr is kept:\n{stderr}"
+    );
+    assert!(
+        !summary.contains("[critical]"),
+        "summary drops log prefixes:\n{summary}"
+    );
+}
+
+#[test]
+fn envoy_rejects_a_route_to_a_missing_cluster() {
+    let clusters = vec![cluster("a")];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
+    let (summary, _) = rejected_by_envoy(&ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    });
+    assert!(summary.contains("nowhere"), "{summary}");
+}
+
+#[test]
+fn envoy_rejects_a_malformed_cluster() {
+    let mut bad = cluster("a");
+    bad["connect_timeout"] = json!("soon");
+    let clusters = vec![bad];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let (summary, _) = rejected_by_envoy(&ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    });
+    assert!(summary.contains("connect_timeout"), "{summary}");
+}
+
+#[test]
+fn envoy_rejects_unknown_fields_in_the_inlined_config() {
+    let mut bad = cluster("a");
+    bad["bogus_field"] = json!(1);
+    let clusters = vec![bad];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let (summary, _) = rejected_by_envoy(&ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    });
+    assert!(summary.contains("bogus_field"), "{summary}");
+}
+
+#[test]
+fn validate_all_names_the_failing_layer() {
+    let clusters = vec![cluster("a")];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let failure = all(&view, 1, 1).expect_err("route to a missing cluster");
+    assert_eq!(failure.layer, Layer::Rules);
+    assert!(
+        failure
+            .to_string()
+            .contains("cluster nowhere is not in clusters.json"),
+        "{failure}"
+    );
+
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let failure = all(&view, 4, 0).expect_err("entries without routes");
+    assert_eq!(failure.layer, Layer::EmptyRender);
+
+    let mut bad = cluster("a");
+    bad["connect_timeout"] = json!("soon");
+    let clusters = vec![bad];
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let failure = all(&view, 1, 1).expect_err("malformed cluster");
+    assert_eq!(failure.layer, Layer::Envoy);
+    assert!(
+        failure
+            .to_string()
+            .starts_with("layer 3 (envoy --mode validate) failed: envoy --mode validate rejected"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn layer_3_is_skipped_only_on_request() {
+    let clusters = vec![cluster("a")];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let missing = EnvoyOptions::new("/nonexistent/envoy");
+    let failure = validate_all(
+        &view,
+        1,
+        1,
+        &ValidateOptions {
+            envoy: missing.clone(),
+            skip_envoy: false,
+        },
+    )
+    .expect_err("a missing Envoy is an error, not a skip");
+    assert_eq!(failure.layer, Layer::Envoy);
+    assert!(
+        failure.to_string().contains("ENVOY_BIN=/nonexistent/envoy"),
+        "{failure}"
+    );
+    let report = validate_all(
+        &view,
+        1,
+        1,
+        &ValidateOptions {
+            envoy: missing,
+            skip_envoy: true,
+        },
+    )
+    .expect("skipped");
+    assert!(report.envoy.is_none());
+    assert!(report.to_string().contains("SKIPPED"), "{report}");
+}
+
+#[test]
+fn a_different_envoy_release_is_refused() {
+    // A stand-in that only answers --version: the check must refuse before anything is judged.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fake = dir.path().join("envoy");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'envoy  version: 0000/1.2.3/Clean/RELEASE/BoringSSL'\n",
+    )
+    .expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let clusters: Vec<Value> = vec![];
+    let rc = route_config(vec![]);
+    let view = ConfigView {
+        clusters: &clusters,
+        route_config: &rc,
+        ratelimit_yaml: EMPTY_RULES,
+    };
+    let err = validate_with_envoy(&view, &EnvoyOptions::new(&fake)).expect_err("wrong release");
+    let text = err.to_string();
+    assert!(
+        text.contains("1.2.3") && text.contains(gateway_bootstrap::envoy_version()),
+        "{text}"
+    );
+}
