@@ -23,13 +23,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
+    let policy = policy(&args.domain, &args.loopback)?;
     let (name, bytes) = read_input(&args.entry)?;
-    match check_entry_bytes(&bytes, &policy(&args.domain, &args.loopback)) {
+    match check_entry_bytes(&bytes, &policy) {
         Ok(entry) => {
             println!(
                 "accepted {} ({})",
                 entry.id(),
-                entry.fqdn(&args.domain.domain)
+                entry.fqdn(&policy.base_domain)
             );
             Ok(())
         }

@@ -1,17 +1,28 @@
 //! Flags several commands share. Each is also an environment variable, the same one every
 //! gateway binary reads.
 
+use super::CmdError;
 use clap::Args;
 use gateway_render::Policy;
 use std::path::PathBuf;
 
 /// The gateway's base domain. Required, with no default: a wrong default would render every
-/// host under a domain nobody serves.
+/// host under a domain nobody serves. Optional to clap so the error can name the variable.
 #[derive(Args, Debug, Clone)]
 pub struct DomainArg {
-    /// Base domain team hosts are placed in front of (`invoices` → `invoices.<DOMAIN>`)
+    /// Base domain team hosts are placed in front of (`invoices` → `invoices.<DOMAIN>`); required
     #[arg(long = "domain", env = "GATEWAY_DOMAIN", value_name = "DOMAIN")]
-    pub domain: String,
+    pub domain: Option<String>,
+}
+
+impl DomainArg {
+    pub fn get(&self) -> Result<&str, CmdError> {
+        self.domain.as_deref().filter(|d| !d.is_empty()).ok_or_else(|| {
+            CmdError::usage(
+                "the gateway's base domain is required: pass --domain DOMAIN or set GATEWAY_DOMAIN (e.g. api.example.com)",
+            )
+        })
+    }
 }
 
 /// Loopback backends are for local runs and tests; link-local stays rejected regardless.
@@ -37,8 +48,8 @@ impl LoopbackArg {
 }
 
 /// The registration policy for these flags.
-pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Policy {
-    Policy::new(domain.domain.clone(), loopback.allowed())
+pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Result<Policy, CmdError> {
+    Ok(Policy::new(domain.get()?, loopback.allowed()))
 }
 
 /// The pinned Envoy binary used by validation.

@@ -28,9 +28,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let policy = policy(&args.domain, &args.loopback);
+    let policy = policy(&args.domain, &args.loopback)?;
     let entries = load_entries(&args.entries, &policy)?;
-    let rendered = render(&entries, &RenderConfig::new(args.domain.domain.clone()))
+    let rendered = render(&entries, &RenderConfig::new(policy.base_domain.clone()))
         .map_err(|e| CmdError::failed(format!("render: {e}")))?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CmdError::failed(format!("{}: cannot create: {e}", args.out.display())))?;
