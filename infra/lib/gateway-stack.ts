@@ -1,0 +1,151 @@
+import { CfnOutput, Stack, StackProps } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { GatewayAlarms } from './alarms';
+import { BreakGlassRole } from './break-glass-role';
+import { ConfigBucket } from './config-bucket';
+import { envoyVersion, REPO_ROOT } from './pins';
+import { ProxyService } from './proxy-service';
+import { ReconcileFunction } from './reconcile-function';
+import { RegisterFunction } from './register-function';
+import { RegistryTable } from './registry-table';
+import { Seed } from './seed';
+
+export interface GatewayStackProps extends StackProps {
+  /** Base domain teams' hosts go in front of, e.g. `api.example.com` (GATEWAY_DOMAIN). */
+  readonly baseDomain: string;
+  /** Accounts whose stacks may register routes. At least one of these or organizationId. */
+  readonly teamAccounts?: string[];
+  readonly organizationId?: string;
+  /** cargo-lambda output for the register function; default `<repo>/target/lambda/register`. */
+  readonly registerCodePath?: string;
+  /** Repository root (image build context, `bootstrap/ENVOY_VERSION`). */
+  readonly repoRoot?: string;
+  /** TLS certificate of the listener; without it the gateway serves plain HTTP. */
+  readonly certificateArn?: string;
+  /** An existing VPC; default a new two-AZ VPC with flow logs. */
+  readonly vpc?: ec2.IVpc;
+  readonly natGateways?: number;
+  readonly ingressPeer?: ec2.IPeer;
+  readonly desiredCount?: number;
+  readonly rateLimitImage?: string;
+  /** Who may assume the break-glass role; default this account's principals with MFA. */
+  readonly operatorPrincipal?: iam.IPrincipal;
+}
+
+/** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
+export class GatewayStack extends Stack {
+  readonly registry: RegistryTable;
+  readonly config: ConfigBucket;
+  readonly register: RegisterFunction;
+  readonly reconcile: ReconcileFunction;
+  readonly seed: Seed;
+  readonly alarms: GatewayAlarms;
+  readonly proxy: ProxyService;
+  readonly breakGlass: BreakGlassRole;
+
+  constructor(scope: Construct, id: string, props: GatewayStackProps) {
+    super(scope, id, props);
+    const repoRoot = props.repoRoot ?? REPO_ROOT;
+    const pinned = envoyVersion(repoRoot);
+
+    const key = new kms.Key(this, 'TopicKey', {
+      description: 'Encrypts the gateway registration and alarm topics',
+      enableKeyRotation: true,
+    });
+    this.registry = new RegistryTable(this, 'Registry');
+    this.config = new ConfigBucket(this, 'Config');
+    this.register = new RegisterFunction(this, 'Register', {
+      table: this.registry.table,
+      baseDomain: props.baseDomain,
+      codePath: props.registerCodePath ?? `${repoRoot}/target/lambda/register`,
+      teamAccounts: props.teamAccounts ?? [],
+      organizationId: props.organizationId,
+      key,
+    });
+    this.reconcile = new ReconcileFunction(this, 'Reconcile', {
+      table: this.registry.table,
+      bucket: this.config.bucket,
+      baseDomain: props.baseDomain,
+      envoyVersion: pinned,
+      repoRoot,
+    });
+    this.seed = new Seed(this, 'Seed', { reconcile: this.reconcile.function });
+    this.alarms = new GatewayAlarms(this, 'Alarms', {
+      register: this.register.function,
+      reconcile: this.reconcile.function,
+      key,
+    });
+
+    const vpc = props.vpc ?? this.buildVpc(props.natGateways ?? 2);
+    this.proxy = new ProxyService(this, 'Proxy', {
+      vpc,
+      bucket: this.config.bucket,
+      baseDomain: props.baseDomain,
+      envoyVersion: pinned,
+      repoRoot,
+      accessLogs: this.config.accessLogs,
+      certificateArn: props.certificateArn,
+      ingressPeer: props.ingressPeer,
+      desiredCount: props.desiredCount,
+      rateLimitImage: props.rateLimitImage,
+    });
+    // No proxy starts before a bundle exists.
+    this.proxy.service.node.addDependency(this.seed);
+
+    this.breakGlass = new BreakGlassRole(this, 'BreakGlass', {
+      bucket: this.config.bucket,
+      table: this.registry.table,
+      cluster: this.proxy.cluster,
+      service: this.proxy.service,
+      assumedBy: props.operatorPrincipal,
+    });
+    const reconcileRole = this.reconcile.function.role;
+    if (!reconcileRole) {
+      throw new Error('reconcile function has no execution role');
+    }
+    this.config.restrictBundleWriters([reconcileRole, this.breakGlass.role]);
+
+    this.outputs();
+  }
+
+  private buildVpc(natGateways: number): ec2.Vpc {
+    const vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways,
+      subnetConfiguration: [
+        { name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 },
+        { name: 'private', subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
+      ],
+      flowLogs: {
+        all: {
+          destination: ec2.FlowLogDestination.toCloudWatchLogs(
+            new logs.LogGroup(this, 'FlowLogs', { retention: logs.RetentionDays.ONE_MONTH }),
+          ),
+          trafficType: ec2.FlowLogTrafficType.REJECT,
+        },
+      },
+    });
+    // The sidecars poll S3 every 15 s from every task: keep that off the NAT gateways.
+    vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    return vpc;
+  }
+
+  private outputs(): void {
+    const out = (id: string, value: string, description: string) =>
+      new CfnOutput(this, id, { value, description, exportName: `${this.stackName}-${id}` });
+    out('RegisterFunctionArn', this.register.function.functionArn, 'ExposeOnGateway serviceToken (same or allowed account)');
+    out('RegistrationTopicArn', this.register.topic.topicArn, 'ExposeOnGateway serviceToken (cross-account)');
+    out('RegistryTableName', this.registry.table.tableName, 'GATEWAY_TABLE');
+    out('ConfigBucketName', this.config.bucket.bucketName, 'GATEWAY_BUCKET');
+    out('ReconcileFunctionName', this.reconcile.function.functionName, 'Reconciler (gatewayctl reconcile runs the same code)');
+    out('BreakGlassRoleArn', this.breakGlass.role.roleArn, 'Operator role for kill switch and restore');
+    out('AlarmTopicArn', this.alarms.topic.topicArn, 'Subscribe on-call here');
+    out('ProxyClusterName', this.proxy.cluster.clusterName, 'ECS cluster of the proxies');
+    out('ProxyServiceName', this.proxy.service.serviceName, 'ECS service of the proxies');
+    out('LoadBalancerDnsName', this.proxy.loadBalancer.loadBalancerDnsName, 'Point *.<baseDomain> here (alias record)');
+  }
+}

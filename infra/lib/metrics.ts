@@ -1,0 +1,19 @@
+/** CloudWatch names the Rust binaries emit (DESIGN.md "Metrics"); no dimensions. */
+export const METRIC_NAMESPACE = 'Gateway';
+
+export const METRICS = {
+  validationFailed: 'ValidationFailed',
+  configDrift: 'ConfigDrift',
+  published: 'Published',
+  reconcileFailed: 'ReconcileFailed',
+  routesRendered: 'RoutesRendered',
+  proxyConfigRejected: 'ProxyConfigRejected',
+  rateLimiterErrors: 'RateLimiterErrors',
+} as const;
+
+/** Names shared with the Rust side: table keys and bucket layout. */
+export const BUNDLE_OBJECT = 'bundle.json';
+export const FAILED_PREFIX = 'failed/';
+/** The reconciler's own row (`STATE`/`PUBLISHED`); its writes must not wake the reconciler. */
+export const STATE_PK = 'STATE';
+export const ENTRY_PK_PREFIX = 'ENTRY#';

@@ -1,0 +1,32 @@
+import * as fs from 'fs';
+import * as path from 'path';
+
+/** The repository root: image assets are built with it as context (see the root .dockerignore). */
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+
+/**
+ * The Envoy release, read from the one pin in the repo. The proxy image and the reconcile image
+ * (which runs `envoy --mode validate`) are both built FROM envoyproxy/envoy at this version, so
+ * what the reconciler validates is what the proxies run.
+ */
+export function envoyVersion(repoRoot: string = REPO_ROOT): string {
+  const file = path.join(repoRoot, 'bootstrap', 'ENVOY_VERSION');
+  const version = fs.readFileSync(file, 'utf8').trim();
+  if (!/^\d+\.\d+\.\d+$/.test(version)) {
+    throw new Error(`${file}: expected a version like 1.2.3, found "${version}"`);
+  }
+  return version;
+}
+
+/**
+ * Paths never sent to a Docker build nor staged into cdk.out. The root .dockerignore says the
+ * same for `docker build`; CDK's staging walks the context itself, so it is repeated here.
+ */
+export const IMAGE_CONTEXT_EXCLUDES = [
+  'target',
+  '.venv',
+  '.git',
+  '.gateway',
+  'infra',
+  '**/node_modules',
+];

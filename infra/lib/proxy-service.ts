@@ -1,0 +1,354 @@
+import { Annotations, Duration, Validations } from 'aws-cdk-lib';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { BUNDLE_OBJECT, METRIC_NAMESPACE } from './metrics';
+import { IMAGE_CONTEXT_EXCLUDES } from './pins';
+import { RateLimitRedis } from './rate-limit-redis';
+
+/**
+ * envoyproxy/ratelimit publishes a tag per commit (its last semver tag, v1.4.0, is from 2019).
+ * Pin a digest (`envoyproxy/ratelimit@sha256:…`) through the `rateLimitImage` prop in production.
+ */
+export const DEFAULT_RATE_LIMIT_IMAGE = 'envoyproxy/ratelimit:3fb70258';
+
+/** Loopback addresses inside the task (all containers share the task's network namespace). */
+export const PROXY_PORTS = {
+  listener: 8080,
+  envoyAdmin: 9901,
+  sidecarStatus: 9902,
+  rateLimitSidecarStatus: 9903,
+  rateLimitGrpc: 8081,
+  rateLimitHttp: 8082,
+  rateLimitDebug: 6070,
+} as const;
+
+/** Watched directories, shared between a deliverer and its reader as task volumes. */
+export const WATCHED_DIRS = {
+  clusters: { volume: 'cds', path: '/etc/envoy/cds' },
+  routes: { volume: 'rds', path: '/etc/envoy/rds' },
+  rateLimit: { volume: 'ratelimit-config', path: '/data/ratelimit/config' },
+} as const;
+
+export interface ProxyServiceProps {
+  readonly vpc: ec2.IVpc;
+  readonly bucket: s3.IBucket;
+  readonly baseDomain: string;
+  readonly envoyVersion: string;
+  readonly repoRoot: string;
+  /** Load balancer access logs go here (prefix `alb/`). */
+  readonly accessLogs: s3.IBucket;
+  /** TLS certificate for the listener (the base domain's wildcard). Without it: HTTP only. */
+  readonly certificateArn?: string;
+  /** Who may reach the load balancer; default anywhere (put a CDN prefix list here). */
+  readonly ingressPeer?: ec2.IPeer;
+  readonly desiredCount?: number;
+  readonly rateLimitImage?: string;
+  readonly redisNodeType?: string;
+}
+
+/**
+ * The proxy fleet: ECS on Fargate behind an Application Load Balancer. Each task runs Envoy,
+ * the sidecar that delivers bundles into Envoy's watched directories, the rate-limit service
+ * and the sidecar that delivers its rules. Counters live in one shared Redis.
+ */
+export class ProxyService extends Construct {
+  readonly cluster: ecs.Cluster;
+  readonly taskDefinition: ecs.FargateTaskDefinition;
+  readonly service: ecs.FargateService;
+  readonly loadBalancer: elbv2.ApplicationLoadBalancer;
+  readonly redis: RateLimitRedis;
+  readonly taskSecurityGroup: ec2.SecurityGroup;
+
+  constructor(scope: Construct, id: string, props: ProxyServiceProps) {
+    super(scope, id);
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: props.vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+    this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
+      vpc: props.vpc,
+      description: 'Gateway proxy tasks',
+      // Backends are the teams' own and anywhere; Envoy needs to reach them.
+      allowAllOutbound: true,
+    });
+    this.redis = new RateLimitRedis(this, 'Redis', {
+      vpc: props.vpc,
+      clients: this.taskSecurityGroup,
+      nodeType: props.redisNodeType,
+    });
+    this.taskDefinition = this.buildTask(props);
+
+    this.service = new ecs.FargateService(this, 'Service', {
+      cluster: this.cluster,
+      taskDefinition: this.taskDefinition,
+      desiredCount: props.desiredCount ?? 2,
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      circuitBreaker: { enable: true, rollback: true },
+      securityGroups: [this.taskSecurityGroup],
+      vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      assignPublicIp: false,
+      // Kill switch level 1 is a POST to Envoy's loopback admin: operators reach it with ECS Exec.
+      enableExecuteCommand: true,
+      healthCheckGracePeriod: Duration.seconds(60),
+    });
+
+    this.loadBalancer = this.buildLoadBalancer(props);
+  }
+
+  private buildTask(props: ProxyServiceProps): ecs.FargateTaskDefinition {
+    const task = new ecs.FargateTaskDefinition(this, 'Task', {
+      cpu: 1024,
+      memoryLimitMiB: 2048,
+      runtimePlatform: {
+        cpuArchitecture: ecs.CpuArchitecture.X86_64,
+        operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
+      },
+      volumes: Object.values(WATCHED_DIRS).map((d) => ({ name: d.volume })),
+    });
+    this.grantBundleRead(task.taskRole, props.bucket);
+
+    const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.THREE_MONTHS });
+    const logging = (prefix: string) => ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: prefix });
+    const sidecarImage = ecs.ContainerImage.fromAsset(props.repoRoot, {
+      file: 'sidecar/Dockerfile',
+      platform: ecrAssets.Platform.LINUX_AMD64,
+      exclude: IMAGE_CONTEXT_EXCLUDES,
+    });
+    const sidecarEnv = { GATEWAY_BUCKET: props.bucket.bucketName, GATEWAY_DOMAIN: props.baseDomain };
+    const probe = (port: number): ecs.HealthCheck => ({
+      command: ['CMD', '/usr/local/bin/gateway-sidecar', '--probe', `http://127.0.0.1:${port}/healthz`],
+      interval: Duration.seconds(5),
+      timeout: Duration.seconds(3),
+      retries: 3,
+      startPeriod: Duration.seconds(30),
+    });
+
+    // The sidecar writes the first bundle's files before Envoy exists (Envoy exits at start if
+    // a watched file is missing), so its /healthz means "delivered", not "Envoy applied it".
+    const sidecar = task.addContainer('sidecar', {
+      image: sidecarImage,
+      essential: true,
+      command: [
+        'gateway-sidecar',
+        '--bucket', props.bucket.bucketName,
+        '--clusters-dir', WATCHED_DIRS.clusters.path,
+        '--routes-dir', WATCHED_DIRS.routes.path,
+        '--envoy-admin', `http://127.0.0.1:${PROXY_PORTS.envoyAdmin}`,
+        '--interval', '15',
+        '--listen', `127.0.0.1:${PROXY_PORTS.sidecarStatus}`,
+      ],
+      environment: sidecarEnv,
+      healthCheck: probe(PROXY_PORTS.sidecarStatus),
+      logging: logging('sidecar'),
+    });
+    sidecar.addMountPoints(
+      { sourceVolume: WATCHED_DIRS.clusters.volume, containerPath: WATCHED_DIRS.clusters.path, readOnly: false },
+      { sourceVolume: WATCHED_DIRS.routes.volume, containerPath: WATCHED_DIRS.routes.path, readOnly: false },
+    );
+
+    const envoy = task.addContainer('envoy', {
+      image: ecs.ContainerImage.fromAsset(props.repoRoot, {
+        file: 'bootstrap/Dockerfile.envoy',
+        buildArgs: { ENVOY_VERSION: props.envoyVersion },
+        platform: ecrAssets.Platform.LINUX_AMD64,
+        exclude: IMAGE_CONTEXT_EXCLUDES,
+      }),
+      essential: true,
+      // The image's entrypoint runs envoy when the first argument is a flag.
+      command: ['-c', '/etc/envoy/envoy.json', '--reject-unknown-dynamic-fields'],
+      portMappings: [{ containerPort: PROXY_PORTS.listener, protocol: ecs.Protocol.TCP }],
+      ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
+      logging: logging('envoy'),
+    });
+    envoy.addMountPoints(
+      { sourceVolume: WATCHED_DIRS.clusters.volume, containerPath: WATCHED_DIRS.clusters.path, readOnly: true },
+      { sourceVolume: WATCHED_DIRS.routes.volume, containerPath: WATCHED_DIRS.routes.path, readOnly: true },
+    );
+    envoy.addContainerDependencies({ container: sidecar, condition: ecs.ContainerDependencyCondition.HEALTHY });
+
+    const rateLimitSidecar = task.addContainer('ratelimit-sidecar', {
+      image: sidecarImage,
+      // Limits fail open when the limiter is down (failure_mode_deny: false): losing the
+      // limiter must not take the task's traffic with it. ECS restarts it in place.
+      essential: false,
+      enableRestartPolicy: true,
+      command: [
+        'gateway-sidecar',
+        '--bucket', props.bucket.bucketName,
+        '--ratelimit-dir', WATCHED_DIRS.rateLimit.path,
+        '--interval', '15',
+        '--listen', `127.0.0.1:${PROXY_PORTS.rateLimitSidecarStatus}`,
+      ],
+      environment: sidecarEnv,
+      healthCheck: probe(PROXY_PORTS.rateLimitSidecarStatus),
+      logging: logging('ratelimit-sidecar'),
+    });
+    rateLimitSidecar.addMountPoints({
+      sourceVolume: WATCHED_DIRS.rateLimit.volume,
+      containerPath: WATCHED_DIRS.rateLimit.path,
+      readOnly: false,
+    });
+
+    const rateLimit = task.addContainer('ratelimit', {
+      image: ecs.ContainerImage.fromRegistry(props.rateLimitImage ?? DEFAULT_RATE_LIMIT_IMAGE),
+      essential: false,
+      enableRestartPolicy: true,
+      command: ['/bin/ratelimit'],
+      environment: {
+        // Rules: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/*.yaml, reloaded on a move into it.
+        RUNTIME_ROOT: '/data',
+        RUNTIME_SUBDIRECTORY: 'ratelimit',
+        RUNTIME_WATCH_ROOT: 'false',
+        USE_STATSD: 'false',
+        LOG_LEVEL: 'info',
+        // Everything on loopback: Envoy is its only client.
+        GRPC_HOST: '127.0.0.1',
+        GRPC_PORT: String(PROXY_PORTS.rateLimitGrpc),
+        HOST: '127.0.0.1',
+        PORT: String(PROXY_PORTS.rateLimitHttp),
+        DEBUG_HOST: '127.0.0.1',
+        DEBUG_PORT: String(PROXY_PORTS.rateLimitDebug),
+        REDIS_SOCKET_TYPE: 'tcp',
+        REDIS_URL: this.redis.url,
+        REDIS_TLS: 'true',
+      },
+      secrets: { REDIS_AUTH: ecs.Secret.fromSecretsManager(this.redis.authToken) },
+      logging: logging('ratelimit'),
+    });
+    rateLimit.addMountPoints({
+      sourceVolume: WATCHED_DIRS.rateLimit.volume,
+      containerPath: WATCHED_DIRS.rateLimit.path,
+      readOnly: true,
+    });
+    rateLimit.addContainerDependencies({
+      container: rateLimitSidecar,
+      condition: ecs.ContainerDependencyCondition.HEALTHY,
+    });
+
+    Validations.of(task.obtainExecutionRole()).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ecr:GetAuthorizationToken, which pulling the image assets needs, has no resource-level permissions.',
+    });
+    Validations.of(task).acknowledge({
+      id: 'AwsSolutions-ECS2',
+      reason:
+        'The environment variables are non-secret settings (bucket name, domain, loopback ports); the one secret, ' +
+        'the Redis AUTH token, comes from Secrets Manager.',
+    });
+    return task;
+  }
+
+  /**
+   * The sidecars read the published bundle and nothing else. Two more permissions ride on the
+   * task role: metrics (ProxyConfigRejected, RateLimiterErrors, limited to the Gateway
+   * namespace) and the ECS Exec channel (added by the service) for kill switch level 1.
+   */
+  private grantBundleRead(role: iam.IRole, bucket: s3.IBucket): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadBundle',
+        actions: ['s3:GetObject', 's3:GetObjectVersion'],
+        resources: [bucket.arnForObjects(BUNDLE_OBJECT)],
+      }),
+    );
+    // A HEAD of a missing bundle answers 404 (not 403) only with ListBucket; S3 evaluates it
+    // with no s3:prefix for a HEAD, so it cannot be narrowed by prefix.
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'SeeBundleAbsence',
+        actions: ['s3:ListBucket'],
+        resources: [bucket.bucketArn],
+      }),
+    );
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'GatewayMetrics',
+        actions: ['cloudwatch:PutMetricData'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'cloudwatch:namespace': METRIC_NAMESPACE } },
+      }),
+    );
+    Validations.of(role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'cloudwatch:PutMetricData (limited to the Gateway namespace by condition) and the ssmmessages channel of ' +
+        'ECS Exec have no resource-level permissions.',
+    });
+  }
+
+  private buildLoadBalancer(props: ProxyServiceProps): elbv2.ApplicationLoadBalancer {
+    const lbSecurityGroup = new ec2.SecurityGroup(this, 'LoadBalancerSecurityGroup', {
+      vpc: props.vpc,
+      description: 'Gateway load balancer',
+      allowAllOutbound: false,
+    });
+    const peer = props.ingressPeer ?? ec2.Peer.anyIpv4();
+    const lb = new elbv2.ApplicationLoadBalancer(this, 'LoadBalancer', {
+      vpc: props.vpc,
+      internetFacing: true,
+      securityGroup: lbSecurityGroup,
+      vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC },
+      dropInvalidHeaderFields: true,
+    });
+    lb.logAccessLogs(props.accessLogs, 'alb');
+    if (!props.ingressPeer) {
+      Validations.of(lbSecurityGroup).acknowledge({
+        id: 'AwsSolutions-EC23',
+        reason:
+          'The gateway is the public entry point of the teams\' APIs; set ingressPeer (e.g. a CDN prefix list) to narrow it.',
+      });
+    }
+
+    const targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
+      vpc: props.vpc,
+      port: PROXY_PORTS.listener,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      targetType: elbv2.TargetType.IP,
+      deregistrationDelay: Duration.seconds(30),
+      // Envoy answers every host: unknown ones get the catch-all's 404, a kill switch a 503.
+      // Any answer below 500 means the listener is up; Envoy's own readiness is loopback-only.
+      healthCheck: {
+        path: '/',
+        healthyHttpCodes: '200-499',
+        interval: Duration.seconds(10),
+        healthyThresholdCount: 2,
+        unhealthyThresholdCount: 3,
+      },
+      targets: [
+        this.service.loadBalancerTarget({ containerName: 'envoy', containerPort: PROXY_PORTS.listener }),
+      ],
+    });
+
+    if (props.certificateArn) {
+      lb.addListener('Https', {
+        port: 443,
+        protocol: elbv2.ApplicationProtocol.HTTPS,
+        certificates: [acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn)],
+        sslPolicy: elbv2.SslPolicy.RECOMMENDED_TLS,
+        defaultTargetGroups: [targetGroup],
+        open: false,
+      });
+      lb.addRedirect({ sourcePort: 80, targetPort: 443, open: false });
+      lbSecurityGroup.addIngressRule(peer, ec2.Port.tcp(443), 'HTTPS');
+      lbSecurityGroup.addIngressRule(peer, ec2.Port.tcp(80), 'HTTP (redirects to HTTPS)');
+    } else {
+      Annotations.of(this).addWarningV2(
+        'gateway:http-only',
+        'No certificateArn: the gateway listens on plain HTTP. Set certificateArn for production.',
+      );
+      lb.addListener('Http', { port: 80, defaultTargetGroups: [targetGroup], open: false });
+      lbSecurityGroup.addIngressRule(peer, ec2.Port.tcp(80), 'HTTP');
+    }
+    lbSecurityGroup.addEgressRule(this.taskSecurityGroup, ec2.Port.tcp(PROXY_PORTS.listener), 'to Envoy');
+    this.taskSecurityGroup.addIngressRule(lbSecurityGroup, ec2.Port.tcp(PROXY_PORTS.listener), 'from the load balancer');
+    return lb;
+  }
+}

@@ -1,0 +1,528 @@
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as fs from 'fs';
+import * as path from 'path';
+import { GatewayStack } from '../lib/gateway-stack';
+import { envoyVersion, REPO_ROOT } from '../lib/pins';
+import { gatewayStack, resourceId } from './helpers';
+
+let stack: GatewayStack;
+let template: Template;
+
+beforeAll(() => {
+  ({ stack, template } = gatewayStack());
+});
+
+const ref = (id: string) => ({ Ref: id });
+const arnOf = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
+const objectArn = (bucketId: string, key: string) => ({ 'Fn::Join': ['', [arnOf(bucketId), `/${key}`]] });
+
+/** Every statement of every IAM policy attached to the role with this logical id prefix. */
+function statementsOf(rolePrefix: string): Record<string, unknown>[] {
+  const roleId = resourceId(template, 'AWS::IAM::Role', rolePrefix);
+  const policies = template.findResources('AWS::IAM::Policy', {
+    Properties: { Roles: Match.arrayWith([ref(roleId)]) },
+  });
+  return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement);
+}
+
+function actionsOf(statements: Record<string, unknown>[]): string[] {
+  return statements.flatMap((s) => (Array.isArray(s.Action) ? (s.Action as string[]) : [s.Action as string])).sort();
+}
+
+describe('registry table', () => {
+  test('pk/sk strings, on-demand, NEW_AND_OLD_IMAGES stream, PITR, deletion protection, retained', () => {
+    template.hasResource('AWS::DynamoDB::Table', {
+      Properties: {
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+        ],
+        BillingMode: 'PAY_PER_REQUEST',
+        StreamSpecification: { StreamViewType: 'NEW_AND_OLD_IMAGES' },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        DeletionProtectionEnabled: true,
+      },
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+    });
+  });
+});
+
+describe('register function', () => {
+  const fnId = () => resourceId(template, 'AWS::Lambda::Function', 'RegisterFunction');
+
+  test('Rust on provided.al2023 with the table and domain in its environment', () => {
+    const tableId = resourceId(template, 'AWS::DynamoDB::Table', 'RegistryTable');
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'provided.al2023',
+      Handler: 'bootstrap',
+      Environment: { Variables: { GATEWAY_TABLE: ref(tableId), GATEWAY_DOMAIN: 'api.example.com' } },
+    });
+  });
+
+  test('invokable by the configured account, the organisation, and its own topic; nothing else', () => {
+    const perms = Object.values(
+      template.findResources('AWS::Lambda::Permission', {
+        Properties: { FunctionName: Match.anyValue() },
+      }),
+    ).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(fnId()));
+    const principals = perms.map((p) => ({
+      principal: p.Properties.Principal,
+      org: p.Properties.PrincipalOrgID,
+      source: p.Properties.SourceArn,
+    }));
+    expect(principals).toHaveLength(3);
+    expect(principals).toContainEqual({ principal: '222222222222', org: undefined, source: undefined });
+    expect(principals).toContainEqual({ principal: '*', org: 'o-exampleorg1', source: undefined });
+    const topicId = resourceId(template, 'AWS::SNS::Topic', 'RegisterTopic');
+    expect(principals).toContainEqual({ principal: 'sns.amazonaws.com', org: undefined, source: ref(topicId) });
+  });
+
+  test('the registration topic delivers to the function and accepts the team accounts and organisation only', () => {
+    const topicId = resourceId(template, 'AWS::SNS::Topic', 'RegisterTopic');
+    template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'lambda',
+      TopicArn: ref(topicId),
+      Endpoint: arnOf(fnId()),
+    });
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [ref(topicId)],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: 'sns:Publish',
+            Effect: 'Allow',
+            Principal: { AWS: Match.objectLike({ 'Fn::Join': ['', Match.arrayWith([':iam::222222222222:root'])] }) },
+          }),
+          Match.objectLike({
+            Action: 'sns:Publish',
+            Effect: 'Allow',
+            Principal: { AWS: '*' },
+            Condition: { StringEquals: { 'aws:PrincipalOrgID': 'o-exampleorg1' } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  test('refuses to exist without an account or organisation to serve', () => {
+    expect(() => gatewayStack({ teamAccounts: [], organizationId: undefined })).toThrow(/teamAccounts or organizationId/);
+    expect(() => gatewayStack({ teamAccounts: ['12345'] })).toThrow(/12-digit/);
+  });
+
+  test('its role writes registry items and nothing broader (no scan, no bucket)', () => {
+    const actions = actionsOf(statementsOf('RegisterFunctionServiceRole'));
+    expect(actions).toEqual(
+      [
+        'dynamodb:ConditionCheckItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+      ].sort(),
+    );
+  });
+});
+
+describe('reconcile function', () => {
+  const fnId = () => resourceId(template, 'AWS::Lambda::Function', 'ReconcileFunction');
+
+  test('a container image with reserved concurrency 1 and the shared environment', () => {
+    const tableId = resourceId(template, 'AWS::DynamoDB::Table', 'RegistryTable');
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      PackageType: 'Image',
+      ReservedConcurrentExecutions: 1,
+      Environment: {
+        Variables: {
+          GATEWAY_TABLE: ref(tableId),
+          GATEWAY_BUCKET: ref(bucketId),
+          GATEWAY_DOMAIN: 'api.example.com',
+          ENVOY_BIN: '/usr/local/bin/envoy',
+        },
+      },
+    });
+  });
+
+  test('its image is built from functions/Dockerfile.reconcile with the pinned ENVOY_VERSION', () => {
+    const assets = JSON.parse(
+      fs.readFileSync(path.join(stackAssembly(), `${stack.artifactId}.assets.json`), 'utf8'),
+    ).dockerImages as Record<string, { source: { dockerFile: string; dockerBuildArgs?: Record<string, string> } }>;
+    const reconcile = Object.values(assets).find((a) => a.source.dockerFile === 'functions/Dockerfile.reconcile');
+    expect(reconcile?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion() });
+    const proxy = Object.values(assets).find((a) => a.source.dockerFile === 'bootstrap/Dockerfile.envoy');
+    expect(proxy?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion() });
+  });
+
+  test('the table stream wakes it with bounded retries, bisect on error, and no self-wakeups', () => {
+    const tableId = resourceId(template, 'AWS::DynamoDB::Table', 'RegistryTable');
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [tableId, 'StreamArn'] },
+      FunctionName: ref(fnId()),
+      StartingPosition: 'LATEST',
+      MaximumRetryAttempts: 2,
+      BisectBatchOnFunctionError: true,
+      MaximumRecordAgeInSeconds: 300,
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: [{ prefix: 'ENTRY#' }] } } } }) }] },
+    });
+  });
+
+  test('a schedule runs it every minute; a missed tick is not retried', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [
+        Match.objectLike({
+          Arn: arnOf(fnId()),
+          RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+        }),
+      ],
+    });
+  });
+
+  test('it publishes bundle.json and failed/ renders, and writes only its STATE row', () => {
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    const statements = statementsOf('ReconcileFunctionServiceRole');
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],
+        Resource: objectArn(bucketId, 'bundle.json'),
+      }),
+    );
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Action: 's3:PutObject', Resource: objectArn(bucketId, 'failed/*') }),
+    );
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['STATE'] } },
+      }),
+    );
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: 'cloudwatch:PutMetricData',
+        Condition: { StringEquals: { 'cloudwatch:namespace': 'Gateway' } },
+      }),
+    );
+    expect(actionsOf(statements)).not.toContain('dynamodb:DeleteItem');
+  });
+});
+
+describe('seed', () => {
+  test('invokes the reconcile function with {"action":"seed"} and fails on a function error', () => {
+    const invoker = Object.values(
+      template.findResources('AWS::Lambda::Function', {
+        Properties: { Code: { ZipFile: Match.stringLikeRegexp('action: .seed.') } },
+      }),
+    );
+    expect(invoker).toHaveLength(1);
+    const code = invoker[0].Properties.Code.ZipFile as string;
+    expect(code).toContain("JSON.stringify({ action: 'seed' })");
+    expect(code).toMatch(/if \(out\.FunctionError\) \{\s*throw/);
+    template.resourceCountIs('Custom::GatewaySeed', 1);
+  });
+
+  test('the proxy service is created only after the seed', () => {
+    const seedId = resourceId(template, 'Custom::GatewaySeed', 'Seed');
+    template.hasResource('AWS::ECS::Service', { DependsOn: Match.arrayWith([seedId]) });
+  });
+});
+
+describe('config bucket', () => {
+  test('versioned, no public access, encrypted, TLS-only, access-logged, retained', () => {
+    const logsId = resourceId(template, 'AWS::S3::Bucket', 'ConfigAccessLogs');
+    template.hasResource('AWS::S3::Bucket', {
+      Properties: {
+        VersioningConfiguration: { Status: 'Enabled' },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        BucketEncryption: {
+          ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+        },
+        LoggingConfiguration: { DestinationBucketName: ref(logsId), LogFilePrefix: 'config-bucket/' },
+      },
+      DeletionPolicy: 'Retain',
+    });
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: ref(bucketId),
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  test('lifecycle expires old bundle versions (keeping restore points) and failed/ renders', () => {
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      VersioningConfiguration: { Status: 'Enabled' },
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith([
+          Match.objectLike({
+            Id: 'old-bundle-versions',
+            Status: 'Enabled',
+            NoncurrentVersionExpiration: { NoncurrentDays: 90, NewerNoncurrentVersions: 100 },
+          }),
+          Match.objectLike({ Id: 'failed-renders', Prefix: 'failed/', ExpirationInDays: 30 }),
+        ]),
+      },
+    });
+  });
+
+  test('only the reconciler and the break-glass role may write bundle.json', () => {
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    const reconcileRole = resourceId(template, 'AWS::IAM::Role', 'ReconcileFunctionServiceRole');
+    const breakGlass = resourceId(template, 'AWS::IAM::Role', 'BreakGlassRole');
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      Bucket: ref(bucketId),
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Principal: { AWS: '*' },
+            Action: Match.arrayWith(['s3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObject']),
+            Resource: objectArn(bucketId, 'bundle.json'),
+            Condition: { ArnNotEquals: { 'aws:PrincipalArn': [arnOf(reconcileRole), arnOf(breakGlass)] } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  test('the break-glass role needs MFA and can publish, restore, resume and redeploy', () => {
+    template.hasResourceProperties('AWS::IAM::Role', {
+      MaxSessionDuration: 3600,
+      AssumeRolePolicyDocument: {
+        Statement: [Match.objectLike({ Condition: { Bool: { 'aws:MultiFactorAuthPresent': 'true' } } })],
+      },
+    });
+    const actions = actionsOf(statementsOf('BreakGlassRole'));
+    expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 's3:GetObjectVersion', 's3:ListBucketVersions', 'ecs:UpdateService', 'ecs:ExecuteCommand']));
+  });
+});
+
+describe('alarms', () => {
+  const gatewayMetrics = ['ValidationFailed', 'ConfigDrift', 'ReconcileFailed', 'ProxyConfigRejected', 'RateLimiterErrors'];
+
+  test.each(gatewayMetrics)('%s alarms on any occurrence in namespace Gateway, without dimensions, to the topic', (name) => {
+    const topicId = resourceId(template, 'AWS::SNS::Topic', 'AlarmsTopic');
+    const alarms = template.findResources('AWS::CloudWatch::Alarm', {
+      Properties: {
+        Namespace: 'Gateway',
+        MetricName: name,
+        Statistic: 'Sum',
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+        AlarmActions: [ref(topicId)],
+      },
+    });
+    expect(Object.keys(alarms)).toHaveLength(1);
+    expect(Object.values(alarms)[0].Properties.Dimensions).toBeUndefined();
+  });
+
+  test.each([
+    ['RegisterFunction', 'Errors'],
+    ['ReconcileFunction', 'Errors'],
+    ['ReconcileFunction', 'Invocations'],
+  ])("%s's own %s metric is alarmed", (fnPrefix, metric) => {
+    const fnId = resourceId(template, 'AWS::Lambda::Function', fnPrefix);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: metric,
+      Dimensions: [{ Name: 'FunctionName', Value: ref(fnId) }],
+    });
+  });
+
+  test('the alarm topic is KMS-encrypted and CloudWatch may use the key', () => {
+    const keyId = resourceId(template, 'AWS::KMS::Key', 'TopicKey');
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: arnOf(keyId) });
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: ['kms:Decrypt', 'kms:GenerateDataKey*'] }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('proxy service', () => {
+  type Container = {
+    Name: string;
+    Command?: string[];
+    Image: unknown;
+    DependsOn?: { ContainerName: string; Condition: string }[];
+    HealthCheck?: { Command: string[] };
+    MountPoints?: { SourceVolume: string; ContainerPath: string; ReadOnly: boolean }[];
+    Environment?: { Name: string; Value: unknown }[];
+    PortMappings?: { ContainerPort: number }[];
+    Essential?: boolean;
+  };
+  let containers: Record<string, Container>;
+
+  beforeAll(() => {
+    const task = Object.values(template.findResources('AWS::ECS::TaskDefinition'))[0];
+    containers = Object.fromEntries(
+      (task.Properties.ContainerDefinitions as Container[]).map((c) => [c.Name, c]),
+    );
+  });
+
+  test('Fargate task with envoy, sidecar, ratelimit and ratelimit-sidecar sharing three volumes', () => {
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      RequiresCompatibilities: ['FARGATE'],
+      NetworkMode: 'awsvpc',
+      Volumes: [{ Name: 'cds' }, { Name: 'rds' }, { Name: 'ratelimit-config' }],
+    });
+    expect(Object.keys(containers).sort()).toEqual(['envoy', 'ratelimit', 'ratelimit-sidecar', 'sidecar']);
+  });
+
+  test('envoy runs the bootstrap with --reject-unknown-dynamic-fields on 8080, reading the watched dirs', () => {
+    const envoy = containers.envoy;
+    expect(envoy.Command).toEqual(['-c', '/etc/envoy/envoy.json', '--reject-unknown-dynamic-fields']);
+    expect(envoy.PortMappings).toEqual([expect.objectContaining({ ContainerPort: 8080 })]);
+    expect(envoy.MountPoints).toEqual([
+      { SourceVolume: 'cds', ContainerPath: '/etc/envoy/cds', ReadOnly: true },
+      { SourceVolume: 'rds', ContainerPath: '/etc/envoy/rds', ReadOnly: true },
+    ]);
+  });
+
+  test('envoy starts only after the sidecar reports healthy, and ratelimit after its sidecar', () => {
+    expect(containers.envoy.DependsOn).toEqual([{ ContainerName: 'sidecar', Condition: 'HEALTHY' }]);
+    expect(containers.ratelimit.DependsOn).toEqual([{ ContainerName: 'ratelimit-sidecar', Condition: 'HEALTHY' }]);
+  });
+
+  test('the sidecar delivers into the watched dirs and probes its own /healthz', () => {
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    const sidecar = containers.sidecar;
+    expect(sidecar.Command).toEqual([
+      'gateway-sidecar',
+      '--bucket', ref(bucketId),
+      '--clusters-dir', '/etc/envoy/cds',
+      '--routes-dir', '/etc/envoy/rds',
+      '--envoy-admin', 'http://127.0.0.1:9901',
+      '--interval', '15',
+      '--listen', '127.0.0.1:9902',
+    ]);
+    expect(sidecar.HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:9902/healthz']);
+    expect(sidecar.MountPoints?.every((m) => m.ReadOnly === false)).toBe(true);
+    expect(containers['ratelimit-sidecar'].Command).toEqual(expect.arrayContaining(['--ratelimit-dir', '/data/ratelimit/config']));
+    expect(containers['ratelimit-sidecar'].HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:9903/healthz']);
+  });
+
+  test('the rate-limit service reads its rules from the shared dir and counts in the shared Redis over TLS', () => {
+    const rl = containers.ratelimit;
+    const env = Object.fromEntries((rl.Environment ?? []).map((e) => [e.Name, e.Value]));
+    expect(env).toMatchObject({
+      RUNTIME_ROOT: '/data',
+      RUNTIME_SUBDIRECTORY: 'ratelimit',
+      RUNTIME_WATCH_ROOT: 'false',
+      USE_STATSD: 'false',
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: '8081',
+      REDIS_TLS: 'true',
+    });
+    const redisId = resourceId(template, 'AWS::ElastiCache::ReplicationGroup', 'ProxyRedis');
+    expect(JSON.stringify(env.REDIS_URL)).toContain(`"${redisId}","PrimaryEndPoint.Address"`);
+    expect(rl.MountPoints).toEqual([{ SourceVolume: 'ratelimit-config', ContainerPath: '/data/ratelimit/config', ReadOnly: true }]);
+    expect(rl.Image).toMatch(/^envoyproxy\/ratelimit[:@]/);
+  });
+
+  test('Redis: encrypted at rest and in transit, Multi-AZ, reachable only from the proxy tasks', () => {
+    template.hasResourceProperties('AWS::ElastiCache::ReplicationGroup', {
+      AtRestEncryptionEnabled: true,
+      TransitEncryptionEnabled: true,
+      MultiAZEnabled: true,
+      AutomaticFailoverEnabled: true,
+      AuthToken: Match.anyValue(),
+    });
+    const redisSg = resourceId(template, 'AWS::EC2::SecurityGroup', 'ProxyRedisSecurityGroup');
+    const taskSg = resourceId(template, 'AWS::EC2::SecurityGroup', 'ProxyTaskSecurityGroup');
+    const ingress = Object.values(
+      template.findResources('AWS::EC2::SecurityGroupIngress', {
+        Properties: { GroupId: { 'Fn::GetAtt': [redisSg, 'GroupId'] } },
+      }),
+    );
+    expect(ingress).toHaveLength(1);
+    expect(ingress[0].Properties.SourceSecurityGroupId).toEqual({ 'Fn::GetAtt': [taskSg, 'GroupId'] });
+    template.hasResourceProperties('AWS::EC2::SecurityGroup', {
+      GroupDescription: Match.stringLikeRegexp('Rate-limit Redis'),
+      SecurityGroupIngress: Match.absent(),
+    });
+  });
+
+  test('the task role reads bundle.json and nothing more (plus metrics and the ECS Exec channel)', () => {
+    const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
+    const statements = statementsOf('ProxyTaskTaskRole');
+    const s3Statements = statements.filter((s) => actionsOf([s]).some((a) => a.startsWith('s3:')));
+    expect(s3Statements).toEqual([
+      expect.objectContaining({ Action: ['s3:GetObject', 's3:GetObjectVersion'], Resource: objectArn(bucketId, 'bundle.json') }),
+      expect.objectContaining({ Action: 's3:ListBucket', Resource: arnOf(bucketId) }),
+    ]);
+    const others = actionsOf(statements).filter((a) => !a.startsWith('s3:'));
+    expect(others.sort()).toEqual(
+      [
+        'cloudwatch:PutMetricData',
+        // ECS Exec: the session channel and its session log (operators' kill switch level 1).
+        'logs:CreateLogStream',
+        'logs:DescribeLogGroups',
+        'logs:DescribeLogStreams',
+        'logs:PutLogEvents',
+        'ssmmessages:CreateControlChannel',
+        'ssmmessages:CreateDataChannel',
+        'ssmmessages:OpenControlChannel',
+        'ssmmessages:OpenDataChannel',
+      ].sort(),
+    );
+  });
+
+  test('behind an HTTPS load balancer forwarding to envoy:8080', () => {
+    template.hasResourceProperties('AWS::ElasticLoadBalancingV2::Listener', {
+      Port: 443,
+      Protocol: 'HTTPS',
+      Certificates: [{ CertificateArn: Match.stringLikeRegexp('^arn:aws:acm:') }],
+    });
+    template.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
+      Port: 8080,
+      TargetType: 'ip',
+      Matcher: { HttpCode: '200-499' },
+    });
+    template.hasResourceProperties('AWS::ECS::Service', {
+      LaunchType: 'FARGATE',
+      EnableExecuteCommand: true,
+      LoadBalancers: [Match.objectLike({ ContainerName: 'envoy', ContainerPort: 8080 })],
+    });
+  });
+});
+
+describe('pins', () => {
+  test('the Envoy version comes from bootstrap/ENVOY_VERSION', () => {
+    const pinned = fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', 'ENVOY_VERSION'), 'utf8').trim();
+    expect(envoyVersion()).toBe(pinned);
+  });
+
+  test('the Dockerfiles take ENVOY_VERSION as a build argument with no default', () => {
+    for (const file of ['functions/Dockerfile.reconcile', 'bootstrap/Dockerfile.envoy']) {
+      const text = fs.readFileSync(path.join(REPO_ROOT, file), 'utf8');
+      expect(text).toMatch(/^ARG ENVOY_VERSION$/m);
+      expect(text).toContain('FROM envoyproxy/envoy:v${ENVOY_VERSION}');
+    }
+  });
+});
+
+/** The cloud assembly directory the stack was synthesized into. */
+function stackAssembly(): string {
+  const app = stack.node.root as import('aws-cdk-lib').App;
+  return app.synth().directory;
+}

@@ -1,0 +1,42 @@
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { GatewayStack, GatewayStackProps } from '../lib/gateway-stack';
+
+/** A stand-in for cargo-lambda's output: synth only stages the directory. */
+export function placeholderRegisterCode(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-register-'));
+  fs.writeFileSync(path.join(dir, 'bootstrap'), 'placeholder\n');
+  return dir;
+}
+
+/** An App with cdk.json's context (feature flags), as the CLI would build it. */
+export function testApp(): App {
+  const cdkJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'cdk.json'), 'utf8'));
+  return new App({ context: cdkJson.context });
+}
+
+export function gatewayStack(overrides: Partial<GatewayStackProps> = {}): { stack: GatewayStack; template: Template } {
+  const app = testApp();
+  const stack = new GatewayStack(app, 'Gateway', {
+    env: { region: 'eu-west-1' },
+    baseDomain: 'api.example.com',
+    teamAccounts: ['222222222222'],
+    organizationId: 'o-exampleorg1',
+    certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/00000000-0000-0000-0000-000000000000',
+    registerCodePath: placeholderRegisterCode(),
+    ...overrides,
+  });
+  return { stack, template: Template.fromStack(stack) };
+}
+
+/** The single resource of a type whose logical id starts with `prefix`. */
+export function resourceId(template: Template, type: string, prefix: string): string {
+  const ids = Object.keys(template.findResources(type)).filter((id) => id.startsWith(prefix));
+  if (ids.length !== 1) {
+    throw new Error(`expected one ${type} named ${prefix}*, found ${ids.join(', ') || 'none'}`);
+  }
+  return ids[0];
+}
