@@ -1,5 +1,8 @@
 //! The register and reconcile functions and the AWS adapters they share (DynamoDB registry,
 //! S3 config store, CloudWatch metrics). Binaries in `src/bin` are thin; everything else is here.
 
+pub mod aws;
 pub mod metrics;
+pub mod register;
+pub mod registry;
 pub mod store;

@@ -1,0 +1,45 @@
+//! SDK configuration from the standard environment (region, credentials, profile and
+//! `AWS_ENDPOINT_URL`), so the same binaries run against AWS or a local emulator.
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use std::time::Duration;
+
+/// Attempts per DynamoDB call, including the first. The SDK's standard mode retries throttling,
+/// 5xx answers, timeouts and connection failures with exponential backoff and full jitter.
+pub const DYNAMODB_MAX_ATTEMPTS: u32 = 5;
+/// The first retry waits up to this long (jittered), doubling each attempt.
+const DYNAMODB_INITIAL_BACKOFF: Duration = Duration::from_millis(50);
+const DYNAMODB_MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// A register call runs inside a Lambda answering CloudFormation: a hung connection must turn
+/// into a retryable error long before the function's own timeout.
+const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+const DYNAMODB_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The SDK configuration every binary uses, read from the environment once.
+pub async fn sdk_config() -> SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest()).load().await
+}
+
+/// A DynamoDB client with the registry's retry and timeout settings.
+pub fn dynamodb_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::from_conf(dynamodb_config(config).build())
+}
+
+/// The registry's DynamoDB settings, open for a test to adjust (e.g. fewer attempts).
+pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::from(config)
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(DYNAMODB_MAX_ATTEMPTS)
+                .with_initial_backoff(DYNAMODB_INITIAL_BACKOFF)
+                .with_max_backoff(DYNAMODB_MAX_BACKOFF),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(DYNAMODB_CONNECT_TIMEOUT)
+                .operation_attempt_timeout(DYNAMODB_ATTEMPT_TIMEOUT)
+                .build(),
+        )
+}

@@ -1,0 +1,414 @@
+//! The DynamoDB registry: registration transactions, consistent reads, the reconciler's state.
+
+use super::error::{build_error, from_sdk};
+use super::host::read_host;
+use super::keys::{self, Item};
+use super::plan::{self, Current};
+use super::retry::{backoff, MAX_ROUNDS};
+use super::write::{transact, Written};
+use super::{
+    DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError, RegistrySnapshot,
+    StoredEntry,
+};
+use aws_sdk_dynamodb::operation::create_table::CreateTableError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    StreamSpecification, StreamViewType, TableStatus,
+};
+use gateway_render::check::{check_entry, check_entry_value, Policy};
+use gateway_render::{Entry, Problem, Rejection};
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long `create_table_if_absent` waits for a new table to become ACTIVE.
+const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct DynamoRegistry {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    policy: Policy,
+}
+
+impl DynamoRegistry {
+    /// A registry on `table` for the gateway at `base_domain`, with loopback backends rejected
+    /// (use [`DynamoRegistry::with_policy`] for local runs).
+    pub fn new(
+        client: aws_sdk_dynamodb::Client,
+        table: impl Into<String>,
+        base_domain: impl Into<String>,
+    ) -> Self {
+        let base_domain: String = base_domain.into();
+        DynamoRegistry {
+            client,
+            table: table.into(),
+            policy: Policy::new(&base_domain, false),
+        }
+    }
+
+    /// Replaces the checks' policy (its base domain becomes the registry's).
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub fn base_domain(&self) -> &str {
+        &self.policy.base_domain
+    }
+
+    /// Creates the table (pk/sk strings, on-demand, stream NEW_AND_OLD_IMAGES) unless it exists,
+    /// and waits until it is ACTIVE. True when it was created now.
+    pub async fn create_table_if_absent(&self) -> Result<bool, RegistryError> {
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(|e| build_error("the key schema", e))
+        };
+        let attr = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(|e| build_error("the attribute definitions", e))
+        };
+        let stream = StreamSpecification::builder()
+            .stream_enabled(true)
+            .stream_view_type(StreamViewType::NewAndOldImages)
+            .build()
+            .map_err(|e| build_error("the stream specification", e))?;
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .attribute_definitions(attr(keys::PK)?)
+            .attribute_definitions(attr(keys::SK)?)
+            .key_schema(key(keys::PK, KeyType::Hash)?)
+            .key_schema(key(keys::SK, KeyType::Range)?)
+            .billing_mode(BillingMode::PayPerRequest)
+            .stream_specification(stream)
+            .send()
+            .await;
+        let created = match created {
+            Ok(_) => true,
+            Err(e)
+                if matches!(
+                    e.as_service_error(),
+                    Some(CreateTableError::ResourceInUseException(_))
+                ) =>
+            {
+                false
+            }
+            Err(e) => return Err(from_sdk(&format!("creating table {}", self.table), e)),
+        };
+        self.wait_active().await?;
+        Ok(created)
+    }
+
+    async fn wait_active(&self) -> Result<(), RegistryError> {
+        let deadline = std::time::Instant::now() + TABLE_ACTIVE_TIMEOUT;
+        loop {
+            let described = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(|e| from_sdk(&format!("describing table {}", self.table), e))?;
+            let status = described.table().and_then(|t| t.table_status());
+            if status == Some(&TableStatus::Active) {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(RegistryError::Retryable(format!(
+                    "table {} is not ACTIVE after {TABLE_ACTIVE_TIMEOUT:?} (status {status:?})",
+                    self.table
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// Checks raw JSON input and registers it. Rejected input writes nothing.
+    pub async fn register_value(
+        &self,
+        input: &serde_json::Value,
+    ) -> Result<RegisterOutcome, RegistryError> {
+        let entry = check_entry_value(input, &self.policy).map_err(RegistryError::Rejected)?;
+        self.register(&entry).await
+    }
+
+    /// Registers (creates or replaces) an entry: the entry row, the team's claim on its host and
+    /// the service's claim on each path prefix, in one transaction. The checks run first, here,
+    /// so nothing reaches the table without them. Re-registering an identical entry writes nothing.
+    pub async fn register(&self, entry: &Entry) -> Result<RegisterOutcome, RegistryError> {
+        check_entry(entry, &self.policy).map_err(RegistryError::Rejected)?;
+        let json = serde_json::to_string(entry).map_err(|e| {
+            RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))
+        })?;
+        let id = entry.id();
+        let fqdn = entry.fqdn(self.base_domain());
+        let mut last = String::new();
+        for round in 0..MAX_ROUNDS {
+            if round > 0 {
+                backoff(round).await;
+            }
+            let current = self.current(&id).await?;
+            if let Some(c) = &current {
+                if c.entry == *entry {
+                    return Ok(RegisterOutcome::Unchanged {
+                        revision: c.revision,
+                    });
+                }
+            }
+            let new_host = read_host(&self.client, &self.table, &fqdn).await?;
+            if let Some(conflict) = plan::conflict(entry, &new_host) {
+                return Err(conflict);
+            }
+            let old_host = match &current {
+                Some(c) if c.entry.host != entry.host => Some(
+                    read_host(&self.client, &self.table, &c.entry.fqdn(self.base_domain())).await?,
+                ),
+                _ => None,
+            };
+            let actions = plan::register(
+                entry,
+                &json,
+                current.as_ref(),
+                &new_host,
+                old_host.as_ref(),
+                now(),
+            );
+            match transact(&self.client, &self.table, &actions).await? {
+                Written::Committed => {
+                    return Ok(match current {
+                        None => RegisterOutcome::Created { revision: 1 },
+                        Some(c) => RegisterOutcome::Updated {
+                            revision: c.revision + 1,
+                        },
+                    })
+                }
+                Written::Conflict(e) => return Err(e),
+                Written::Retry(why) => last = why,
+            }
+        }
+        Err(RegistryError::Retryable(format!(
+            "registering {id}: {last}, {MAX_ROUNDS} times; try again"
+        )))
+    }
+
+    /// Removes an entry and its guards in one transaction, releasing the host when this was the
+    /// team's last service on it. An absent entry is `NotFound`, not an error.
+    pub async fn deregister(&self, id: &str) -> Result<DeregisterOutcome, RegistryError> {
+        check_id(id)?;
+        let mut last = String::new();
+        for round in 0..MAX_ROUNDS {
+            if round > 0 {
+                backoff(round).await;
+            }
+            let Some(current) = self.current(id).await? else {
+                return Ok(DeregisterOutcome::NotFound);
+            };
+            let host = read_host(
+                &self.client,
+                &self.table,
+                &current.entry.fqdn(self.base_domain()),
+            )
+            .await?;
+            match transact(
+                &self.client,
+                &self.table,
+                &plan::deregister(&current, &host),
+            )
+            .await?
+            {
+                Written::Committed => return Ok(DeregisterOutcome::Deleted),
+                Written::Conflict(e) => return Err(e),
+                Written::Retry(why) => last = why,
+            }
+        }
+        Err(RegistryError::Retryable(format!(
+            "deregistering {id}: {last}, {MAX_ROUNDS} times; try again"
+        )))
+    }
+
+    /// One entry, read consistently.
+    pub async fn get(&self, id: &str) -> Result<Option<StoredEntry>, RegistryError> {
+        check_id(id)?;
+        let found = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await?;
+        found.map(|item| stored_entry(&item)).transpose()
+    }
+
+    /// Every entry (the same consistent read the reconciler uses).
+    pub async fn list(&self) -> Result<RegistrySnapshot, RegistryError> {
+        self.read_all_entries().await
+    }
+
+    async fn current(&self, id: &str) -> Result<Option<Current>, RegistryError> {
+        let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
+            return Ok(None);
+        };
+        let stored = stored_entry(&item)?;
+        Ok(Some(Current {
+            entry: stored.entry,
+            revision: stored.revision,
+        }))
+    }
+
+    async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, RegistryError> {
+        let what = format!("reading {pk}");
+        let got = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| from_sdk(&what, e))?;
+        Ok(got.item().cloned())
+    }
+}
+
+impl Registry for DynamoRegistry {
+    async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
+        let mut snapshot = RegistrySnapshot::default();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression("begins_with(#pk, :entry)")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":entry", keys::s(keys::ENTRY_PREFIX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| from_sdk(&format!("scanning table {}", self.table), e))?;
+            for item in page.items() {
+                match stored_entry(item) {
+                    Ok(stored) => snapshot.entries.push(stored),
+                    Err(e) => {
+                        let pk = keys::get_s(item, keys::PK).unwrap_or("?").to_string();
+                        snapshot.unreadable.push((pk, e.to_string()));
+                    }
+                }
+            }
+            match page.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        snapshot.entries.sort_by_key(|s| s.entry.id());
+        snapshot.unreadable.sort();
+        Ok(snapshot)
+    }
+
+    async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        let Some(item) = self
+            .get_item(keys::STATE_PK.to_string(), keys::STATE_SK)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(PublishedState {
+            version_id: keys::need_s(&item, keys::ATTR_VERSION_ID)?.to_string(),
+            hash: keys::need_s(&item, keys::ATTR_HASH)?.to_string(),
+            published_at: keys::need_n(&item, keys::ATTR_PUBLISHED_AT)?,
+        }))
+    }
+
+    async fn record_published(
+        &self,
+        expected: Option<&PublishedState>,
+        next: &PublishedState,
+    ) -> Result<(), RegistryError> {
+        let mut row = keys::key(keys::STATE_PK.to_string(), keys::STATE_SK);
+        row.insert(
+            keys::ATTR_VERSION_ID.into(),
+            keys::s(next.version_id.as_str()),
+        );
+        row.insert(keys::ATTR_HASH.into(), keys::s(next.hash.as_str()));
+        row.insert(keys::ATTR_PUBLISHED_AT.into(), keys::n(next.published_at));
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(row));
+        let put = match expected {
+            None => put
+                .condition_expression("attribute_not_exists(#pk)")
+                .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
+            Some(state) => put
+                .condition_expression("#version_id = :expected")
+                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_VERSION_ID])))
+                .set_expression_attribute_values(Some(HashMap::from([(
+                    ":expected".to_string(),
+                    keys::s(state.version_id.as_str()),
+                )]))),
+        };
+        match put.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.as_service_error(),
+                    Some(PutItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Err(RegistryError::StateConflict)
+            }
+            Err(e) => Err(from_sdk("recording the published state", e)),
+        }
+    }
+}
+
+fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
+    let json = keys::need_s(item, keys::ATTR_ENTRY)?;
+    let entry: Entry = serde_json::from_str(json).map_err(|e| {
+        RegistryError::Corrupt(format!(
+            "{}: entry JSON does not parse: {e}",
+            keys::get_s(item, keys::PK).unwrap_or("?")
+        ))
+    })?;
+    Ok(StoredEntry {
+        entry,
+        revision: keys::need_n(item, keys::ATTR_REVISION)?,
+        updated_at: keys::get_n(item, keys::ATTR_UPDATED_AT).unwrap_or(0),
+    })
+}
+
+/// `team/service`: two non-empty parts. The parts' own rules are the checks' business; this only
+/// keeps a malformed id from becoming a key.
+fn check_id(id: &str) -> Result<(), RegistryError> {
+    match id.split_once('/') {
+        Some((team, service))
+            if !team.is_empty() && !service.is_empty() && !service.contains('/') =>
+        {
+            Ok(())
+        }
+        _ => Err(RegistryError::Rejected(Rejection {
+            problems: vec![Problem {
+                field: "id".into(),
+                reason: format!("{id:?} is not a team/service id"),
+            }],
+        })),
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

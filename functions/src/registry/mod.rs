@@ -1,0 +1,114 @@
+//! The registry: entries and the guard rows that keep teams apart, in one DynamoDB table.
+//!
+//! The reconciler's reads and its state record sit behind [`Registry`], so a reconcile run can
+//! be tested against a wrapper that injects faults; registration itself is [`DynamoRegistry`]'s
+//! own business (`register`, `deregister`, `list`).
+
+mod dynamo;
+mod error;
+mod host;
+mod keys;
+mod plan;
+mod retry;
+mod write;
+
+pub use dynamo::DynamoRegistry;
+pub use error::RegistryError;
+
+use gateway_render::Entry;
+use std::future::Future;
+
+/// One entry as stored: the entry, its revision (1 on first registration, +1 per change) and
+/// when it was last written (unix seconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEntry {
+    pub entry: Entry,
+    pub revision: u64,
+    pub updated_at: u64,
+}
+
+/// Every entry in the table, sorted by id. A row whose JSON no longer parses is reported in
+/// `unreadable` as `(pk, why)` instead of failing the whole read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistrySnapshot {
+    pub entries: Vec<StoredEntry>,
+    pub unreadable: Vec<(String, String)>,
+}
+
+/// What the reconciler last published: the bundle object's version id and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishedState {
+    pub version_id: String,
+    pub hash: String,
+    /// Unix seconds.
+    pub published_at: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterOutcome {
+    Created {
+        revision: u64,
+    },
+    Updated {
+        revision: u64,
+    },
+    /// The stored entry is identical: nothing was written.
+    Unchanged {
+        revision: u64,
+    },
+}
+
+impl RegisterOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RegisterOutcome::Created { .. } => "created",
+            RegisterOutcome::Updated { .. } => "updated",
+            RegisterOutcome::Unchanged { .. } => "unchanged",
+        }
+    }
+
+    pub fn revision(&self) -> u64 {
+        match *self {
+            RegisterOutcome::Created { revision }
+            | RegisterOutcome::Updated { revision }
+            | RegisterOutcome::Unchanged { revision } => revision,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeregisterOutcome {
+    Deleted,
+    /// No such entry; callers decide whether that is an error.
+    NotFound,
+}
+
+impl DeregisterOutcome {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            DeregisterOutcome::Deleted => "deleted",
+            DeregisterOutcome::NotFound => "not-found",
+        }
+    }
+}
+
+/// The reconciler's view of the registry.
+pub trait Registry {
+    /// Every entry, read consistently.
+    fn read_all_entries(
+        &self,
+    ) -> impl Future<Output = Result<RegistrySnapshot, RegistryError>> + Send;
+
+    /// The last recorded publish, if any.
+    fn read_state(
+        &self,
+    ) -> impl Future<Output = Result<Option<PublishedState>, RegistryError>> + Send;
+
+    /// Records a publish only if the state is still `expected` (absent when `None`), so two
+    /// overlapping runs cannot both record; the loser gets [`RegistryError::StateConflict`].
+    fn record_published(
+        &self,
+        expected: Option<&PublishedState>,
+        next: &PublishedState,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+}

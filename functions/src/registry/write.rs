@@ -1,0 +1,238 @@
+//! One TransactWriteItems from planned actions, and what its cancellation reasons mean.
+//!
+//! Every item asks for its old image on a failed condition (`ALL_OLD`): the reasons come back in
+//! item order, so a failed path guard names the service holding it and a failed host guard the
+//! team holding it.
+
+use super::error::{build_error, from_sdk};
+use super::keys::{self, Item};
+use super::plan::{host_conflict, path_conflict, Action};
+use super::RegistryError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    CancellationReason, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
+use std::collections::HashMap;
+
+pub(crate) enum Written {
+    Committed,
+    /// Someone else holds what the transaction claimed.
+    Conflict(RegistryError),
+    /// Nothing was written; re-read and try again (the reason says why).
+    Retry(String),
+}
+
+/// Cancellation codes that mean "nothing is wrong with the request, try again".
+const TRANSIENT_REASONS: &[&str] = &[
+    "TransactionConflict",
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+];
+
+pub(crate) async fn transact(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    actions: &[Action],
+) -> Result<Written, RegistryError> {
+    let items = actions
+        .iter()
+        .map(|a| item(table, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sent = client
+        .transact_write_items()
+        .set_transact_items(Some(items))
+        .send()
+        .await;
+    let err = match sent {
+        Ok(_) => return Ok(Written::Committed),
+        Err(err) => err,
+    };
+    if let Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) =
+        err.as_service_error()
+    {
+        return interpret(actions, cancelled.cancellation_reasons());
+    }
+    Err(from_sdk("writing the registration transaction", err))
+}
+
+fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Written, RegistryError> {
+    let mut retry: Option<String> = None;
+    for (action, reason) in actions.iter().zip(reasons) {
+        let code = match reason.code() {
+            None | Some("None") | Some("") => continue,
+            Some(code) => code,
+        };
+        if TRANSIENT_REASONS.contains(&code) {
+            retry.get_or_insert_with(|| format!("{} was cancelled: {code}", describe(action)));
+            continue;
+        }
+        if code != "ConditionalCheckFailed" {
+            let message = reason.message().unwrap_or("");
+            return Err(RegistryError::Aws(format!(
+                "{} was cancelled: {code} {message}",
+                describe(action)
+            )));
+        }
+        let old = reason.item();
+        match action {
+            Action::PutHostGuard { fqdn, claimant, .. } => {
+                if let Some(team) = old.and_then(|i| keys::get_s(i, keys::ATTR_TEAM)) {
+                    if team != claimant {
+                        return Ok(Written::Conflict(host_conflict(fqdn, team)));
+                    }
+                }
+            }
+            Action::PutPathGuard {
+                fqdn,
+                prefix,
+                service,
+            } => {
+                if let Some(holder) = old.and_then(|i| keys::get_s(i, keys::ATTR_SERVICE)) {
+                    if holder != service {
+                        return Ok(Written::Conflict(path_conflict(
+                            fqdn, prefix, prefix, holder,
+                        )));
+                    }
+                }
+            }
+            _ => {}
+        }
+        retry.get_or_insert_with(|| format!("{} changed since it was read", describe(action)));
+    }
+    Ok(Written::Retry(retry.unwrap_or_else(|| {
+        "the transaction was cancelled without a reason".to_string()
+    })))
+}
+
+fn describe(action: &Action) -> String {
+    match action {
+        Action::PutEntry { id, .. } | Action::DeleteEntry { id, .. } => format!("entry {id}"),
+        Action::PutHostGuard { fqdn, .. } => format!("host {fqdn}"),
+        Action::PutPathGuard { fqdn, prefix, .. }
+        | Action::DeletePathGuard { fqdn, prefix, .. } => {
+            format!("path {prefix} on {fqdn}")
+        }
+    }
+}
+
+fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError> {
+    let old = ReturnValuesOnConditionCheckFailure::AllOld;
+    let item = match action {
+        Action::PutEntry {
+            id,
+            json,
+            revision,
+            updated_at,
+            expected,
+        } => {
+            let mut row = keys::key(keys::entry_pk(id), keys::ENTRY_SK);
+            row.insert(keys::ATTR_ENTRY.into(), keys::s(json.as_str()));
+            row.insert(keys::ATTR_REVISION.into(), keys::n(*revision));
+            row.insert(keys::ATTR_UPDATED_AT.into(), keys::n(*updated_at));
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(row))
+                .return_values_on_condition_check_failure(old);
+            let put = match expected {
+                None => put
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
+                Some(rev) => put
+                    .condition_expression("#revision = :expected")
+                    .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_REVISION])))
+                    .expression_attribute_values(":expected", keys::n(*rev)),
+            };
+            TransactWriteItem::builder()
+                .put(put.build().map_err(|e| build_error("the entry put", e))?)
+                .build()
+        }
+        Action::DeleteEntry { id, expected } => {
+            let delete = Delete::builder()
+                .table_name(table)
+                .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
+                .condition_expression("#revision = :expected")
+                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_REVISION])))
+                .expression_attribute_values(":expected", keys::n(*expected))
+                .return_values_on_condition_check_failure(old)
+                .build()
+                .map_err(|e| build_error("the entry delete", e))?;
+            TransactWriteItem::builder().delete(delete).build()
+        }
+        Action::PutHostGuard {
+            fqdn,
+            team,
+            version,
+            expected,
+            claimant,
+        } => {
+            let mut row = keys::key(keys::host_pk(fqdn), keys::HOST_SK);
+            if let Some(team) = team {
+                row.insert(keys::ATTR_TEAM.into(), keys::s(team.as_str()));
+            }
+            row.insert(keys::ATTR_VERSION.into(), keys::n(*version));
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(row))
+                .return_values_on_condition_check_failure(old);
+            let put = match expected {
+                None => put
+                    .condition_expression("attribute_not_exists(#pk)")
+                    .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
+                Some(v) => put
+                    .condition_expression(
+                        "#version = :expected AND (attribute_not_exists(#team) OR #team = :team)",
+                    )
+                    .set_expression_attribute_names(Some(keys::names(&[
+                        keys::ATTR_VERSION,
+                        keys::ATTR_TEAM,
+                    ])))
+                    .set_expression_attribute_values(Some(HashMap::from([
+                        (":expected".to_string(), keys::n(*v)),
+                        (":team".to_string(), keys::s(claimant.as_str())),
+                    ]))),
+            };
+            TransactWriteItem::builder()
+                .put(
+                    put.build()
+                        .map_err(|e| build_error("the host guard put", e))?,
+                )
+                .build()
+        }
+        Action::PutPathGuard {
+            fqdn,
+            prefix,
+            service,
+        } => {
+            let mut row: Item = keys::key(keys::host_pk(fqdn), &keys::path_sk(prefix));
+            row.insert(keys::ATTR_SERVICE.into(), keys::s(service.as_str()));
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(row))
+                .condition_expression("attribute_not_exists(#pk) OR #service = :me")
+                .set_expression_attribute_names(Some(keys::names(&[keys::PK, keys::ATTR_SERVICE])))
+                .expression_attribute_values(":me", keys::s(service.as_str()))
+                .return_values_on_condition_check_failure(old)
+                .build()
+                .map_err(|e| build_error("a path guard put", e))?;
+            TransactWriteItem::builder().put(put).build()
+        }
+        Action::DeletePathGuard {
+            fqdn,
+            prefix,
+            service,
+        } => {
+            let delete = Delete::builder()
+                .table_name(table)
+                .set_key(Some(keys::key(keys::host_pk(fqdn), &keys::path_sk(prefix))))
+                .condition_expression("#service = :me")
+                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_SERVICE])))
+                .expression_attribute_values(":me", keys::s(service.as_str()))
+                .return_values_on_condition_check_failure(old)
+                .build()
+                .map_err(|e| build_error("a path guard delete", e))?;
+            TransactWriteItem::builder().delete(delete).build()
+        }
+    };
+    Ok(item)
+}

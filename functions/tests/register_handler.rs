@@ -1,0 +1,470 @@
+//! The register function's handler: direct invocation, CloudFormation custom resource events
+//! answered at a local stand-in for the pre-signed ResponseURL, and SNS-wrapped events.
+
+mod registry_support;
+
+use gateway_functions::register::handle;
+use gateway_functions::registry::DynamoRegistry;
+use registry_support::{entry, registry};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// One request received by the stand-in ResponseURL.
+#[derive(Debug)]
+struct Captured {
+    method: String,
+    target: String,
+    content_type: Option<String>,
+    body: Value,
+}
+
+/// A loopback HTTP listener answering every request with `status`.
+async fn response_url(status: u16) -> (String, mpsc::UnboundedReceiver<Captured>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!(
+        "http://{}/cfn-response/abc?X-Amz-Signature=sig",
+        listener.local_addr().expect("addr")
+    );
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head, body) = loop {
+                let n = conn.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break (String::new(), Vec::new());
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&buf[..end]).to_string();
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().to_string())
+                    })
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if buf.len() >= end + 4 + length {
+                    break (head, buf[end + 4..end + 4 + length].to_vec());
+                }
+            };
+            let mut lines = head.lines();
+            let mut first = lines.next().unwrap_or("").split(' ');
+            let method = first.next().unwrap_or("").to_string();
+            let target = first.next().unwrap_or("").to_string();
+            let content_type = lines
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+                .map(|(_, v)| v.trim().to_string());
+            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let _ = tx.send(Captured {
+                method,
+                target,
+                content_type,
+                body,
+            });
+            let answer =
+                format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = conn.write_all(answer.as_bytes()).await;
+            let _ = conn.shutdown().await;
+        }
+    });
+    (url, rx)
+}
+
+fn cfn_event(
+    kind: &str,
+    url: &str,
+    request_id: &str,
+    properties: Value,
+    physical: Option<&str>,
+    old: Option<Value>,
+) -> Value {
+    let mut event = json!({
+        "RequestType": kind,
+        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/billing/guid",
+        "RequestId": request_id,
+        "ResourceType": "Custom::ExposeOnGateway",
+        "LogicalResourceId": "InvoicesExpose",
+        "ResourceProperties": properties,
+    });
+    if let Some(p) = physical {
+        event["PhysicalResourceId"] = json!(p);
+    }
+    if let Some(o) = old {
+        event["OldResourceProperties"] = o;
+    }
+    event
+}
+
+fn as_string_property(e: &gateway_render::Entry) -> Value {
+    json!({ "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
+            "Entry": serde_json::to_string(e).expect("json") })
+}
+
+async fn answered(rx: &mut mpsc::UnboundedReceiver<Captured>) -> Captured {
+    let got = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
+    got.expect("a response within 10 s")
+        .expect("listener alive")
+}
+
+fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+#[tokio::test]
+async fn direct_register_and_deregister() {
+    let reg = registry().await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": e }))
+        .await
+        .expect("handled");
+    assert_eq!(
+        answer,
+        json!({ "ok": true, "outcome": "created", "revision": 1 })
+    );
+    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": e }))
+        .await
+        .expect("handled");
+    assert_eq!(answer["outcome"], "unchanged");
+
+    let other = entry("payments", "pay", "invoices", &["/pay"]);
+    let answer = handle(
+        &reg,
+        &http(),
+        json!({ "action": "register", "entry": other }),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(answer["ok"], false);
+    assert_eq!(answer["error"]["kind"], "conflict");
+    assert_eq!(
+        answer["error"]["message"],
+        "host invoices.api.example.com is held by billing"
+    );
+
+    let bad = json!({ "team": "Billing", "service": "", "host": "invoices", "backend": "x", "routes": [] });
+    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": bad }))
+        .await
+        .expect("handled");
+    assert_eq!(answer["error"]["kind"], "rejected");
+    let problems = answer["error"]["problems"].as_array().expect("problems");
+    assert!(problems.len() >= 4, "every problem is listed: {problems:?}");
+    assert!(
+        problems.iter().any(|p| p["field"] == "team"),
+        "{problems:?}"
+    );
+
+    let answer = handle(
+        &reg,
+        &http(),
+        json!({ "action": "deregister", "id": "billing/invoices-api" }),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(answer["outcome"], "deleted");
+    let answer = handle(
+        &reg,
+        &http(),
+        json!({ "action": "deregister", "id": "billing/invoices-api" }),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(answer["outcome"], "not-found");
+
+    let answer = handle(&reg, &http(), json!({ "action": "publish" }))
+        .await
+        .expect("handled");
+    assert_eq!(answer["error"]["kind"], "bad-request");
+}
+
+#[tokio::test]
+async fn custom_resource_create_answers_success_at_the_response_url() {
+    let reg = registry().await;
+    let (url, mut rx) = response_url(200).await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let answer = handle(
+        &reg,
+        &http(),
+        cfn_event("Create", &url, "req-1", as_string_property(&e), None, None),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(answer["ok"], true);
+    let put = answered(&mut rx).await;
+    assert_eq!(put.method, "PUT");
+    assert_eq!(put.target, "/cfn-response/abc?X-Amz-Signature=sig");
+    assert_eq!(
+        put.content_type.as_deref(),
+        Some(""),
+        "the pre-signed URL needs an empty content type"
+    );
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-api");
+    assert_eq!(
+        put.body["StackId"],
+        "arn:aws:cloudformation:us-east-1:123456789012:stack/billing/guid"
+    );
+    assert_eq!(put.body["RequestId"], "req-1");
+    assert_eq!(put.body["LogicalResourceId"], "InvoicesExpose");
+    assert_eq!(put.body["Data"]["Fqdn"], "invoices.api.example.com");
+    assert_eq!(put.body["Data"]["Revision"], "1");
+    assert!(reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .is_some());
+}
+
+#[tokio::test]
+async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
+    let reg = registry().await;
+    let (url, mut rx) = response_url(200).await;
+    // What CloudFormation delivers for an object property: every scalar a string.
+    let properties = json!({ "Entry": {
+        "team": "billing", "service": "invoices-api", "host": "invoices",
+        "backend": "https://invoices.internal.example:8443",
+        "routes": [ { "path": "/invoices", "methods": ["GET"],
+            "limits": [ { "per": "client-ip", "requests": "100", "every": "minute" }, { "burst": "20" } ] } ] } });
+    handle(
+        &reg,
+        &http(),
+        cfn_event("Create", &url, "req-2", properties, None, None),
+    )
+    .await
+    .expect("handled");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS", "{}", put.body);
+    let stored = reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .expect("registered");
+    assert_eq!(
+        serde_json::to_value(&stored.entry.routes[0].limits).expect("json"),
+        json!([ { "per": "client-ip", "requests": 100, "every": "minute" }, { "burst": 20 } ])
+    );
+}
+
+#[tokio::test]
+async fn failed_create_then_its_delete_leaves_the_holder_alone() {
+    let reg = registry().await;
+    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
+        .await
+        .expect("holder");
+    let (url, mut rx) = response_url(200).await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let answer = handle(
+        &reg,
+        &http(),
+        cfn_event("Create", &url, "req-3", as_string_property(&e), None, None),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(answer["ok"], false);
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(put.body["PhysicalResourceId"], "failed-req-3");
+    assert_eq!(
+        put.body["Reason"],
+        "host invoices.api.example.com is held by payments"
+    );
+
+    // Rollback deletes the placeholder: success, and nothing of the holder's is touched.
+    handle(
+        &reg,
+        &http(),
+        cfn_event(
+            "Delete",
+            &url,
+            "req-4",
+            as_string_property(&e),
+            Some("failed-req-3"),
+            None,
+        ),
+    )
+    .await
+    .expect("handled");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(put.body["PhysicalResourceId"], "failed-req-3");
+    assert!(reg.get("payments/pay").await.expect("get").is_some());
+    assert_eq!(
+        registry_support::rows(&reg).await.len(),
+        3,
+        "holder's entry, host guard and path guard"
+    );
+}
+
+#[tokio::test]
+async fn update_that_renames_the_service_registers_the_new_id_then_delete_removes_the_old() {
+    let reg = registry().await;
+    let (url, mut rx) = response_url(200).await;
+    let old = entry("billing", "invoices-v1", "invoices", &["/v1"]);
+    let new = entry("billing", "invoices-v2", "invoices", &["/v2"]);
+    handle(
+        &reg,
+        &http(),
+        cfn_event("Create", &url, "r1", as_string_property(&old), None, None),
+    )
+    .await
+    .expect("create");
+    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+
+    let update = cfn_event(
+        "Update",
+        &url,
+        "r2",
+        as_string_property(&new),
+        Some("billing/invoices-v1"),
+        Some(as_string_property(&old)),
+    );
+    handle(&reg, &http(), update).await.expect("update");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-v2");
+
+    // CloudFormation's cleanup: Delete with the old physical id.
+    handle(
+        &reg,
+        &http(),
+        cfn_event(
+            "Delete",
+            &url,
+            "r3",
+            as_string_property(&old),
+            Some("billing/invoices-v1"),
+            None,
+        ),
+    )
+    .await
+    .expect("delete");
+    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    let ids: Vec<_> = reg
+        .list()
+        .await
+        .expect("list")
+        .entries
+        .into_iter()
+        .map(|s| s.entry.id())
+        .collect();
+    assert_eq!(ids, vec!["billing/invoices-v2"]);
+
+    // A Delete of something already gone succeeds.
+    handle(
+        &reg,
+        &http(),
+        cfn_event(
+            "Delete",
+            &url,
+            "r4",
+            as_string_property(&old),
+            Some("billing/invoices-v1"),
+            None,
+        ),
+    )
+    .await
+    .expect("delete again");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("was not registered"),
+        "{}",
+        put.body
+    );
+}
+
+#[tokio::test]
+async fn failed_update_keeps_the_physical_id() {
+    let reg = registry().await;
+    reg.register(&entry("billing", "holder", "invoices", &["/taken"]))
+        .await
+        .expect("holder");
+    let (url, mut rx) = response_url(200).await;
+    let mine = entry("billing", "mine", "invoices", &["/mine"]);
+    reg.register(&mine).await.expect("mine");
+    let wants = entry("billing", "mine", "invoices", &["/mine", "/taken"]);
+    let update = cfn_event(
+        "Update",
+        &url,
+        "u1",
+        as_string_property(&wants),
+        Some("billing/mine"),
+        Some(as_string_property(&mine)),
+    );
+    handle(&reg, &http(), update).await.expect("handled");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(put.body["PhysicalResourceId"], "billing/mine");
+    assert_eq!(
+        put.body["Reason"],
+        "path /taken on invoices.api.example.com is held by billing/holder"
+    );
+    assert_eq!(
+        reg.get("billing/mine")
+            .await
+            .expect("get")
+            .expect("kept")
+            .entry,
+        mine
+    );
+}
+
+#[tokio::test]
+async fn sns_wrapped_custom_resource_event() {
+    let reg = registry().await;
+    let (url, mut rx) = response_url(200).await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let inner = cfn_event("Create", &url, "sns-1", as_string_property(&e), None, None);
+    let event = json!({ "Records": [ { "EventSource": "aws:sns", "EventVersion": "1.0",
+        "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:gateway-register:sub",
+        "Sns": { "Type": "Notification", "MessageId": "m1",
+                 "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register",
+                 "Message": inner.to_string(), "Timestamp": "2026-01-01T00:00:00.000Z" } } ] });
+    let answer = handle(&reg, &http(), event).await.expect("handled");
+    assert_eq!(answer["ok"], true, "{answer}");
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(put.body["RequestId"], "sns-1");
+    assert!(reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .is_some());
+}
+
+#[tokio::test]
+async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
+    let reg: DynamoRegistry = registry().await;
+    let (url, mut rx) = response_url(500).await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let err = handle(
+        &reg,
+        &http(),
+        cfn_event("Create", &url, "x1", as_string_property(&e), None, None),
+    )
+    .await
+    .expect_err("the PUT failed");
+    assert_eq!(err.kind(), "retryable");
+    for _ in 0..3 {
+        assert_eq!(answered(&mut rx).await.method, "PUT");
+    }
+    // The registration itself happened; CloudFormation's retry finds it unchanged.
+    assert!(reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .is_some());
+}

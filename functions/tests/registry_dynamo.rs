@@ -1,0 +1,438 @@
+//! The DynamoDB registry against moto's server: entries, host and path guards, releases,
+//! the reconciler's reads and its state record.
+
+mod registry_support;
+
+use gateway_functions::registry::{
+    DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
+};
+use registry_support::{entry, holder, pair, registry, row, rows};
+
+const FQDN: &str = "invoices.api.example.com";
+
+#[tokio::test]
+async fn register_update_and_identical_reregister() {
+    let reg = registry().await;
+    let mut e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    assert_eq!(
+        reg.register(&e).await.expect("create"),
+        RegisterOutcome::Created { revision: 1 }
+    );
+    let first = row(&reg, "ENTRY#billing/invoices-api", "ENTRY")
+        .await
+        .expect("entry row");
+
+    e.routes.push(
+        entry("billing", "invoices-api", "invoices", &["/invoices/export"])
+            .routes
+            .remove(0),
+    );
+    assert_eq!(
+        reg.register(&e).await.expect("update"),
+        RegisterOutcome::Updated { revision: 2 }
+    );
+    assert_eq!(
+        reg.register(&e).await.expect("again"),
+        RegisterOutcome::Unchanged { revision: 2 }
+    );
+
+    let stored = reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .expect("present");
+    assert_eq!(stored.entry, e);
+    assert_eq!(stored.revision, 2);
+    assert_ne!(
+        first.get("entry"),
+        row(&reg, "ENTRY#billing/invoices-api", "ENTRY")
+            .await
+            .expect("row")
+            .get("entry")
+    );
+    assert_eq!(
+        rows(&reg).await,
+        vec![
+            pair("ENTRY#billing/invoices-api", "ENTRY"),
+            pair(&format!("HOST#{FQDN}"), "HOST"),
+            pair(&format!("HOST#{FQDN}"), "PATH#/invoices"),
+            pair(&format!("HOST#{FQDN}"), "PATH#/invoices/export"),
+        ]
+    );
+    // Two writes on this host, so its version is 2; the unchanged re-register wrote nothing.
+    let host = row(&reg, &format!("HOST#{FQDN}"), "HOST")
+        .await
+        .expect("host guard");
+    assert_eq!(
+        host.get("version")
+            .and_then(|v| v.as_n().ok())
+            .map(String::as_str),
+        Some("2")
+    );
+    assert_eq!(
+        host.get("team")
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str),
+        Some("billing")
+    );
+}
+
+#[tokio::test]
+async fn a_rejected_entry_writes_nothing() {
+    let reg = registry().await;
+    let mut e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    e.routes[0].path = "invoices".into();
+    match reg.register(&e).await {
+        Err(RegistryError::Rejected(r)) => {
+            assert!(r.problems.iter().any(|p| p.field.contains("path")), "{r}")
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    let raw = serde_json::json!({ "team": "Billing", "service": "x", "host": "h", "backend": "ftp://x", "routes": [] });
+    match reg.register_value(&raw).await {
+        Err(RegistryError::Rejected(r)) => {
+            assert!(r.problems.len() >= 3, "every problem is listed: {r}")
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert!(rows(&reg).await.is_empty());
+}
+
+#[tokio::test]
+async fn deregister_removes_entry_and_guards_and_releases_the_host() {
+    let reg = registry().await;
+    reg.register(&entry(
+        "billing",
+        "invoices-api",
+        "invoices",
+        &["/invoices", "/credit-notes"],
+    ))
+    .await
+    .expect("register");
+    assert_eq!(
+        reg.deregister("billing/invoices-api")
+            .await
+            .expect("deregister"),
+        DeregisterOutcome::Deleted
+    );
+    // The released host guard stays as a row without a team, keeping its version.
+    assert_eq!(
+        rows(&reg).await,
+        vec![pair(&format!("HOST#{FQDN}"), "HOST")]
+    );
+    let host = row(&reg, &format!("HOST#{FQDN}"), "HOST")
+        .await
+        .expect("host guard");
+    assert!(host.get("team").is_none(), "released: {host:?}");
+    assert_eq!(
+        reg.deregister("billing/invoices-api").await.expect("again"),
+        DeregisterOutcome::NotFound
+    );
+    // Another team can now take the host.
+    reg.register(&entry("payments", "pay", "invoices", &["/invoices"]))
+        .await
+        .expect("host is free");
+    assert!(matches!(
+        reg.deregister("not-an-id").await,
+        Err(RegistryError::Rejected(_))
+    ));
+}
+
+#[tokio::test]
+async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
+    let reg = registry().await;
+    reg.register(&entry(
+        "billing",
+        "invoices-api",
+        "invoices",
+        &["/invoices"],
+    ))
+    .await
+    .expect("first");
+    reg.register(&entry(
+        "billing",
+        "credit-notes",
+        "invoices",
+        &["/credit-notes"],
+    ))
+    .await
+    .expect("second");
+    reg.deregister("billing/invoices-api")
+        .await
+        .expect("deregister");
+    let (what, who) = holder(
+        reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
+            .await,
+    );
+    assert_eq!(
+        (what.as_str(), who.as_str()),
+        ("host invoices.api.example.com", "billing")
+    );
+    // The first service's path is free for the team's other service.
+    reg.register(&entry(
+        "billing",
+        "credit-notes",
+        "invoices",
+        &["/credit-notes", "/invoices"],
+    ))
+    .await
+    .expect("claim");
+}
+
+#[tokio::test]
+async fn another_team_cannot_take_a_host() {
+    let reg = registry().await;
+    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
+        .await
+        .expect("first");
+    let err = reg
+        .register(&entry(
+            "billing",
+            "invoices-api",
+            "invoices",
+            &["/invoices"],
+        ))
+        .await
+        .expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        "host invoices.api.example.com is held by payments"
+    );
+    assert_eq!(err.kind(), "conflict");
+    assert!(reg
+        .get("billing/invoices-api")
+        .await
+        .expect("get")
+        .is_none());
+}
+
+#[tokio::test]
+async fn another_service_cannot_take_a_path() {
+    let reg = registry().await;
+    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
+        .await
+        .expect("first");
+    let err = reg
+        .register(&entry(
+            "billing",
+            "invoices-v2",
+            "invoices",
+            &["/other", "/invoices"],
+        ))
+        .await
+        .expect_err("conflict");
+    assert_eq!(
+        err.to_string(),
+        "path /invoices on invoices.api.example.com is held by billing/invoices-v1"
+    );
+    assert!(reg.get("billing/invoices-v2").await.expect("get").is_none());
+}
+
+#[tokio::test]
+async fn nested_prefixes_conflict_in_both_directions() {
+    let reg = registry().await;
+    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
+        .await
+        .expect("outer");
+    let (what, who) = holder(
+        reg.register(&entry(
+            "billing",
+            "export",
+            "invoices",
+            &["/invoices/export"],
+        ))
+        .await,
+    );
+    assert_eq!(who, "billing/invoices-v1");
+    assert!(
+        what.contains("/invoices") && what.contains("/invoices/export"),
+        "{what}"
+    );
+
+    reg.register(&entry(
+        "billing",
+        "reports",
+        "invoices",
+        &["/reports/monthly"],
+    ))
+    .await
+    .expect("inner");
+    let (what, who) = holder(
+        reg.register(&entry("billing", "all-reports", "invoices", &["/reports"]))
+            .await,
+    );
+    assert_eq!(who, "billing/reports");
+    assert!(
+        what.starts_with("path /reports/monthly on invoices.api.example.com"),
+        "{what}"
+    );
+
+    // Segment-aware: /invoicesX is not inside /invoices.
+    reg.register(&entry("billing", "invoicesx", "invoices", &["/invoicesX"]))
+        .await
+        .expect("sibling prefix");
+}
+
+#[tokio::test]
+async fn moving_paths_releases_the_old_guards() {
+    let reg = registry().await;
+    reg.register(&entry("billing", "a", "invoices", &["/one", "/two"]))
+        .await
+        .expect("first");
+    reg.register(&entry("billing", "a", "invoices", &["/two", "/three"]))
+        .await
+        .expect("moved");
+    let paths: Vec<_> = rows(&reg)
+        .await
+        .into_iter()
+        .filter(|(_, sk)| sk.starts_with("PATH#"))
+        .map(|(_, sk)| sk)
+        .collect();
+    assert_eq!(paths, vec!["PATH#/three", "PATH#/two"]);
+    reg.register(&entry("billing", "b", "invoices", &["/one"]))
+        .await
+        .expect("old path is free");
+    let (_, who) = holder(
+        reg.register(&entry("billing", "b", "invoices", &["/one", "/three"]))
+            .await,
+    );
+    assert_eq!(who, "billing/a");
+}
+
+#[tokio::test]
+async fn moving_hosts_releases_the_old_host() {
+    let reg = registry().await;
+    reg.register(&entry("billing", "a", "invoices", &["/one"]))
+        .await
+        .expect("first");
+    reg.register(&entry("billing", "a", "billing", &["/one"]))
+        .await
+        .expect("moved");
+    assert_eq!(
+        rows(&reg).await,
+        vec![
+            pair("ENTRY#billing/a", "ENTRY"),
+            pair("HOST#billing.api.example.com", "HOST"),
+            pair("HOST#billing.api.example.com", "PATH#/one"),
+            pair(&format!("HOST#{FQDN}"), "HOST"),
+        ]
+    );
+    assert!(row(&reg, &format!("HOST#{FQDN}"), "HOST")
+        .await
+        .expect("row")
+        .get("team")
+        .is_none());
+    reg.register(&entry("payments", "p", "invoices", &["/one"]))
+        .await
+        .expect("old host is free");
+
+    // With another of the team's services still there, the old host stays the team's.
+    reg.register(&entry("billing", "b", "billing", &["/two"]))
+        .await
+        .expect("second service");
+    reg.register(&entry("billing", "a", "elsewhere", &["/one"]))
+        .await
+        .expect("moved again");
+    let (what, who) = holder(
+        reg.register(&entry("payments", "q", "billing", &["/q"]))
+            .await,
+    );
+    assert_eq!(
+        (what.as_str(), who.as_str()),
+        ("host billing.api.example.com", "billing")
+    );
+    reg.register(&entry("billing", "b", "billing", &["/two", "/one"]))
+        .await
+        .expect("a's old path is free");
+}
+
+#[tokio::test]
+async fn snapshot_reports_unreadable_rows_without_failing() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let reg = registry().await;
+    reg.register(&entry("billing", "b", "invoices", &["/b"]))
+        .await
+        .expect("register");
+    reg.register(&entry("billing", "a", "invoices", &["/a"]))
+        .await
+        .expect("register");
+    registry_support::client(registry_support::moto())
+        .await
+        .put_item()
+        .table_name(reg.table())
+        .item("pk", AttributeValue::S("ENTRY#broken/row".into()))
+        .item("sk", AttributeValue::S("ENTRY".into()))
+        .item("entry", AttributeValue::S("{not json".into()))
+        .item("revision", AttributeValue::N("1".into()))
+        .send()
+        .await
+        .expect("raw put");
+    let snapshot = reg.read_all_entries().await.expect("scan");
+    let ids: Vec<_> = snapshot.entries.iter().map(|s| s.entry.id()).collect();
+    assert_eq!(ids, vec!["billing/a", "billing/b"]);
+    assert_eq!(snapshot.unreadable.len(), 1);
+    assert_eq!(snapshot.unreadable[0].0, "ENTRY#broken/row");
+    assert!(
+        snapshot.unreadable[0].1.contains("does not parse"),
+        "{:?}",
+        snapshot.unreadable
+    );
+    assert!(snapshot
+        .entries
+        .iter()
+        .all(|s| s.revision == 1 && s.updated_at > 0));
+}
+
+#[tokio::test]
+async fn published_state_is_recorded_conditionally() {
+    let reg = registry().await;
+    assert_eq!(reg.read_state().await.expect("read"), None);
+    let first = PublishedState {
+        version_id: "v1".into(),
+        hash: "sha256:aa".into(),
+        published_at: 100,
+    };
+    let second = PublishedState {
+        version_id: "v2".into(),
+        hash: "sha256:bb".into(),
+        published_at: 200,
+    };
+    reg.record_published(None, &first)
+        .await
+        .expect("first record");
+    assert!(matches!(
+        reg.record_published(None, &second).await,
+        Err(RegistryError::StateConflict)
+    ));
+    assert_eq!(reg.read_state().await.expect("read"), Some(first.clone()));
+    reg.record_published(Some(&first), &second)
+        .await
+        .expect("second record");
+    // A run that read `first` lost the race to the one that recorded `second`.
+    let third = PublishedState {
+        version_id: "v3".into(),
+        hash: "sha256:cc".into(),
+        published_at: 300,
+    };
+    assert!(matches!(
+        reg.record_published(Some(&first), &third).await,
+        Err(RegistryError::StateConflict)
+    ));
+    assert_eq!(reg.read_state().await.expect("read"), Some(second));
+    // The state row is not an entry.
+    assert!(reg
+        .read_all_entries()
+        .await
+        .expect("scan")
+        .entries
+        .is_empty());
+}
+
+#[tokio::test]
+async fn create_table_is_idempotent() {
+    let reg = registry().await;
+    assert!(
+        !reg.create_table_if_absent().await.expect("second create"),
+        "the table already existed"
+    );
+}

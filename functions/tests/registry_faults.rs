@@ -1,0 +1,147 @@
+//! Transient failures: throttling and an unreachable endpoint are retried with backoff and end
+//! as `Retryable`, never as a conflict, and nothing is half-written.
+
+mod registry_support;
+
+use gateway_functions::aws::{dynamodb_config, DYNAMODB_MAX_ATTEMPTS};
+use gateway_functions::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
+use gateway_render::check::Policy;
+use registry_support::{entry, moto, registry, DOMAIN};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const THROTTLED: &str = "{\"__type\":\"com.amazonaws.dynamodb.v20120810#ThrottlingException\",\"message\":\"Rate of requests exceeds the allowed throughput.\"}";
+
+/// A loopback proxy in front of moto that answers its first `throttle` connections with
+/// DynamoDB's throttling error (closing each, so every retry is a new connection) and pipes
+/// the rest through. Returns its endpoint and the number of connections it saw.
+async fn throttling_proxy(upstream: String, throttle: usize) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                if n < throttle {
+                    read_request(&mut conn).await;
+                    let answer = format!(
+                        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: throttled\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLED}",
+                        THROTTLED.len()
+                    );
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                    let _ = conn.shutdown().await;
+                } else if let Ok(mut up) = TcpStream::connect(&upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut conn, &mut up).await;
+                }
+            });
+        }
+    });
+    (endpoint, seen)
+}
+
+/// Reads one HTTP request (headers and a Content-Length body).
+async fn read_request(conn: &mut TcpStream) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let Ok(n) = conn.read(&mut chunk).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return;
+            }
+        }
+    }
+}
+
+async fn registry_at(endpoint: &str, table: &str) -> DynamoRegistry {
+    let conf = moto().sdk_config().await;
+    let client =
+        aws_sdk_dynamodb::Client::from_conf(dynamodb_config(&conf).endpoint_url(endpoint).build());
+    DynamoRegistry::new(client, table, DOMAIN).with_policy(Policy::new(DOMAIN, true))
+}
+
+#[tokio::test]
+async fn brief_throttling_is_retried_and_the_registration_succeeds() {
+    let direct = registry().await;
+    let upstream = moto().endpoint.trim_start_matches("http://").to_string();
+    let (endpoint, seen) = throttling_proxy(upstream, 2).await;
+    let reg = registry_at(&endpoint, direct.table()).await;
+    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    assert_eq!(
+        reg.register(&e).await.expect("register through throttling"),
+        RegisterOutcome::Created { revision: 1 }
+    );
+    assert!(
+        seen.load(Ordering::SeqCst) > 2,
+        "the throttled calls were retried"
+    );
+    assert_eq!(
+        direct.get(&e.id()).await.expect("get").map(|s| s.entry),
+        Some(e)
+    );
+}
+
+#[tokio::test]
+async fn persistent_throttling_is_retryable_not_a_conflict() {
+    let direct = registry().await;
+    let upstream = moto().endpoint.trim_start_matches("http://").to_string();
+    let (endpoint, seen) = throttling_proxy(upstream, usize::MAX).await;
+    let reg = registry_at(&endpoint, direct.table()).await;
+    let err = reg
+        .register(&entry(
+            "billing",
+            "invoices-api",
+            "invoices",
+            &["/invoices"],
+        ))
+        .await
+        .expect_err("throttled");
+    assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
+    assert_eq!(err.kind(), "retryable");
+    assert!(err.to_string().contains("ThrottlingException"), "{err}");
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        DYNAMODB_MAX_ATTEMPTS as usize,
+        "one call, every attempt used"
+    );
+    assert!(registry_support::rows(&direct).await.is_empty());
+
+    let err = reg
+        .deregister("billing/invoices-api")
+        .await
+        .expect_err("throttled");
+    assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_unreachable_endpoint_is_retryable() {
+    let port = gateway_testkit::free_port();
+    let reg = registry_at(&format!("http://127.0.0.1:{port}"), "nowhere").await;
+    let err = reg
+        .register(&entry(
+            "billing",
+            "invoices-api",
+            "invoices",
+            &["/invoices"],
+        ))
+        .await
+        .expect_err("no server");
+    assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
+}

@@ -1,0 +1,215 @@
+//! Concurrent registrations against moto's serialised server: the registry's own guards, not
+//! moto's, decide who wins (DESIGN.md: stock moto is not atomic under concurrent requests).
+
+mod registry_support;
+
+use gateway_functions::registry::RegistryError;
+use registry_support::{entry, registry};
+use std::sync::Arc;
+
+const RACERS: usize = 30;
+const ROUNDS: usize = 3;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_team_wins_a_host_and_every_loser_names_it() {
+    for round in 0..ROUNDS {
+        let reg = Arc::new(registry().await);
+        let host = format!("contested{round}");
+        let tasks: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let reg = reg.clone();
+                let e = entry(&format!("team{i}"), "api", &host, &["/api"]);
+                tokio::spawn(async move { (i, reg.register(&e).await) })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for task in tasks {
+            let (i, result) = task.await.expect("task");
+            match result {
+                Ok(_) => winners.push(format!("team{i}")),
+                Err(RegistryError::Conflict { what, holder }) => {
+                    assert_eq!(what, format!("host {host}.api.example.com"));
+                    holders.push(holder);
+                }
+                Err(other) => {
+                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
+                }
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: exactly one winner, got {winners:?}"
+        );
+        assert_eq!(holders.len(), RACERS - 1);
+        assert!(
+            holders.iter().all(|h| *h == winners[0]),
+            "round {round}: losers name {holders:?}, winner {winners:?}"
+        );
+        let snapshot = reg.list().await.expect("list");
+        assert_eq!(snapshot.entries.len(), 1);
+        assert_eq!(snapshot.entries[0].entry.team, winners[0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_service_wins_a_path_and_every_loser_names_it() {
+    for round in 0..ROUNDS {
+        let reg = Arc::new(registry().await);
+        let tasks: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let reg = reg.clone();
+                let e = entry("billing", &format!("svc{i}"), "invoices", &["/invoices"]);
+                tokio::spawn(async move { (i, reg.register(&e).await) })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for task in tasks {
+            let (i, result) = task.await.expect("task");
+            match result {
+                Ok(_) => winners.push(format!("billing/svc{i}")),
+                Err(RegistryError::Conflict { what, holder }) => {
+                    assert!(
+                        what.starts_with("path /invoices on invoices.api.example.com"),
+                        "{what}"
+                    );
+                    holders.push(holder);
+                }
+                Err(other) => {
+                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
+                }
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: exactly one winner, got {winners:?}"
+        );
+        assert!(
+            holders.iter().all(|h| *h == winners[0]),
+            "round {round}: losers name {holders:?}, winner {winners:?}"
+        );
+        let snapshot = reg.list().await.expect("list");
+        assert_eq!(
+            snapshot
+                .entries
+                .iter()
+                .map(|s| s.entry.id())
+                .collect::<Vec<_>>(),
+            winners
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_acknowledged_registration_on_a_shared_host_is_kept() {
+    const SERVICES: usize = 12;
+    let reg = Arc::new(registry().await);
+    let tasks: Vec<_> = (0..SERVICES)
+        .map(|i| {
+            let reg = reg.clone();
+            let e = entry(
+                "billing",
+                &format!("svc{i}"),
+                "shared",
+                &[&format!("/svc{i}")],
+            );
+            tokio::spawn(async move {
+                let result = reg.register(&e).await;
+                (e, result)
+            })
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        let (e, result) = task.await.expect("task");
+        match result {
+            Ok(_) => acknowledged.push(e),
+            // Serialised by the host guard, racers commit one per round; one that runs out of
+            // rounds is told to retry, never that it conflicts.
+            Err(RegistryError::Retryable(_)) => {}
+            Err(other) => panic!("{}: {other:?}", e.id()),
+        }
+    }
+    assert!(!acknowledged.is_empty());
+    let snapshot = reg.list().await.expect("list");
+    for e in &acknowledged {
+        assert!(
+            snapshot.entries.iter().any(|s| s.entry == *e),
+            "{} was acknowledged but is missing",
+            e.id()
+        );
+    }
+    assert_eq!(
+        snapshot.entries.len(),
+        acknowledged.len(),
+        "nothing unacknowledged was written"
+    );
+    // Every acknowledged service holds its path guard; the host guard counts every commit.
+    let rows = registry_support::rows(&reg).await;
+    for e in &acknowledged {
+        let guard = registry_support::pair(
+            "HOST#shared.api.example.com",
+            &format!("PATH#{}", e.routes[0].path),
+        );
+        assert!(rows.contains(&guard), "missing guard {guard:?}");
+    }
+    let host = registry_support::row(&reg, "HOST#shared.api.example.com", "HOST")
+        .await
+        .expect("host guard");
+    let version: usize = host["version"]
+        .as_n()
+        .expect("number")
+        .parse()
+        .expect("integer");
+    assert_eq!(version, acknowledged.len());
+}
+
+/// Nested prefixes have different guard keys, so only the host guard's version check stops two
+/// of them committing together: every racer's prefix here overlaps every other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_service_wins_a_chain_of_nested_prefixes() {
+    for round in 0..ROUNDS {
+        let reg = Arc::new(registry().await);
+        // The host guard exists before the race, so its creation cannot be what decides it.
+        reg.register(&entry("billing", "anchor", "nested", &["/anchor"]))
+            .await
+            .expect("anchor");
+        let tasks: Vec<_> = (0..RACERS)
+            .map(|i| {
+                let reg = reg.clone();
+                let path = format!("/n{}", "/s".repeat(i));
+                let e = entry("billing", &format!("svc{i}"), "nested", &[&path]);
+                tokio::spawn(async move { (i, reg.register(&e).await) })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for task in tasks {
+            let (i, result) = task.await.expect("task");
+            match result {
+                Ok(_) => winners.push(format!("billing/svc{i}")),
+                Err(RegistryError::Conflict { holder, .. }) => holders.push(holder),
+                // Racers that kept losing the host's version race may run out of rounds.
+                Err(RegistryError::Retryable(_)) => {}
+                Err(other) => panic!("round {round}: racer {i} got {other:?}"),
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "round {round}: exactly one winner, got {winners:?}"
+        );
+        assert!(
+            holders.iter().all(|h| *h == winners[0]),
+            "round {round}: losers name {holders:?}, winner {winners:?}"
+        );
+        assert_eq!(
+            reg.list().await.expect("list").entries.len(),
+            2,
+            "the anchor and the winner"
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! Shared by the registry and register tests: one moto server per test binary, a fresh table
+//! per test, and entries that pass the registration checks.
+#![allow(dead_code)]
+
+use gateway_functions::aws::dynamodb_client;
+use gateway_functions::registry::{DynamoRegistry, RegistryError};
+use gateway_render::check::Policy;
+use gateway_render::{Entry, Route};
+use gateway_testkit::{unique_name, MotoServer};
+use std::sync::OnceLock;
+
+pub const DOMAIN: &str = "api.example.com";
+
+/// One server per test binary; it exits with the process (its stdin closes).
+pub fn moto() -> &'static MotoServer {
+    static SERVER: OnceLock<MotoServer> = OnceLock::new();
+    SERVER.get_or_init(MotoServer::start)
+}
+
+pub async fn client(server: &MotoServer) -> aws_sdk_dynamodb::Client {
+    dynamodb_client(&server.sdk_config().await)
+}
+
+/// A registry on a new table of the shared server.
+pub async fn registry() -> DynamoRegistry {
+    let server = moto();
+    let registry = DynamoRegistry::new(client(server).await, unique_name("registry"), DOMAIN)
+        .with_policy(Policy::new(DOMAIN, true));
+    let created = registry
+        .create_table_if_absent()
+        .await
+        .unwrap_or_else(|e| panic!("creating the table: {e}"));
+    assert!(created, "a fresh table name must be created");
+    registry
+}
+
+/// A valid entry with one method-less route per path.
+pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
+    Entry {
+        team: team.into(),
+        service: service.into(),
+        host: host.into(),
+        backend: format!("https://{service}.internal.example:8443"),
+        routes: paths
+            .iter()
+            .map(|p| Route {
+                path: (*p).to_string(),
+                methods: None,
+                limits: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// The conflict's holder, or a panic saying what came back instead.
+pub fn holder(result: Result<impl std::fmt::Debug, RegistryError>) -> (String, String) {
+    match result {
+        Err(RegistryError::Conflict { what, holder }) => (what, holder),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+}
+
+/// Every row of the registry's table as `(pk, sk)`, sorted: what a test expects the guards to be.
+pub async fn rows(registry: &DynamoRegistry) -> Vec<(String, String)> {
+    let client = client(moto()).await;
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let page = client
+            .scan()
+            .table_name(registry.table())
+            .consistent_read(true)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "scanning: {}",
+                    aws_sdk_dynamodb::error::DisplayErrorContext(&e)
+                )
+            });
+        for item in page.items() {
+            let get = |k: &str| {
+                item.get(k)
+                    .and_then(|v| v.as_s().ok())
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            out.push((get("pk"), get("sk")));
+        }
+        match page.last_evaluated_key() {
+            Some(k) if !k.is_empty() => start = Some(k.clone()),
+            _ => break,
+        }
+    }
+    out.sort();
+    out
+}
+
+/// One row's attributes, for asserting guard owners and versions.
+pub async fn row(
+    registry: &DynamoRegistry,
+    pk: &str,
+    sk: &str,
+) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    client(moto())
+        .await
+        .get_item()
+        .table_name(registry.table())
+        .key("pk", AttributeValue::S(pk.into()))
+        .key("sk", AttributeValue::S(sk.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "reading {pk}/{sk}: {}",
+                aws_sdk_dynamodb::error::DisplayErrorContext(&e)
+            )
+        })
+        .item()
+        .cloned()
+}
+
+pub fn pair(pk: &str, sk: &str) -> (String, String) {
+    (pk.to_string(), sk.to_string())
+}
