@@ -2,6 +2,9 @@
 //! CloudWatch; the pinned Envoy), found in the repository's `.venv`, each process owned by a
 //! guard that kills it on drop.
 
+pub mod backend;
+pub mod envoy;
+
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
