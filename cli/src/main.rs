@@ -28,6 +28,10 @@ enum Command {
     Render(cmd::render::Args),
     Validate(cmd::validate::Args),
     Bootstrap(cmd::bootstrap::Args),
+    Init(cmd::registry::InitArgs),
+    Register(cmd::registry::RegisterArgs),
+    Deregister(cmd::registry::DeregisterArgs),
+    List(cmd::registry::ListArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +41,10 @@ fn main() -> ExitCode {
         Command::Render(args) => cmd::render::run(args),
         Command::Validate(args) => cmd::validate::run(args),
         Command::Bootstrap(args) => cmd::bootstrap::run(args),
+        Command::Init(args) => cmd::registry::init(args),
+        Command::Register(args) => cmd::registry::register(args),
+        Command::Deregister(args) => cmd::registry::deregister(args),
+        Command::List(args) => cmd::registry::list(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

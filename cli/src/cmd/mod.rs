@@ -5,6 +5,7 @@
 pub mod bootstrap;
 pub mod check;
 pub mod common;
+pub mod registry;
 pub mod render;
 pub mod validate;
 

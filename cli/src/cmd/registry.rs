@@ -1,0 +1,242 @@
+//! `gatewayctl init | register | deregister | list`: the register function's logic against the
+//! registry table, from a terminal. AWS endpoints come from the standard SDK configuration
+//! (`AWS_ENDPOINT_URL`, region, profile), so the same commands work against AWS or moto.
+
+use super::check::read_input;
+use super::common::{policy, DomainArg, LoopbackArg};
+use super::{CmdError, CmdResult};
+use gateway_functions::aws::{dynamodb_client, sdk_config};
+use gateway_functions::registry::{DeregisterOutcome, DynamoRegistry, RegistryError, StoredEntry};
+use gateway_render::check::check_entry_bytes;
+use gateway_render::Policy;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct TableArg {
+    /// The registry table
+    #[arg(long = "table", env = "GATEWAY_TABLE", value_name = "TABLE")]
+    pub table: String,
+}
+
+/// Create the registry table (with its stream) if absent
+///
+/// For local use; in AWS the gateway stack owns the table. Creates only the table: the config
+/// bucket is not created by this command.
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub table: TableArg,
+}
+
+/// Check an entry and register it (create or replace) in the registry
+///
+/// Exit 0 with `created|updated|unchanged TEAM/SERVICE`, or 1 with every rejection reason, or
+/// the conflict naming its holder, on stderr.
+#[derive(clap::Args, Debug)]
+pub struct RegisterArgs {
+    /// The entry document (JSON), or `-` for stdin
+    #[arg(value_name = "ENTRY.json")]
+    pub entry: PathBuf,
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+}
+
+/// Remove an entry and release its guards
+#[derive(clap::Args, Debug)]
+pub struct DeregisterArgs {
+    /// The entry's id
+    #[arg(value_name = "TEAM/SERVICE")]
+    pub id: String,
+    /// Exit 0 when the entry is not registered (default: exit 1, so a typo is not a success)
+    #[arg(long)]
+    pub missing_ok: bool,
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub domain: DomainArg,
+}
+
+/// List the registered entries
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// One JSON document instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub domain: DomainArg,
+}
+
+pub fn init(args: InitArgs) -> CmdResult {
+    block_on(async {
+        // The base domain plays no part in creating the table.
+        let registry = open(&args.table, Policy::new("", false)).await;
+        match registry.create_table_if_absent().await.map_err(failed)? {
+            true => println!(
+                "created table {} (stream NEW_AND_OLD_IMAGES)",
+                registry.table()
+            ),
+            false => println!("table {} already exists", registry.table()),
+        }
+        Ok(())
+    })
+}
+
+pub fn register(args: RegisterArgs) -> CmdResult {
+    let policy = policy(&args.domain, &args.loopback)?;
+    let (name, bytes) = read_input(&args.entry)?;
+    let entry = check_entry_bytes(&bytes, &policy).map_err(|rejection| {
+        CmdError::failed(
+            rejection
+                .problems
+                .iter()
+                .map(|p| format!("{name}: {p}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    block_on(async {
+        let registry = open(&args.table, policy).await;
+        let outcome = registry.register(&entry).await.map_err(failed)?;
+        println!(
+            "{} {} on {} (revision {})",
+            outcome.as_str(),
+            entry.id(),
+            entry.fqdn(registry.base_domain()),
+            outcome.revision()
+        );
+        Ok(())
+    })
+}
+
+pub fn deregister(args: DeregisterArgs) -> CmdResult {
+    if !is_id(&args.id) {
+        return Err(CmdError::usage(format!(
+            "{:?} is not a TEAM/SERVICE id",
+            args.id
+        )));
+    }
+    block_on(async {
+        let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await;
+        match registry.deregister(&args.id).await.map_err(failed)? {
+            DeregisterOutcome::Deleted => println!("deleted {}", args.id),
+            DeregisterOutcome::NotFound if args.missing_ok => {
+                println!("{} was not registered", args.id)
+            }
+            DeregisterOutcome::NotFound => {
+                return Err(CmdError::failed(format!("{} is not registered", args.id)))
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn list(args: ListArgs) -> CmdResult {
+    block_on(async {
+        let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await;
+        let snapshot = registry.list().await.map_err(failed)?;
+        if args.json {
+            let entries: Vec<_> = snapshot
+                .entries
+                .iter()
+                .map(|s| {
+                    json!({
+                        "id": s.entry.id(),
+                        "fqdn": s.entry.fqdn(registry.base_domain()),
+                        "revision": s.revision,
+                        "updated_at": s.updated_at,
+                        "entry": s.entry,
+                    })
+                })
+                .collect();
+            let unreadable: Vec<_> = snapshot
+                .unreadable
+                .iter()
+                .map(|(key, why)| json!({ "key": key, "why": why }))
+                .collect();
+            let doc = json!({ "entries": entries, "unreadable": unreadable });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&doc).map_err(|e| CmdError::failed(e.to_string()))?
+            );
+        } else {
+            print_table(&snapshot.entries, registry.base_domain());
+            for (key, why) in &snapshot.unreadable {
+                eprintln!("unreadable row {key}: {why}");
+            }
+        }
+        Ok(())
+    })
+}
+
+fn print_table(entries: &[StoredEntry], base_domain: &str) {
+    let rows: Vec<[String; 4]> = entries
+        .iter()
+        .map(|s| {
+            let routes = s
+                .entry
+                .routes
+                .iter()
+                .map(|r| match &r.methods {
+                    Some(m) => format!("{} {}", r.path, m.join(",")),
+                    None => r.path.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            [
+                s.entry.id(),
+                s.entry.fqdn(base_domain),
+                routes,
+                s.revision.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["ID", "HOST", "ROUTES", "REVISION"].map(String::from);
+    let mut widths = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        println!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+    }
+}
+
+async fn open(table: &TableArg, policy: Policy) -> DynamoRegistry {
+    let conf = sdk_config().await;
+    let base_domain = policy.base_domain.clone();
+    DynamoRegistry::new(dynamodb_client(&conf), table.table.clone(), base_domain)
+        .with_policy(policy)
+}
+
+fn failed(err: RegistryError) -> CmdError {
+    CmdError::failed(err.to_string())
+}
+
+fn is_id(id: &str) -> bool {
+    matches!(id.split_once('/'), Some((team, service)) if !team.is_empty() && !service.is_empty() && !service.contains('/'))
+}
+
+fn block_on<F: std::future::Future<Output = CmdResult>>(future: F) -> CmdResult {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CmdError::failed(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(future)
+}

@@ -1,0 +1,179 @@
+//! `gatewayctl init | register | deregister | list` against moto's server: outputs and exit codes.
+
+use gateway_testkit::{unique_name, MotoServer};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn moto() -> &'static MotoServer {
+    static SERVER: OnceLock<MotoServer> = OnceLock::new();
+    SERVER.get_or_init(MotoServer::start)
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// `gatewayctl ARGS` against moto, on `table`, with nothing from the caller's environment.
+fn gatewayctl(table: &str, args: &[&str]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayctl"));
+    cmd.env_clear()
+        .args(args)
+        .envs(moto().aws_env())
+        .env("GATEWAY_DOMAIN", "api.example.com");
+    if !table.is_empty() {
+        cmd.env("GATEWAY_TABLE", table);
+    }
+    let out = cmd.output().expect("gatewayctl runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn entry_file(
+    dir: &tempfile::TempDir,
+    name: &str,
+    team: &str,
+    service: &str,
+    path: &str,
+) -> String {
+    let file = dir.path().join(name);
+    let doc = serde_json::json!({
+        "team": team, "service": service, "host": "invoices",
+        "backend": "https://invoices.internal.example:8443",
+        "routes": [ { "path": path, "methods": ["GET"],
+                      "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] } ]
+    });
+    std::fs::write(&file, doc.to_string()).expect("write entry");
+    file.display().to_string()
+}
+
+fn new_table() -> String {
+    let table = unique_name("cli");
+    let run = gatewayctl(&table, &["init"]);
+    assert_eq!(run.code, 0, "init: {}", run.stderr);
+    assert!(run.stdout.contains("created table"), "{}", run.stdout);
+    table
+}
+
+#[test]
+fn init_is_idempotent() {
+    let table = new_table();
+    let run = gatewayctl(&table, &["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("already exists"), "{}", run.stdout);
+}
+
+#[test]
+fn register_list_deregister() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
+
+    let run = gatewayctl(&table, &["register", &file]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "created billing/invoices-api on invoices.api.example.com (revision 1)"
+    );
+    let run = gatewayctl(&table, &["register", &file]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("unchanged billing/invoices-api"),
+        "{}",
+        run.stdout
+    );
+
+    let run = gatewayctl(&table, &["list"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<_> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    assert!(lines[0].starts_with("ID") && lines[0].contains("REVISION"));
+    assert!(
+        lines[1].contains("billing/invoices-api") && lines[1].contains("invoices.api.example.com")
+    );
+    assert!(
+        lines[1].contains("/invoices GET") && lines[1].trim_end().ends_with('1'),
+        "{}",
+        lines[1]
+    );
+
+    let run = gatewayctl(&table, &["list", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("list --json is JSON");
+    assert_eq!(doc["entries"][0]["id"], "billing/invoices-api");
+    assert_eq!(doc["entries"][0]["revision"], 1);
+    assert_eq!(
+        doc["entries"][0]["entry"]["routes"][0]["limits"][0]["requests"],
+        100
+    );
+
+    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "deleted billing/invoices-api");
+    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("is not registered"), "{}", run.stderr);
+    let run = gatewayctl(
+        &table,
+        &["deregister", "--missing-ok", "billing/invoices-api"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let run = gatewayctl(&table, &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(doc["entries"], serde_json::json!([]));
+}
+
+#[test]
+fn conflicts_and_rejections_exit_1_with_the_reason() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let held = entry_file(&dir, "held.json", "billing", "invoices-api", "/invoices");
+    assert_eq!(gatewayctl(&table, &["register", &held]).code, 0);
+
+    let other_team = entry_file(&dir, "other.json", "payments", "pay", "/pay");
+    let run = gatewayctl(&table, &["register", &other_team]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        "host invoices.api.example.com is held by billing"
+    );
+
+    let same_path = entry_file(&dir, "same.json", "billing", "invoices-v2", "/invoices");
+    let run = gatewayctl(&table, &["register", &same_path]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        "path /invoices on invoices.api.example.com is held by billing/invoices-api"
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"team":"billing","service":"x","host":"invoices","backend":"https://x.example","routes":[{"path":"nope"}]}"#)
+        .expect("write");
+    let run = gatewayctl(&table, &["register", &bad.display().to_string()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("routes[0].path"), "{}", run.stderr);
+
+    let run = gatewayctl(&table, &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(
+        doc["entries"].as_array().map(Vec::len),
+        Some(1),
+        "nothing rejected was written"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let run = gatewayctl("", &["list"]);
+    assert_eq!(run.code, 2, "missing --table: {}", run.stderr);
+    assert!(run.stderr.contains("--table"), "{}", run.stderr);
+    let run = gatewayctl("some-table", &["deregister", "not-an-id"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = gatewayctl("some-table", &["register"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
