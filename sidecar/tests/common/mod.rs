@@ -1,0 +1,341 @@
+//! What the sidecar's tests share: bundles rendered from entries with loopback backends,
+//! published into moto's versioned bucket; the sidecar binary as a subprocess; the real Envoy
+//! on the gateway's bootstrap; requests through Envoy by Host header.
+#![allow(dead_code)]
+
+use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
+use gateway_functions::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
+use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};
+use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
+use gateway_testkit::{free_port, unique_name, MotoServer};
+use serde_json::Value;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const DOMAIN: &str = "api.example.com";
+
+/// One moto server per test binary (it exits when the test process does); each test has its own
+/// bucket. Tests that read CloudWatch start their own server, since metrics are not per bucket.
+pub fn shared_moto() -> &'static MotoServer {
+    static MOTO: OnceLock<MotoServer> = OnceLock::new();
+    MOTO.get_or_init(MotoServer::start)
+}
+
+pub fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
+    Route { path: path.into(), methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()), limits }
+}
+
+pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<Route>) -> Entry {
+    Entry { team: team.into(), service: service.into(), host: host.into(), backend: backend.into(), routes }
+}
+
+pub fn rendered(entries: &[Entry]) -> Rendered {
+    render(entries, &RenderConfig::new(DOMAIN)).unwrap_or_else(|e| panic!("rendering test entries: {e}"))
+}
+
+/// A versioned bucket in moto.
+pub struct Bucket {
+    pub store: S3Store,
+    pub name: String,
+}
+
+impl Bucket {
+    pub async fn create(moto: &MotoServer) -> Bucket {
+        let conf = moto.sdk_config().await;
+        let name = unique_name("sidecar");
+        let store = S3Store::new(s3_client(&conf), &name);
+        store.create_bucket_if_absent().await.unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
+        Bucket { store, name }
+    }
+
+    /// Renders `entries` and publishes the bundle; returns (version id, hash).
+    pub async fn publish(&self, entries: &[Entry]) -> (String, String) {
+        let rendered = rendered(entries);
+        let bundle = Bundle::new(&rendered, entries);
+        self.put(&bundle, Writer::Reconciler).await
+    }
+
+    pub async fn put(&self, bundle: &Bundle, writer: Writer) -> (String, String) {
+        self.put_raw(bundle.to_json().as_bytes(), &bundle.hash, writer).await
+    }
+
+    /// Any bytes as `bundle.json`, with `hash` as its metadata.
+    pub async fn put_raw(&self, body: &[u8], hash: &str, writer: Writer) -> (String, String) {
+        let version = self
+            .store
+            .put_bundle(PutBundle { body, hash, writer, precondition: Precondition::None })
+            .await
+            .unwrap_or_else(|e| panic!("publishing into {}: {e}", self.name));
+        (version, hash.to_string())
+    }
+}
+
+/// A CDS and an RDS watched directory, and a place for the state file outside both.
+pub struct Dirs {
+    _root: tempfile::TempDir,
+    pub clusters: PathBuf,
+    pub routes: PathBuf,
+    pub state_file: PathBuf,
+    pub ratelimit: PathBuf,
+}
+
+impl Dirs {
+    pub fn new() -> Dirs {
+        let root = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+        let make = |name: &str| {
+            let p = root.path().join(name);
+            std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+            p
+        };
+        let clusters = make("cds");
+        let routes = make("rds");
+        let ratelimit = make("ratelimit");
+        let state_file = make("state").join("sidecar-state.json");
+        Dirs { _root: root, clusters, routes, state_file, ratelimit }
+    }
+
+    /// Names in a directory, sorted.
+    pub fn list(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|it| it.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+/// The sidecar binary as a subprocess; killed on drop.
+pub struct SidecarProcess {
+    child: Child,
+    pub listen: SocketAddr,
+    log: tempfile::NamedTempFile,
+}
+
+impl SidecarProcess {
+    /// `gateway-sidecar` with `args` plus `--listen` on a free port, talking to `moto`.
+    pub fn start(moto: &MotoServer, args: &[String]) -> SidecarProcess {
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("sidecar log file: {e}"));
+        let child = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
+            .args(args)
+            .arg("--listen")
+            .arg(listen.to_string())
+            .envs(moto.aws_env())
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap_or_else(|e| panic!("sidecar log: {e}")))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning gateway-sidecar: {e}"));
+        SidecarProcess { child, listen, log }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// Waits (bounded) for the process to exit; its exit code.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    pub async fn healthz(&self) -> Option<u16> {
+        let url = format!("http://{}/healthz", self.listen);
+        client().get(url).send().await.ok().map(|r| r.status().as_u16())
+    }
+
+    pub async fn status(&self) -> Option<Value> {
+        let url = format!("http://{}/status", self.listen);
+        client().get(url).send().await.ok()?.json().await.ok()
+    }
+
+    /// Polls `/status` until `pred` holds (bounded); the last status seen.
+    pub async fn wait_status(&self, within: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + within;
+        let mut last = Value::Null;
+        while Instant::now() < deadline {
+            if let Some(status) = self.status().await {
+                if pred(&status) {
+                    return status;
+                }
+                last = status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("sidecar: {what} not seen within {within:?}; last /status: {last}\n--- sidecar log ---\n{}", self.log_text());
+    }
+
+    /// Waits until the sidecar reports `hash` live.
+    pub async fn wait_live(&self, hash: &str, within: Duration) -> Value {
+        self.wait_status(within, &format!("live hash {hash}"), |s| s["live"]["hash"] == hash).await
+    }
+}
+
+impl Drop for SidecarProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Arguments of an Envoy-mode sidecar.
+pub fn envoy_mode_args(bucket: &str, dirs: &Dirs, admin: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "--bucket".into(),
+        bucket.into(),
+        "--clusters-dir".into(),
+        dirs.clusters.display().to_string(),
+        "--routes-dir".into(),
+        dirs.routes.display().to_string(),
+        "--envoy-admin".into(),
+        admin.into(),
+        "--state-file".into(),
+        dirs.state_file.display().to_string(),
+        "--interval".into(),
+        "1".into(),
+        "--apply-timeout".into(),
+        "20".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// The gateway's own bootstrap on these ports and directories. `ratelimit` is where the
+/// rate-limit service would be (nothing listens there in these tests).
+pub fn bootstrap_for(dirs: &Dirs, ratelimit: SocketAddr) -> impl Fn(EnvoyPorts) -> Value + '_ {
+    move |ports: EnvoyPorts| {
+        let params = BootstrapParams {
+            clusters_dir: dirs.clusters.clone(),
+            routes_dir: dirs.routes.clone(),
+            listen: ports.listener,
+            admin: ports.admin,
+            ratelimit,
+            xff_num_trusted_hops: 0,
+        };
+        gateway_bootstrap(&params).unwrap_or_else(|e| panic!("gateway bootstrap: {e}"))
+    }
+}
+
+/// Starts the real Envoy on the gateway's bootstrap, with the proxy's flags.
+pub fn start_envoy(dirs: &Dirs, ports: EnvoyPorts) -> EnvoyProcess {
+    let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    EnvoyProcess::start_on(ports, bootstrap_for(dirs, ratelimit), &["--reject-unknown-dynamic-fields", "--concurrency", "2"])
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .unwrap_or_else(|e| panic!("HTTP client: {e}"))
+}
+
+/// One request through Envoy with `Host: {host}.{DOMAIN}` (or `host` as is if it has a dot).
+pub async fn send(client: &reqwest::Client, envoy: SocketAddr, method: &str, host: &str, path: &str) -> Result<(u16, String), String> {
+    let fqdn = if host.contains('.') { host.to_string() } else { format!("{host}.{DOMAIN}") };
+    let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
+    let response = client
+        .request(method, format!("http://{envoy}{path}"))
+        .header(reqwest::header::HOST, fqdn)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let code = response.status().as_u16();
+    let body = response.text().await.map_err(|e| e.to_string())?;
+    Ok((code, body))
+}
+
+/// The JSON body of a 200 from a test backend, or a description of what came instead.
+pub async fn backend_answer(client: &reqwest::Client, envoy: SocketAddr, method: &str, host: &str, path: &str) -> Result<Value, String> {
+    match send(client, envoy, method, host, path).await? {
+        (200, body) => serde_json::from_str(&body).map_err(|e| format!("not JSON ({e}): {body}")),
+        (code, body) => Err(format!("HTTP {code}: {body}")),
+    }
+}
+
+/// Polls until a request is answered by `backend` (bounded); how long it took.
+pub async fn wait_backend(client: &reqwest::Client, envoy: SocketAddr, host: &str, path: &str, backend: &str, within: Duration) -> Duration {
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < within {
+        match backend_answer(client, envoy, "GET", host, path).await {
+            Ok(v) if v["backend"] == backend => return start.elapsed(),
+            Ok(v) => last = v.to_string(),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{host}{path} not answered by {backend} within {within:?}; last answer: {last}");
+}
+
+/// Waits (bounded) until the watched files exist (the sidecar's first delivery).
+pub async fn wait_files(dirs: &Dirs, within: Duration) {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if dirs.clusters.join("clusters.json").is_file() && dirs.routes.join("routes.json").is_file() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the sidecar did not write the watched files within {within:?}");
+}
+
+/// A bucket with a first bundle, a sidecar that delivered it before Envoy started, and Envoy
+/// started from the delivered files.
+pub struct Gateway {
+    pub bucket: Bucket,
+    pub dirs: Dirs,
+    pub sidecar: SidecarProcess,
+    pub envoy: EnvoyProcess,
+    pub client: reqwest::Client,
+    pub first_hash: String,
+    pub first_version: String,
+}
+
+impl Gateway {
+    pub async fn start(moto: &MotoServer, entries: &[Entry]) -> Gateway {
+        let bucket = Bucket::create(moto).await;
+        let (first_version, first_hash) = bucket.publish(entries).await;
+        let dirs = Dirs::new();
+        let ports = EnvoyPorts::free();
+        let admin = format!("http://{}", ports.admin);
+        let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+        wait_files(&dirs, Duration::from_secs(30)).await;
+        let envoy = start_envoy(&dirs, ports);
+        sidecar.wait_live(&first_hash, Duration::from_secs(30)).await;
+        Gateway { bucket, dirs, sidecar, envoy, client: client(), first_hash, first_version }
+    }
+
+    pub fn listener(&self) -> SocketAddr {
+        self.envoy.listener_addr()
+    }
+
+    pub async fn send(&self, method: &str, host: &str, path: &str) -> Result<(u16, String), String> {
+        send(&self.client, self.listener(), method, host, path).await
+    }
+
+    pub async fn backend_answer(&self, method: &str, host: &str, path: &str) -> Result<Value, String> {
+        backend_answer(&self.client, self.listener(), method, host, path).await
+    }
+
+    /// An admin stat's value (`/stats?filter=^name$`).
+    pub fn stat(&self, name: &str) -> Option<Value> {
+        let (_, body) = self.envoy.admin_get(&format!("/stats?format=json&filter=%5E{}%24", name.replace('.', "%5C.")))?;
+        let doc: Value = serde_json::from_str(&body).ok()?;
+        doc["stats"].as_array()?.iter().find(|s| s["name"] == name).map(|s| s["value"].clone())
+    }
+}
