@@ -436,3 +436,40 @@ async fn create_table_is_idempotent() {
         "the table already existed"
     );
 }
+
+/// The largest entry fits one transaction even in the worst case: moving hosts while swapping
+/// every prefix (entry + two host guards + 48 claims + 48 releases = 99 of DynamoDB's 100).
+#[tokio::test]
+async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
+    use gateway_render::check::MAX_PATH_PREFIXES;
+    let reg = registry().await;
+    let first: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/a{i}")).collect();
+    let second: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/b{i}")).collect();
+    reg.register(&entry("billing", "big", "invoices", &refs(&first)))
+        .await
+        .expect("48 prefixes");
+    reg.register(&entry("billing", "big", "invoices", &refs(&second)))
+        .await
+        .expect("swap all 48 on one host");
+    reg.register(&entry("billing", "big", "elsewhere", &refs(&first)))
+        .await
+        .expect("swap all 48 and move hosts");
+    let rows = rows(&reg).await;
+    assert_eq!(
+        rows.iter()
+            .filter(|(_, sk)| sk.starts_with("PATH#"))
+            .count(),
+        MAX_PATH_PREFIXES
+    );
+    assert!(rows
+        .iter()
+        .all(|(pk, sk)| !sk.starts_with("PATH#") || pk == "HOST#elsewhere.api.example.com"));
+    assert_eq!(
+        reg.deregister("billing/big").await.expect("deregister"),
+        DeregisterOutcome::Deleted
+    );
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}

@@ -171,3 +171,163 @@ pub(crate) fn deregister(current: &Current, host: &HostView) -> Vec<Action> {
     actions.extend(leave_paths(host, &id, &|_| false));
     actions
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::host::HostGuard;
+    use gateway_render::Route;
+    use std::collections::BTreeMap;
+
+    fn entry(service: &str, host: &str, paths: &[&str]) -> Entry {
+        Entry {
+            team: "billing".into(),
+            service: service.into(),
+            host: host.into(),
+            backend: "https://x.example".into(),
+            routes: paths
+                .iter()
+                .map(|p| Route {
+                    path: (*p).into(),
+                    methods: None,
+                    limits: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    fn host(fqdn: &str, team: &str, version: u64, paths: &[(&str, &str)]) -> HostView {
+        HostView {
+            fqdn: fqdn.into(),
+            guard: Some(HostGuard {
+                team: Some(team.into()),
+                version,
+            }),
+            paths: paths
+                .iter()
+                .map(|(p, s)| ((*p).to_string(), (*s).to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    #[test]
+    fn moving_hosts_releases_the_old_host_when_the_service_was_its_last() {
+        let old = entry("a", "old", &["/x"]);
+        let new = entry("a", "new", &["/x"]);
+        let current = Current {
+            entry: old,
+            revision: 3,
+        };
+        let old_host = host("old.d", "billing", 7, &[("/x", "billing/a")]);
+        let new_host = HostView {
+            fqdn: "new.d".into(),
+            guard: None,
+            paths: BTreeMap::new(),
+        };
+        let actions = register(&new, "{}", Some(&current), &new_host, Some(&old_host), 9);
+        assert_eq!(
+            actions[1..],
+            [
+                Action::PutHostGuard {
+                    fqdn: "new.d".into(),
+                    team: Some("billing".into()),
+                    version: 1,
+                    expected: None,
+                    claimant: "billing".into()
+                },
+                Action::PutPathGuard {
+                    fqdn: "new.d".into(),
+                    prefix: "/x".into(),
+                    service: "billing/a".into()
+                },
+                Action::PutHostGuard {
+                    fqdn: "old.d".into(),
+                    team: None,
+                    version: 8,
+                    expected: Some(7),
+                    claimant: "billing".into()
+                },
+                Action::DeletePathGuard {
+                    fqdn: "old.d".into(),
+                    prefix: "/x".into(),
+                    service: "billing/a".into()
+                },
+            ]
+        );
+        assert!(matches!(
+            actions[0],
+            Action::PutEntry {
+                revision: 4,
+                expected: Some(3),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn guards_already_held_are_not_rewritten_and_unused_ones_are_deleted() {
+        let e = entry("a", "h", &["/keep", "/new"]);
+        let current = Current {
+            entry: entry("a", "h", &["/keep", "/gone"]),
+            revision: 1,
+        };
+        let h = host(
+            "h.d",
+            "billing",
+            2,
+            &[
+                ("/keep", "billing/a"),
+                ("/gone", "billing/a"),
+                ("/b", "billing/b"),
+            ],
+        );
+        let actions = register(&e, "{}", Some(&current), &h, None, 0);
+        assert_eq!(
+            actions[2..],
+            [
+                Action::PutPathGuard {
+                    fqdn: "h.d".into(),
+                    prefix: "/new".into(),
+                    service: "billing/a".into()
+                },
+                Action::DeletePathGuard {
+                    fqdn: "h.d".into(),
+                    prefix: "/gone".into(),
+                    service: "billing/a".into()
+                },
+            ]
+        );
+        // Deregistering keeps the host for the team while billing/b remains.
+        let gone = deregister(
+            &Current {
+                entry: e,
+                revision: 2,
+            },
+            &h,
+        );
+        assert!(gone.contains(&Action::PutHostGuard {
+            fqdn: "h.d".into(),
+            team: Some("billing".into()),
+            version: 3,
+            expected: Some(2),
+            claimant: "billing".into()
+        }));
+    }
+
+    #[test]
+    fn conflicts_name_the_holder_of_the_overlapping_prefix() {
+        let h = host("h.d", "billing", 1, &[("/reports/monthly", "billing/r")]);
+        let err = conflict(&entry("all", "h", &["/reports"]), &h).map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("path /reports/monthly on h.d (overlapping /reports) is held by billing/r")
+        );
+        let other_team = host("h.d", "payments", 1, &[]);
+        let err = conflict(&entry("all", "h", &["/reports"]), &other_team).map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some("host h.d is held by payments"));
+        assert!(
+            conflict(&entry("r", "h", &["/reports/monthly"]), &h).is_none(),
+            "its own prefix is no conflict"
+        );
+    }
+}

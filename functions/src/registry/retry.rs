@@ -25,7 +25,7 @@ pub(crate) async fn backoff(round: u32) {
 }
 
 /// Randomness without another dependency: every `RandomState` is seeded randomly.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(0);
     h.finish()

@@ -7,6 +7,7 @@
 use super::error::{build_error, from_sdk};
 use super::keys::{self, Item};
 use super::plan::{host_conflict, path_conflict, Action};
+use super::retry::random_u64;
 use super::RegistryError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -39,9 +40,13 @@ pub(crate) async fn transact(
         .iter()
         .map(|a| item(table, a))
         .collect::<Result<Vec<_>, _>>()?;
+    // The SDK retries a timed-out call with the same token, and DynamoDB answers a repeat of a
+    // committed transaction with success instead of failing its now-stale conditions.
+    let token = format!("{:016x}{:016x}", random_u64(), random_u64());
     let sent = client
         .transact_write_items()
         .set_transact_items(Some(items))
+        .client_request_token(token)
         .send()
         .await;
     let err = match sent {
@@ -235,4 +240,112 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
         }
     };
     Ok(item)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+
+    fn reason(code: &str, attr: Option<(&str, &str)>) -> CancellationReason {
+        let mut r = CancellationReason::builder().code(code);
+        if let Some((k, v)) = attr {
+            r = r.item(k, AttributeValue::S(v.into()));
+        }
+        r.build()
+    }
+
+    fn actions() -> Vec<Action> {
+        vec![
+            Action::PutEntry {
+                id: "billing/a".into(),
+                json: "{}".into(),
+                revision: 2,
+                updated_at: 1,
+                expected: Some(1),
+            },
+            Action::PutHostGuard {
+                fqdn: "h.example.com".into(),
+                team: Some("billing".into()),
+                version: 4,
+                expected: Some(3),
+                claimant: "billing".into(),
+            },
+            Action::PutPathGuard {
+                fqdn: "h.example.com".into(),
+                prefix: "/a".into(),
+                service: "billing/a".into(),
+            },
+        ]
+    }
+
+    fn outcome(reasons: &[CancellationReason]) -> String {
+        match interpret(&actions(), reasons) {
+            Ok(Written::Committed) => "committed".into(),
+            Ok(Written::Conflict(e)) => format!("conflict: {e}"),
+            Ok(Written::Retry(why)) => format!("retry: {why}"),
+            Err(e) => format!("error {}: {e}", e.kind()),
+        }
+    }
+
+    #[test]
+    fn a_host_held_by_another_team_is_a_conflict_naming_it() {
+        let got = outcome(&[
+            reason("None", None),
+            reason("ConditionalCheckFailed", Some(("team", "payments"))),
+            reason("None", None),
+        ]);
+        assert_eq!(got, "conflict: host h.example.com is held by payments");
+    }
+
+    #[test]
+    fn a_path_held_by_another_service_is_a_conflict_naming_it() {
+        let got = outcome(&[
+            reason("None", None),
+            reason("ConditionalCheckFailed", Some(("team", "billing"))),
+            reason("ConditionalCheckFailed", Some(("service", "billing/b"))),
+        ]);
+        assert_eq!(
+            got,
+            "conflict: path /a on h.example.com is held by billing/b"
+        );
+    }
+
+    #[test]
+    fn a_version_race_within_the_team_is_retried() {
+        let got = outcome(&[
+            reason("None", None),
+            reason("ConditionalCheckFailed", Some(("team", "billing"))),
+            reason("None", None),
+        ]);
+        assert_eq!(got, "retry: host h.example.com changed since it was read");
+    }
+
+    #[test]
+    fn throttled_or_conflicting_items_are_retried_never_a_conflict() {
+        for code in TRANSIENT_REASONS {
+            let got = outcome(&[
+                reason(code, None),
+                reason("None", None),
+                reason("None", None),
+            ]);
+            assert!(
+                got.starts_with("retry: entry billing/a was cancelled"),
+                "{code}: {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_cancellations_are_errors() {
+        let got = outcome(&[
+            reason("ValidationError", None),
+            reason("None", None),
+            reason("None", None),
+        ]);
+        assert!(
+            got.starts_with("error aws: entry billing/a was cancelled: ValidationError"),
+            "{got}"
+        );
+    }
 }
