@@ -4,8 +4,9 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: {
-    // isolatedModules: transpile only; `tsc --noEmit` in check.sh does the type checking.
-    '^.+\\.tsx?$': ['ts-jest', { isolatedModules: true }],
+    // tsconfig's isolatedModules makes ts-jest transpile only; `tsc --noEmit` in check.sh does
+    // the type checking.
+    '^.+\\.tsx?$': 'ts-jest',
   },
   // Template validation at construct time is slow and the synth step keeps it on.
   setupFiles: ['<rootDir>/test/setup-env.js'],

@@ -77,12 +77,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function unknownKeys(obj: Record<string, unknown>, known: string[], prefix: string, add: Add): void {
+function unknownKeys(obj: Record<string, unknown>, known: string[], parent: string, add: Add): void {
   for (const key of Object.keys(obj)) {
     if (!known.includes(key)) {
-      add(`${prefix}${key}`, `unknown field; expected one of ${known.join(', ')}`);
+      add(child(parent, key), `unknown field; expected one of ${known.join(', ')}`);
     }
   }
+}
+
+/** `parent.key`, or `parent["key"]` when the key is not a plain word (as the Rust check names it). */
+function child(parent: string, key: string): string {
+  const plain = key.length > 0 && key.length <= 64 && /^[A-Za-z0-9_-]+$/.test(key);
+  if (plain) return parent === '' ? key : `${parent}.${key}`;
+  return `${parent}[${JSON.stringify(key)}]`;
 }
 
 /** team and service: 1–63 of a-z0-9-, starting with a letter, not ending with `-`. */
@@ -108,6 +115,15 @@ function checkHost(v: unknown, options: CheckOptions, add: Add): void {
   }
   if (v.includes('*')) {
     add('host', `"${v}": wildcards are not allowed; the gateway alone owns the catch-all host`);
+    return;
+  }
+  if (v.endsWith('.')) {
+    add('host', `"${v}" must not end with "."`);
+    return;
+  }
+  const base = (options.baseDomain ?? '').replace(/\.$/, '');
+  if (base && (v === base || v.endsWith(`.${base}`))) {
+    add('host', `"${v}" already contains the base domain "${base}"; give only the label(s) in front of it`);
     return;
   }
   const labels = v.split('.');
@@ -138,101 +154,190 @@ function dnsLabelProblem(label: string): string | undefined {
   return undefined;
 }
 
-/** http(s) URL with a host and an optional port, and nothing the gateway must not reach. */
+/**
+ * `http[s]://host[:port][/]` and nothing else, parsed by hand and strictly (as the Rust check
+ * does): every lenient URL parser is a way to smuggle an address past the policy
+ * (`http://0x7f.1`, `http://127.1`, `http://evil@169.254.169.254`).
+ */
 function checkBackend(v: unknown, options: CheckOptions, add: Add): void {
   if (typeof v !== 'string') {
     add('backend', 'required string');
     return;
   }
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    add('backend', `"${v}" is not a URL`);
-    return;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    add('backend', `"${v}": scheme must be http or https`);
-    return;
-  }
-  if (url.username || url.password) {
-    add('backend', `"${v}": credentials in the URL are not allowed`);
-  }
-  if (!/^[a-z]+:\/\/[^/?#]*\/?$/i.test(v)) {
-    add('backend', `"${v}": only scheme, host and optional port are allowed (no path, query or fragment)`);
-  }
-  if (!url.hostname) {
-    add('backend', `"${v}": host is missing`);
-    return;
-  }
-  const kind = addressKind(url.hostname);
-  if (kind === 'link-local') {
-    add('backend', `"${v}": link-local addresses (169.254.0.0/16, fe80::/10, instance metadata) are never allowed`);
-  } else if ((kind === 'loopback' || kind === 'unspecified') && !options.allowLoopbackBackends) {
-    add('backend', `"${v}": ${kind} addresses are not allowed`);
+  const reason = backendProblem(v, options);
+  if (reason) {
+    add('backend', reason);
   }
 }
 
-type AddressKind = 'loopback' | 'link-local' | 'unspecified' | 'other';
+function backendProblem(url: string, options: CheckOptions): string | undefined {
+  if (url === '') return 'must not be empty; e.g. "https://invoices.internal.example:8443"';
+  if (/[^\x21-\x7e]/.test(url)) return `"${url}" must be printable ASCII without spaces`;
+  let rest: string;
+  if (url.startsWith('https://')) rest = url.slice(8);
+  else if (url.startsWith('http://')) rest = url.slice(7);
+  else if (/^https?:\/\//i.test(url)) return `"${url}": the scheme must be lowercase http:// or https://`;
+  else if (url.includes('://')) return `"${url}": scheme "${url.split('://')[0]}" is not supported; use http:// or https://`;
+  else return `"${url}" must start with http:// or https://`;
+  if (rest.includes('#')) return `"${url}" has a fragment; give only scheme, host and port`;
+  if (rest.includes('?')) return `"${url}" has a query; give only scheme, host and port`;
+  const slash = rest.indexOf('/');
+  const authority = slash < 0 ? rest : rest.slice(0, slash);
+  const path = slash < 0 ? '' : rest.slice(slash);
+  if (path !== '' && path !== '/') return `"${url}" has a path "${path}"; a backend is scheme, host and port only`;
+  // Not quoted back: whatever is before the "@" may be a password.
+  if (authority.includes('@')) return 'must not carry user information ("user:password@"); give only scheme, host and port';
+  if (authority === '') return `"${url}" has no host`;
 
-/** Classifies a URL hostname as WHATWG `URL` normalises it (IPv4 dotted, IPv6 in brackets). */
-export function addressKind(hostname: string): AddressKind {
-  const host = hostname.toLowerCase().replace(/\.$/, '');
-  if (host === 'localhost' || host.endsWith('.localhost')) {
-    return 'loopback';
+  let host: string;
+  let port: string | undefined;
+  let kind: AddressKind;
+  if (authority.startsWith('[')) {
+    const close = authority.indexOf(']');
+    if (close < 0) return `"${authority}" opens "[" without a closing "]"`;
+    host = authority.slice(1, close);
+    const after = authority.slice(close + 1);
+    if (after !== '' && !after.startsWith(':')) return `"${authority}": expected ":PORT" after the IPv6 address`;
+    port = after === '' ? undefined : after.slice(1);
+    if (host.includes('%')) return `IPv6 address "${host}" has a zone id; zone ids are not allowed`;
+    const groups = parseIpv6(host);
+    if (!groups) return `"${host}" is not a valid IPv6 address`;
+    kind = ipv6Kind(groups);
+  } else {
+    const parts = authority.split(':');
+    if (parts.length > 2) return `"${authority}": an IPv6 address must be in brackets, e.g. http://[2001:db8::1]:8080`;
+    [host, port] = [parts[0], parts[1]];
+    if (host === '') return `"${authority}" has no host`;
+    if (looksNumeric(host)) {
+      const octets = parseDottedQuad(host);
+      if (!octets) return `"${host}" is not a dotted-quad IPv4 address; write four decimal parts 0-255 without leading zeros`;
+      kind = ipv4Kind(octets);
+    } else {
+      const dns = dnsNameProblem(host);
+      if (dns) return `host ${dns}`;
+      kind = nameKind(host, options);
+    }
   }
-  if (host.startsWith('[') && host.endsWith(']')) {
-    return ipv6Kind(host.slice(1, -1));
+  if (port !== undefined && !/^[1-9]\d{0,4}$/.test(port)) return `port "${port}" must be a number 1-65535 without leading zeros`;
+  if (port !== undefined && Number(port) > 65535) return `port "${port}" must be a number 1-65535 without leading zeros`;
+
+  switch (kind) {
+    case 'link-local':
+      return `${host} is a link-local/metadata address; the gateway never routes to it`;
+    case 'multicast':
+      return `${host} is a multicast or broadcast address, not a backend`;
+    case 'gateway':
+      return `${host} is the gateway itself (under the base domain); routing the gateway to itself makes a loop`;
+    case 'loopback':
+    case 'unspecified':
+      return options.allowLoopbackBackends ? undefined : `${host} is a ${kind} address: from the gateway it reaches the gateway's own task`;
+    default:
+      return undefined;
   }
-  const v4 = parseIpv4(host);
-  return v4 ? ipv4Kind(v4) : 'other';
 }
 
-function parseIpv4(host: string): number[] | undefined {
-  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
-  if (!m) {
-    return undefined;
+type AddressKind = 'loopback' | 'link-local' | 'unspecified' | 'multicast' | 'gateway' | 'other';
+
+/** Instance-metadata endpoints; the link-local ones are caught by their range too. */
+const METADATA_V4 = ['169.254.169.254', '169.254.170.2', '100.100.100.200', '168.63.129.16'];
+const METADATA_NAMES = ['metadata.google.internal', 'instance-data.ec2.internal', 'instance-data'];
+
+/** Classifies a backend host: a name, a dotted quad, or a bracketed IPv6 address. */
+export function addressKind(hostname: string, options: CheckOptions = {}): AddressKind {
+  if (hostname.startsWith('[') && hostname.endsWith(']')) {
+    const groups = parseIpv6(hostname.slice(1, -1));
+    return groups ? ipv6Kind(groups) : 'other';
   }
-  const octets = m.slice(1).map(Number);
+  const octets = parseDottedQuad(hostname);
+  return octets ? ipv4Kind(octets) : nameKind(hostname, options);
+}
+
+function nameKind(name: string, options: CheckOptions): AddressKind {
+  if (METADATA_NAMES.includes(name)) return 'link-local';
+  if (name === 'localhost' || name.endsWith('.localhost')) return 'loopback';
+  const base = (options.baseDomain ?? '').replace(/\.$/, '').toLowerCase();
+  if (base && (name === base || name.endsWith(`.${base}`))) return 'gateway';
+  return 'other';
+}
+
+/** Whether a URL parser would read the host as IPv4 (its last label is decimal or 0x-hex). */
+function looksNumeric(host: string): boolean {
+  const labels = host.split('.').filter((l) => l !== '');
+  const last = labels.length > 0 ? labels[labels.length - 1] : host;
+  return /^\d*$/.test(last) || /^0x[0-9a-f]*$/i.test(last);
+}
+
+/** Four decimal parts 0-255 without leading zeros; anything else names another address. */
+function parseDottedQuad(host: string): number[] | undefined {
+  const parts = host.split('.');
+  if (parts.length !== 4 || !parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p))) return undefined;
+  const octets = parts.map(Number);
   return octets.every((o) => o <= 255) ? octets : undefined;
 }
 
-function ipv4Kind([a, b]: number[]): AddressKind {
+function ipv4Kind([a, b, c, d]: number[]): AddressKind {
+  const dotted = `${a}.${b}.${c}.${d}`;
+  if ((a === 169 && b === 254) || METADATA_V4.includes(dotted)) return 'link-local';
+  if ((a >= 224 && a <= 239) || dotted === '255.255.255.255') return 'multicast';
   if (a === 127) return 'loopback';
-  if (a === 169 && b === 254) return 'link-local';
+  // 0.0.0.0/8 ("this network"): Linux connects 0.0.0.0 to the local host.
   if (a === 0) return 'unspecified';
   return 'other';
 }
 
-function ipv6Kind(addr: string): AddressKind {
-  const groups = expandIpv6(addr);
-  if (!groups) {
-    return 'other';
-  }
-  if (groups.every((g) => g === 0)) return 'unspecified';
-  if (groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1) return 'loopback';
-  if ((groups[0] & 0xffc0) === 0xfe80) return 'link-local';
+function ipv6Kind(g: number[]): AddressKind {
+  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the IPv4 address inside.
+  const embedded = () => [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff];
+  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return ipv4Kind(embedded());
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Kind(embedded());
+  if ((g[0] & 0xffc0) === 0xfe80) return 'link-local';
   // fd00:ec2::254 is the instance metadata service over IPv6.
-  if (groups[0] === 0xfd00 && groups[1] === 0x0ec2 && groups.slice(2, 7).every((g) => g === 0) && groups[7] === 0x254) {
-    return 'link-local';
-  }
-  // IPv4-mapped (::ffff:a.b.c.d): judge the IPv4 address inside.
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return ipv4Kind([groups[6] >> 8, groups[6] & 0xff, groups[7] >> 8, groups[7] & 0xff]);
-  }
+  if (g[0] === 0xfd00 && g[1] === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && g[7] === 0x254) return 'link-local';
+  if ((g[0] & 0xff00) === 0xff00) return 'multicast';
+  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
+  if (g.every((x) => x === 0)) return 'unspecified';
   return 'other';
 }
 
-/** Eight 16-bit groups, or undefined. WHATWG URL already rewrote any dotted IPv4 tail to hex. */
-function expandIpv6(addr: string): number[] | undefined {
+/** Eight 16-bit groups (a dotted IPv4 tail counts for two), or undefined. */
+function parseIpv6(addr: string): number[] | undefined {
   const halves = addr.split('::');
   if (halves.length > 2) return undefined;
-  const parse = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const parse = (part: string): number[] | undefined => {
+    if (part === '') return [];
+    const out: number[] = [];
+    const pieces = part.split(':');
+    for (let i = 0; i < pieces.length; i++) {
+      const piece = pieces[i];
+      if (i === pieces.length - 1 && piece.includes('.')) {
+        const v4 = parseDottedQuad(piece);
+        if (!v4) return undefined;
+        out.push((v4[0] << 8) | v4[1], (v4[2] << 8) | v4[3]);
+      } else if (/^[0-9a-f]{1,4}$/i.test(piece)) {
+        out.push(parseInt(piece, 16));
+      } else {
+        return undefined;
+      }
+    }
+    return out;
+  };
   const head = parse(halves[0]);
   const tail = halves.length === 2 ? parse(halves[1]) : [];
-  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
-  const groups = [...head, ...new Array(Math.max(fill, 0)).fill(0), ...tail];
-  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+  if (!head || !tail) return undefined;
+  if (halves.length === 1) return head.length === 8 ? head : undefined;
+  const fill = 8 - head.length - tail.length;
+  return fill >= 1 ? [...head, ...new Array(fill).fill(0), ...tail] : undefined;
+}
+
+/** One or more RFC 1123 labels, no trailing dot. */
+function dnsNameProblem(name: string): string | undefined {
+  if (name.endsWith('.')) return `"${name}" must not end with "."`;
+  if (name.includes('*')) return `"${name}": wildcards are not allowed`;
+  for (const label of name.split('.')) {
+    const why = dnsLabelProblem(label);
+    if (why) return `label "${label}": ${why}`;
+  }
+  return undefined;
 }
 
 function checkRoutes(v: unknown, add: Add): void {
@@ -255,7 +360,7 @@ function checkRoutes(v: unknown, add: Add): void {
       add(field, 'expected an object with path, methods and limits');
       return;
     }
-    unknownKeys(route, ROUTE_KEYS, `${field}.`, add);
+    unknownKeys(route, ROUTE_KEYS, field, add);
     const pathOk = checkPath(route.path, `${field}.path`, add);
     const methods = checkMethods(route.methods, `${field}.methods`, add);
     checkLimits(route.limits, `${field}.limits`, add);
@@ -274,23 +379,55 @@ function checkRoutes(v: unknown, add: Add): void {
   }
 }
 
+/** Characters RFC 3986 allows in a path besides letters, digits, `/` and `%XX`. */
+const PATH_PUNCTUATION = "-._~!$&'()*+,;=:@";
+
+/**
+ * A segment-aware prefix. Anything a proxy or a backend could normalise differently (dot
+ * segments, doubled or encoded slashes, backslashes) is rejected: a prefix that means one thing
+ * to Envoy and another to the backend lets a request slip past its route.
+ */
 function checkPath(v: unknown, field: string, add: Add): boolean {
   if (typeof v !== 'string') {
     add(field, 'required string');
     return false;
   }
-  const fail = (reason: string) => {
+  const reason = pathProblem(v);
+  if (reason) {
     add(field, `"${v}": ${reason}`);
     return false;
-  };
-  if (!v.startsWith('/')) return fail('must start with /');
-  if (Buffer.byteLength(v, 'utf8') > MAX_PATH_BYTES) return fail(`longer than ${MAX_PATH_BYTES} bytes`);
-  if (/[\s\u0000-\u001f\u007f]/.test(v)) return fail('whitespace and control characters are not allowed');
-  if (v.includes('?') || v.includes('#')) return fail('? and # are not allowed (a prefix matches paths only)');
-  if (v.includes('//')) return fail('// is not allowed');
-  const segments = v.split('/');
-  if (segments.includes('.') || segments.includes('..')) return fail('/./ and /../ are not allowed');
+  }
   return true;
+}
+
+function pathProblem(path: string): string | undefined {
+  if (path === '') return 'must not be empty; a path starts with "/"';
+  if (Buffer.byteLength(path, 'utf8') > MAX_PATH_BYTES) return `longer than ${MAX_PATH_BYTES} bytes`;
+  if (!path.startsWith('/')) return 'must start with "/"';
+  for (const c of path) {
+    if (/[a-zA-Z0-9/%]/.test(c) || PATH_PUNCTUATION.includes(c)) continue;
+    if (/\s/.test(c)) return 'whitespace is not allowed in a path';
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(c)) return 'control characters are not allowed in a path';
+    if (c === '?') return '"?" starts a query string; a route matches the path only';
+    if (c === '#') return '"#" starts a fragment, which clients never send';
+    if (c === '\\') return 'backslashes are not allowed (some servers read them as "/")';
+    if (c.charCodeAt(0) > 0x7f) return 'non-ASCII characters are not allowed; percent-encode them (%XX)';
+    return `character "${c}" is not allowed; use letters, digits, "/", %XX or one of ${PATH_PUNCTUATION}`;
+  }
+  for (let i = path.indexOf('%'); i >= 0; i = path.indexOf('%', i + 3)) {
+    const hex = path.slice(i + 1, i + 3);
+    if (!/^[0-9a-fA-F]{2}$/.test(hex)) return '"%" must be followed by two hex digits';
+    const byte = parseInt(hex, 16);
+    if (byte === 0x2e || byte === 0x2f || byte === 0x5c || byte === 0x25 || byte < 0x20 || byte === 0x7f) {
+      return `%${hex} encodes a dot, slash, backslash, percent or control character; not allowed`;
+    }
+  }
+  if (path.includes('//')) return 'contains "//" (an empty segment); write single slashes';
+  // `..;` is how some servlet containers spell `..`: judge a segment without its parameters.
+  if (path.split('/').some((seg) => ['.', '..'].includes(seg.split(';')[0]))) {
+    return 'contains a dot segment; write the path without "/./" or "/../"';
+  }
+  return undefined;
 }
 
 function checkMethods(v: unknown, field: string, add: Add): Set<string> | undefined {
@@ -331,37 +468,92 @@ function checkLimits(v: unknown, field: string, add: Add): void {
   if (v.length > MAX_LIMITS_PER_ROUTE) {
     add(field, `${v.length} limits; at most ${MAX_LIMITS_PER_ROUTE} allowed`);
   }
-  v.forEach((limit, k) => checkLimit(limit, `${field}[${k}]`, add));
+  const keys = v.map((limit, k) => checkLimit(limit, `${field}[${k}]`, add));
+  // One rule per key in the rate-limit service, one burst bucket per route.
+  keys.forEach((key, j) => {
+    const i = key === undefined ? -1 : keys.indexOf(key);
+    if (i >= 0 && i < j) {
+      add(`${field}[${j}]`, key === 'burst' ? `a route has at most one burst limit (also ${field}[${i}])` : `same per, header and unit as ${field}[${i}]; merge them into one limit`);
+    }
+  });
 }
 
-function checkLimit(v: unknown, field: string, add: Add): void {
+const GLOBAL_KEYS = ['per', 'header', 'requests', 'every'];
+
+/** Checks one limit; returns its collision key (`burst`, or per/header/unit) when valid. */
+function checkLimit(v: unknown, field: string, add: Add): string | undefined {
   if (!isObject(v)) {
     add(field, 'expected {"burst": N} or {"per", "requests", "every"}');
-    return;
+    return undefined;
   }
-  if ('burst' in v) {
-    unknownKeys(v, ['burst'], `${field}.`, add);
-    if (!isPositiveInt(v.burst)) {
-      add(`${field}.burst`, `${JSON.stringify(v.burst)}: expected an integer of at least 1`);
-    }
-    return;
+  unknownKeys(v, ['burst', ...GLOBAL_KEYS], field, add);
+  const hasBurst = 'burst' in v;
+  const hasGlobal = GLOBAL_KEYS.some((k) => k in v);
+  if (hasBurst && hasGlobal) {
+    add(field, 'mixes "burst" with a global limit\'s fields (per, header, requests, every); write them as two limits');
+    return undefined;
   }
-  unknownKeys(v, ['per', 'header', 'requests', 'every'], `${field}.`, add);
+  if (!hasBurst && !hasGlobal) {
+    add(field, 'expected {"burst": N} or {"per": ..., "requests": N, "every": ...}');
+    return undefined;
+  }
+  if (hasBurst) {
+    return checkCount(v.burst, `${field}.burst`, MAX_BURST, add) ? 'burst' : undefined;
+  }
+  let ok = true;
   if (typeof v.per !== 'string' || !PERS.includes(v.per)) {
     add(`${field}.per`, `unknown ${JSON.stringify(v.per)}; expected client-ip, route or header`);
+    ok = false;
   } else if (v.per === 'header') {
-    if (typeof v.header !== 'string' || !/^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(v.header)) {
-      add(`${field}.header`, `${JSON.stringify(v.header)}: per header needs a valid lowercase header name`);
+    const why = typeof v.header === 'string' ? headerProblem(v.header) : 'required when per is "header": name the header whose value is counted';
+    if (why) {
+      add(`${field}.header`, why);
+      ok = false;
     }
   } else if (v.header !== undefined) {
-    add(`${field}.header`, `only allowed with per header, not per ${v.per}`);
+    add(`${field}.header`, `only allowed when per is "header" (per is "${v.per}")`);
+    ok = false;
   }
-  if (!isPositiveInt(v.requests)) {
-    add(`${field}.requests`, `${JSON.stringify(v.requests)}: expected a positive integer`);
-  }
+  ok = checkCount(v.requests, `${field}.requests`, MAX_REQUESTS, add) && ok;
   if (typeof v.every !== 'string' || !UNITS.includes(v.every)) {
     add(`${field}.every`, `unknown unit ${JSON.stringify(v.every)}; expected second, minute, hour or day`);
+    ok = false;
   }
+  return ok ? JSON.stringify([v.per, v.header ?? null, v.every]) : undefined;
+}
+
+const MAX_BURST = 1_000_000;
+const MAX_REQUESTS = 1_000_000_000;
+const MAX_HEADER_NAME_LEN = 128;
+
+/** A lowercase RFC 9110 token that a client cannot use to escape its bucket. */
+function headerProblem(h: string): string | undefined {
+  if (h === '') return 'must not be empty; name a request header such as "x-api-key"';
+  if (h.startsWith(':')) return `"${h}" is an HTTP/2 pseudo-header, not a request header`;
+  if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)) return `"${h}": only RFC 9110 token characters are allowed in a header name`;
+  if (/[A-Z]/.test(h)) return `"${h}" must be lowercase: write "${h.toLowerCase()}"`;
+  if (h.length > MAX_HEADER_NAME_LEN) return `is ${h.length} characters long; at most ${MAX_HEADER_NAME_LEN}`;
+  if (['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate'].includes(h)) {
+    return `"${h}" cannot be a rate-limit key: it is a hop-by-hop header, consumed before routing`;
+  }
+  if (['x-forwarded-for', 'forwarded', 'x-real-ip'].includes(h)) {
+    return `"${h}" cannot be a rate-limit key: a client sets it freely; use per "client-ip"`;
+  }
+  if (h === 'cookie') return '"cookie" cannot be a rate-limit key: it holds session secrets; key on a dedicated header';
+  if (h.startsWith('x-envoy-')) return `"${h}" cannot be a rate-limit key: Envoy sets and strips x-envoy- headers itself`;
+  return undefined;
+}
+
+function checkCount(v: unknown, field: string, max: number, add: Add): boolean {
+  if (!isPositiveInt(v)) {
+    add(field, `${JSON.stringify(v)}: expected a positive integer`);
+    return false;
+  }
+  if ((v as number) > max) {
+    add(field, `is ${v}; at most ${max}`);
+    return false;
+  }
+  return true;
 }
 
 function isPositiveInt(v: unknown): boolean {

@@ -30,3 +30,20 @@ export const IMAGE_CONTEXT_EXCLUDES = [
   'infra',
   '**/node_modules',
 ];
+
+/**
+ * Envoy's command-line arguments, one per line in `bootstrap/envoy.args`: the same file the
+ * bootstrap's own tests and local runs read, so the proxy task cannot drift from them.
+ */
+export function envoyArgs(repoRoot: string = REPO_ROOT): string[] {
+  const file = path.join(repoRoot, 'bootstrap', 'envoy.args');
+  const args = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0);
+  if (!args.includes('--reject-unknown-dynamic-fields')) {
+    throw new Error(`${file}: the gateway runs with --reject-unknown-dynamic-fields; it is missing`);
+  }
+  return args;
+}

@@ -9,7 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { BUNDLE_OBJECT, METRIC_NAMESPACE } from './metrics';
-import { IMAGE_CONTEXT_EXCLUDES } from './pins';
+import { envoyArgs, IMAGE_CONTEXT_EXCLUDES } from './pins';
 import { RateLimitRedis } from './rate-limit-redis';
 
 /**
@@ -162,8 +162,8 @@ export class ProxyService extends Construct {
         exclude: IMAGE_CONTEXT_EXCLUDES,
       }),
       essential: true,
-      // The image's entrypoint runs envoy when the first argument is a flag.
-      command: ['-c', '/etc/envoy/envoy.json', '--reject-unknown-dynamic-fields'],
+      // bootstrap/envoy.args; the image's entrypoint runs envoy when the first argument is a flag.
+      command: envoyArgs(props.repoRoot),
       portMappings: [{ containerPort: PROXY_PORTS.listener, protocol: ecs.Protocol.TCP }],
       ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65536, hardLimit: 65536 }],
       logging: logging('envoy'),

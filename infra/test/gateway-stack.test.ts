@@ -2,7 +2,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as fs from 'fs';
 import * as path from 'path';
 import { GatewayStack } from '../lib/gateway-stack';
-import { envoyVersion, REPO_ROOT } from '../lib/pins';
+import { envoyArgs, envoyVersion, REPO_ROOT } from '../lib/pins';
 import { gatewayStack, resourceId } from './helpers';
 
 let stack: GatewayStack;
@@ -391,6 +391,7 @@ describe('proxy service', () => {
   test('envoy runs the bootstrap with --reject-unknown-dynamic-fields on 8080, reading the watched dirs', () => {
     const envoy = containers.envoy;
     expect(envoy.Command).toEqual(['-c', '/etc/envoy/envoy.json', '--reject-unknown-dynamic-fields']);
+    expect(envoy.Command).toEqual(envoyArgs());
     expect(envoy.PortMappings).toEqual([expect.objectContaining({ ContainerPort: 8080 })]);
     expect(envoy.MountPoints).toEqual([
       { SourceVolume: 'cds', ContainerPath: '/etc/envoy/cds', ReadOnly: true },

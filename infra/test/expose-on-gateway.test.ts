@@ -1,0 +1,115 @@
+import { Fn, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EntryRejected } from '../lib/entry-checks';
+import { ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
+import { testApp } from './helpers';
+
+const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
+const TOPIC_ARN = 'arn:aws:sns:eu-west-1:111111111111:Gateway-RegisterTopic';
+
+/** DESIGN.md's sample entry. */
+const sample = (): Omit<ExposeOnGatewayProps, 'serviceToken'> => ({
+  team: 'billing',
+  service: 'invoices-api',
+  host: 'invoices',
+  backend: 'https://invoices.internal.example:8443',
+  routes: [
+    { path: '/invoices', methods: ['GET'], limits: [{ per: 'client-ip', requests: 100, every: 'minute' }] },
+    { path: '/invoices', methods: ['POST'], limits: [{ per: 'route', requests: 500, every: 'minute' }, { burst: 20 }] },
+    { path: '/invoices/export', limits: [{ per: 'header', header: 'x-api-key', requests: 10, every: 'hour' }] },
+  ],
+});
+
+function synth(props: ExposeOnGatewayProps): Template {
+  const stack = new Stack(testApp(), 'Team');
+  new ExposeOnGateway(stack, 'Invoices', props);
+  return Template.fromStack(stack);
+}
+
+function expose(overrides: Partial<ExposeOnGatewayProps>): () => void {
+  return () => synth({ ...sample(), serviceToken: FUNCTION_ARN, ...overrides });
+}
+
+describe('custom resource', () => {
+  test('carries the entry as one JSON string, its key, and the function ARN as service token', () => {
+    const template = synth({ ...sample(), serviceToken: FUNCTION_ARN });
+    template.resourceCountIs('Custom::GatewayRoute', 1);
+    const resource = Object.values(template.findResources('Custom::GatewayRoute'))[0];
+    expect(resource.Properties.ServiceToken).toBe(FUNCTION_ARN);
+    expect(resource.Properties.EntryKey).toBe('billing/invoices-api');
+    // A string, so CloudFormation cannot turn 100 into "100".
+    expect(typeof resource.Properties.Entry).toBe('string');
+    expect(JSON.parse(resource.Properties.Entry)).toEqual(sample());
+    // Delete deregisters: the resource is deleted, not retained, with the stack.
+    expect(resource.DeletionPolicy).toBe('Delete');
+  });
+
+  test('accepts an SNS topic (ARN or construct) as service token for cross-account stacks', () => {
+    const byArn = synth({ ...sample(), serviceToken: TOPIC_ARN });
+    byArn.hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });
+
+    const stack = new Stack(testApp(), 'Team');
+    const topic = sns.Topic.fromTopicArn(stack, 'Topic', TOPIC_ARN);
+    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: topic });
+    Template.fromStack(stack).hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });
+  });
+
+  test('accepts the function construct', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const fn = lambda.Function.fromFunctionArn(stack, 'Fn', FUNCTION_ARN);
+    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: fn });
+    Template.fromStack(stack).hasResourceProperties('Custom::GatewayRoute', {
+      ServiceToken: FUNCTION_ARN,
+      Entry: Match.stringLikeRegexp('"team":"billing"'),
+    });
+  });
+
+  test('rejects a service token that is neither a function nor a topic ARN', () => {
+    expect(expose({ serviceToken: 'arn:aws:sqs:eu-west-1:111111111111:queue' })).toThrow(/register function or of the registration topic/);
+  });
+
+  test('a backend only known at deploy time is left to the register function; the rest is still checked', () => {
+    const backend = `https://${Fn.importValue('InvoicesLoadBalancerDns')}`;
+    expect(expose({ backend })).not.toThrow();
+    expect(expose({ backend, host: 'Bad_Host' })).toThrow(/host: /);
+  });
+});
+
+describe('rejected at synth', () => {
+  const rejects = (overrides: Partial<ExposeOnGatewayProps>, field: string, reason: RegExp) => {
+    let error: unknown;
+    try {
+      expose(overrides)();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(EntryRejected);
+    const problems = (error as EntryRejected).problems;
+    expect(problems).toContainEqual({ field, reason: expect.stringMatching(reason) });
+  };
+
+  test('bad host label', () => rejects({ host: 'Invoices' }, 'host', /lowercase/));
+  test('host label ending with -', () => rejects({ host: 'invoices-.eu' }, 'host', /start or end with -/));
+  test('wildcard host', () => rejects({ host: '*.invoices' }, 'host', /wildcards/));
+  test('full hostname over 253', () =>
+    rejects({ host: Array(5).fill('a'.repeat(60)).join('.'), baseDomain: 'api.example.com' }, 'host', /at most 253/));
+  test('bad team', () => rejects({ team: '9billing' }, 'team', /start with a lowercase letter/));
+  test('bad unit', () =>
+    rejects({ routes: [{ path: '/x', limits: [{ per: 'route', requests: 1, every: 'fortnight' as never }] }] }, 'routes[0].limits[0].every', /unknown unit "fortnight"/));
+  test('unknown per', () =>
+    rejects({ routes: [{ path: '/x', limits: [{ per: 'user' as never, requests: 1, every: 'minute' }] }] }, 'routes[0].limits[0].per', /unknown "user"/));
+  test('missing routes', () => rejects({ routes: [] }, 'routes', /at least one route/));
+  test('link-local backend', () => rejects({ backend: 'http://169.254.169.254' }, 'backend', /link-local/));
+  test('IPv6 link-local backend', () => rejects({ backend: 'http://[fe80::1]:8080' }, 'backend', /link-local/));
+  test('loopback backend', () => rejects({ backend: 'http://127.0.0.1:8080' }, 'backend', /loopback/));
+  test('overlapping routes', () =>
+    rejects({ routes: [{ path: '/a', methods: ['GET'] }, { path: '/a' }] }, 'routes[1]', /overlapping method set/));
+
+  test('every problem is reported at once, each naming its field', () => {
+    expect(expose({ team: 'Billing', host: 'a..b', routes: [{ path: 'no-slash', methods: ['FETCH'] }] })).toThrow(
+      /team: .*\n.*host: .*\n.*routes\[0\]\.path: .*\n.*routes\[0\]\.methods\[0\]: unknown method "FETCH"/,
+    );
+  });
+});
