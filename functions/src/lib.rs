@@ -3,6 +3,9 @@
 
 pub mod aws;
 pub mod metrics;
+pub mod operator;
+pub mod reconcile;
 pub mod register;
 pub mod registry;
+pub mod settings;
 pub mod store;

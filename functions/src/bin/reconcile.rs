@@ -1,1 +1,42 @@
-fn main() {}
+//! The reconcile Lambda: clients built once, then every event runs one reconcile.
+
+use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_functions::reconcile::{handle, ReconcileConfig};
+use gateway_functions::registry::DynamoRegistry;
+use gateway_functions::store::{s3_client, S3Store};
+use gateway_functions::{aws, settings};
+use gateway_render::RenderConfig;
+use gateway_validator::{EnvoyOptions, ValidateOptions};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let table = settings::table()?;
+    let bucket = settings::bucket()?;
+    let domain = settings::domain()?;
+    let conf = aws::sdk_config().await;
+    let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
+        .with_policy(settings::policy(&domain));
+    let store = S3Store::new(s3_client(&conf), bucket);
+    let metrics = CloudWatchMetrics::from_conf(&conf);
+    let cfg = ReconcileConfig {
+        render: RenderConfig::new(domain.clone()),
+        policy: settings::policy(&domain),
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(settings::envoy_bin()),
+            skip_envoy: false,
+        },
+    };
+    let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
+        handle(&event.payload, registry, store, metrics, cfg)
+            .await
+            .map_err(Error::from)
+    }))
+    .await
+}

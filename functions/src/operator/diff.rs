@@ -1,0 +1,303 @@
+//! What changed between two bundles, per team, service and route — not a text diff.
+
+use gateway_render::{Bundle, Entry, Route};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    EntryAdded {
+        id: String,
+        host: String,
+        routes: usize,
+    },
+    EntryRemoved {
+        id: String,
+        host: String,
+        routes: usize,
+    },
+    HostChanged {
+        id: String,
+        from: String,
+        to: String,
+    },
+    BackendChanged {
+        id: String,
+        from: String,
+        to: String,
+    },
+    RouteAdded {
+        id: String,
+        route: String,
+    },
+    RouteRemoved {
+        id: String,
+        route: String,
+    },
+    LimitsChanged {
+        id: String,
+        route: String,
+        from: String,
+        to: String,
+    },
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::EntryAdded { id, host, routes } => {
+                write!(f, "+ {id}: new entry on host {host} ({routes} routes)")
+            }
+            Change::EntryRemoved { id, host, routes } => {
+                write!(
+                    f,
+                    "- {id}: entry removed from host {host} ({routes} routes)"
+                )
+            }
+            Change::HostChanged { id, from, to } => write!(f, "~ {id}: host {from} -> {to}"),
+            Change::BackendChanged { id, from, to } => write!(f, "~ {id}: backend {from} -> {to}"),
+            Change::RouteAdded { id, route } => write!(f, "+ {id}: route {route}"),
+            Change::RouteRemoved { id, route } => write!(f, "- {id}: route {route}"),
+            Change::LimitsChanged {
+                id,
+                route,
+                from,
+                to,
+            } => {
+                write!(f, "~ {id}: route {route} limits {from} -> {to}")
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleDiff {
+    pub from_hash: String,
+    pub to_hash: String,
+    pub changes: Vec<Change>,
+}
+
+impl BundleDiff {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "from": self.from_hash,
+            "to": self.to_hash,
+            "changes": self.changes.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })
+    }
+}
+
+fn route_key(route: &Route) -> String {
+    let methods = route
+        .methods
+        .as_ref()
+        .map(|m| m.join(","))
+        .unwrap_or_else(|| "*".into());
+    format!("{methods} {}", route.path)
+}
+
+fn limits_text(route: &Route) -> String {
+    serde_json::to_string(&route.limits).unwrap_or_default()
+}
+
+fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
+    bundle.entries.iter().map(|e| (e.id(), e)).collect()
+}
+
+/// Changes from `from` to `to`, ordered by entry id then route.
+pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
+    let (old, new) = (by_id(from), by_id(to));
+    let mut changes = Vec::new();
+    for (id, e) in &old {
+        if !new.contains_key(id) {
+            changes.push(Change::EntryRemoved {
+                id: id.clone(),
+                host: e.host.clone(),
+                routes: e.routes.len(),
+            });
+        }
+    }
+    for (id, n) in &new {
+        let Some(o) = old.get(id) else {
+            changes.push(Change::EntryAdded {
+                id: id.clone(),
+                host: n.host.clone(),
+                routes: n.routes.len(),
+            });
+            continue;
+        };
+        if o.host != n.host {
+            changes.push(Change::HostChanged {
+                id: id.clone(),
+                from: o.host.clone(),
+                to: n.host.clone(),
+            });
+        }
+        if o.backend != n.backend {
+            changes.push(Change::BackendChanged {
+                id: id.clone(),
+                from: o.backend.clone(),
+                to: n.backend.clone(),
+            });
+        }
+        let old_routes: BTreeMap<String, &Route> =
+            o.routes.iter().map(|r| (route_key(r), r)).collect();
+        let new_routes: BTreeMap<String, &Route> =
+            n.routes.iter().map(|r| (route_key(r), r)).collect();
+        for (key, r) in &old_routes {
+            match new_routes.get(key) {
+                None => changes.push(Change::RouteRemoved {
+                    id: id.clone(),
+                    route: key.clone(),
+                }),
+                Some(nr) if nr.limits != r.limits => changes.push(Change::LimitsChanged {
+                    id: id.clone(),
+                    route: key.clone(),
+                    from: limits_text(r),
+                    to: limits_text(nr),
+                }),
+                Some(_) => {}
+            }
+        }
+        for key in new_routes.keys().filter(|k| !old_routes.contains_key(*k)) {
+            changes.push(Change::RouteAdded {
+                id: id.clone(),
+                route: key.clone(),
+            });
+        }
+    }
+    changes.sort_by_key(|c| match c {
+        Change::EntryAdded { id, .. }
+        | Change::EntryRemoved { id, .. }
+        | Change::HostChanged { id, .. }
+        | Change::BackendChanged { id, .. }
+        | Change::RouteAdded { id, .. }
+        | Change::RouteRemoved { id, .. }
+        | Change::LimitsChanged { id, .. } => id.clone(),
+    });
+    BundleDiff {
+        from_hash: from.hash.clone(),
+        to_hash: to.hash.clone(),
+        changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_render::{Limit, Per, Unit};
+    use std::collections::BTreeMap;
+
+    fn entry(team: &str, service: &str, backend: &str, routes: Vec<Route>) -> Entry {
+        Entry {
+            team: team.into(),
+            service: service.into(),
+            host: team.into(),
+            backend: backend.into(),
+            routes,
+        }
+    }
+
+    fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
+        Route {
+            path: path.into(),
+            methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
+            limits,
+        }
+    }
+
+    fn bundle(hash: &str, entries: Vec<Entry>) -> Bundle {
+        Bundle {
+            format: 1,
+            hash: hash.into(),
+            files: BTreeMap::new(),
+            entries,
+        }
+    }
+
+    #[test]
+    fn names_each_kind_of_change() {
+        let limit = |n| Limit::Global {
+            per: Per::ClientIp,
+            header: None,
+            requests: n,
+            every: Unit::Minute,
+        };
+        let a = bundle(
+            "sha256:a",
+            vec![
+                entry(
+                    "billing",
+                    "invoices",
+                    "http://a:80",
+                    vec![
+                        route("/invoices", Some(&["GET"]), vec![limit(10)]),
+                        route("/old", None, vec![]),
+                    ],
+                ),
+                entry(
+                    "catalog",
+                    "products",
+                    "http://c:80",
+                    vec![route("/products", None, vec![])],
+                ),
+            ],
+        );
+        let b = bundle(
+            "sha256:b",
+            vec![
+                entry(
+                    "billing",
+                    "invoices",
+                    "http://b:80",
+                    vec![
+                        route("/invoices", Some(&["GET"]), vec![limit(20)]),
+                        route("/new", None, vec![]),
+                    ],
+                ),
+                entry(
+                    "search",
+                    "query",
+                    "http://s:80",
+                    vec![route("/q", None, vec![])],
+                ),
+            ],
+        );
+        let diff = diff_bundles(&a, &b);
+        let lines: Vec<String> = diff.changes.iter().map(ToString::to_string).collect();
+        assert!(
+            lines.contains(&"~ billing/invoices: backend http://a:80 -> http://b:80".to_string()),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(&"- billing/invoices: route * /old".to_string()),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(&"+ billing/invoices: route * /new".to_string()),
+            "{lines:#?}"
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("~ billing/invoices: route GET /invoices limits")),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(
+                &"- catalog/products: entry removed from host catalog (1 routes)".to_string()
+            ),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(&"+ search/query: new entry on host search (1 routes)".to_string()),
+            "{lines:#?}"
+        );
+        assert_eq!(lines.len(), 6, "{lines:#?}");
+        assert!(
+            diff_bundles(&a, &a).changes.is_empty(),
+            "a bundle does not differ from itself"
+        );
+    }
+}

@@ -1,0 +1,46 @@
+//! Operator controls on the live config: status, history, diff, kill switch, restore, resume.
+//! `gatewayctl` is a thin shell over these.
+
+mod diff;
+mod history;
+mod switches;
+
+pub use diff::{diff_bundles, BundleDiff, Change};
+pub use history::{history, status, HistoryItem, Status};
+pub use switches::{kill_switch, restore, resume};
+
+use crate::registry::RegistryError;
+use crate::store::{ConfigStore, StoreError};
+use gateway_render::Bundle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("registry: {0}")]
+    Registry(#[from] RegistryError),
+    #[error("bucket: {0}")]
+    Store(#[from] StoreError),
+    #[error("bundle version {version_id} is not a valid bundle: {reason}")]
+    BadBundle { version_id: String, reason: String },
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Downloads one version and checks it is a whole, verified bundle.
+pub async fn load_bundle<S: ConfigStore>(
+    store: &S,
+    version_id: &str,
+) -> Result<Bundle, OperatorError> {
+    let bytes = store.get_version(version_id).await?;
+    let bad = |reason: String| OperatorError::BadBundle {
+        version_id: version_id.to_string(),
+        reason,
+    };
+    let bundle = Bundle::parse(&bytes).map_err(|e| bad(e.to_string()))?;
+    bundle.verify().map_err(|e| bad(e.to_string()))?;
+    Ok(bundle)
+}
+
+/// Team routes in a bundle (its entries' routes; a kill-switch bundle has none).
+pub fn route_count(bundle: &Bundle) -> usize {
+    bundle.entries.iter().map(|e| e.routes.len()).sum()
+}
