@@ -5,6 +5,7 @@
 //! 1. the union of the live and the new clusters, so old and new routes both find theirs;
 //! 2. the new routes;
 //! 3. the new clusters (stale clusters go).
+//!
 //! A refused file is rolled back on disk to what Envoy still runs, so a restart of Envoy starts
 //! from the config it was serving, never from a file it refused.
 

@@ -36,14 +36,25 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     let status = gw.sidecar.status().await.expect("status");
     assert_eq!(status["live"]["version_id"], gw.first_version.as_str());
     assert_eq!(status["delivered"], 1);
-    assert_eq!(gw.stat("cluster_manager.cds.version_text").expect("cds version"), gw.first_hash.as_str());
+    assert_eq!(
+        gw.stat("cluster_manager.cds.version_text").expect("cds version"),
+        gw.first_hash.as_str()
+    );
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&gw.dirs.state_file).expect("state file")).expect("state JSON");
     assert_eq!(state["hash"], gw.first_hash.as_str());
     assert_eq!(state["version_id"], gw.first_version.as_str());
 
-    assert_eq!(gw.backend_answer("GET", "billing", "/invoices/7").await.expect("billing"), expected_body("billing", "GET", "/invoices/7"));
-    assert_eq!(gw.backend_answer("DELETE", "shop", "/cart/1").await.expect("shop"), expected_body("shop", "DELETE", "/cart/1"));
+    assert_eq!(
+        gw.backend_answer("GET", "billing", "/invoices/7")
+            .await
+            .expect("billing"),
+        expected_body("billing", "GET", "/invoices/7")
+    );
+    assert_eq!(
+        gw.backend_answer("DELETE", "shop", "/cart/1").await.expect("shop"),
+        expected_body("shop", "DELETE", "/cart/1")
+    );
     // Host picks the team: the billing path on the shop host is not billing's.
     let (code, body) = gw.send("GET", "shop", "/invoices").await.expect("answer");
     assert_eq!(code, 404, "{body}");
@@ -54,7 +65,10 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     // Segment-aware prefix.
     assert_eq!(gw.send("GET", "billing", "/invoicesX").await.expect("answer").0, 404);
     // Unknown host: the catch-all's JSON 404.
-    let (code, body) = gw.send("GET", "unknown.example.org", "/anything").await.expect("answer");
+    let (code, body) = gw
+        .send("GET", "unknown.example.org", "/anything")
+        .await
+        .expect("answer");
     assert_eq!(code, 404);
     let json: serde_json::Value = serde_json::from_str(&body).expect("JSON 404");
     assert_eq!(json["error"], "no route for this host");
@@ -71,7 +85,10 @@ async fn per_route_burst_limit_answers_429() {
         codes.push(gw.send("GET", "billing", "/burst").await.expect("answer").0);
     }
     assert!(codes.iter().filter(|c| **c == 200).count() >= 1, "{codes:?}");
-    assert!(codes.iter().filter(|c| **c == 429).count() >= 5, "2 tokens a second cannot pass 10 rapid requests: {codes:?}");
+    assert!(
+        codes.iter().filter(|c| **c == 429).count() >= 5,
+        "2 tokens a second cannot pass 10 rapid requests: {codes:?}"
+    );
     // Other routes have no bucket.
     for _ in 0..10 {
         assert_eq!(gw.send("GET", "billing", "/invoices").await.expect("answer").0, 200);
@@ -85,7 +102,10 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
     assert_eq!(gw.send("GET", "billing", "/invoices").await.expect("answer").0, 200);
 
-    let (code, body) = gw.envoy.admin_post(&format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=100")).expect("admin");
+    let (code, body) = gw
+        .envoy
+        .admin_post(&format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=100"))
+        .expect("admin");
     assert_eq!(code, 200, "{body}");
     let thrown = Instant::now();
     wait_code(&gw, "billing", "/invoices", 503, Duration::from_secs(5)).await;
@@ -95,11 +115,18 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     println!("runtime kill switch effective after {:?}", thrown.elapsed());
     let served = billing.requests() + shop.requests();
 
-    let (code, _) = gw.envoy.admin_post(&format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=0")).expect("admin");
+    let (code, _) = gw
+        .envoy
+        .admin_post(&format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=0"))
+        .expect("admin");
     assert_eq!(code, 200);
     wait_code(&gw, "billing", "/invoices", 200, Duration::from_secs(5)).await;
     assert_eq!(gw.send("GET", "shop", "/cart").await.expect("answer").0, 200);
-    assert_eq!(billing.requests() + shop.requests(), served + 2, "no backend saw traffic while the switch was thrown");
+    assert_eq!(
+        billing.requests() + shop.requests(),
+        served + 2,
+        "no backend saw traffic while the switch was thrown"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,12 +144,27 @@ async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
         assert_eq!(code, 503, "{host}{path}: {body}");
         assert!(body.contains("kill switch"), "{body}");
     }
-    assert_eq!(gw.stat("cluster_manager.cds.version_text").expect("cds"), kill_hash.as_str());
+    assert_eq!(
+        gw.stat("cluster_manager.cds.version_text").expect("cds"),
+        kill_hash.as_str()
+    );
 
-    gw.bucket.store.restore_version(&gw.first_version, &gw.first_hash).await.expect("restore");
+    gw.bucket
+        .store
+        .restore_version(&gw.first_version, &gw.first_hash)
+        .await
+        .expect("restore");
     gw.sidecar.wait_live(&gw.first_hash, Duration::from_secs(30)).await;
-    assert_eq!(gw.backend_answer("GET", "billing", "/invoices/1").await.expect("billing back"), expected_body("billing", "GET", "/invoices/1"));
-    assert_eq!(gw.backend_answer("GET", "shop", "/cart").await.expect("shop back"), expected_body("shop", "GET", "/cart"));
+    assert_eq!(
+        gw.backend_answer("GET", "billing", "/invoices/1")
+            .await
+            .expect("billing back"),
+        expected_body("billing", "GET", "/invoices/1")
+    );
+    assert_eq!(
+        gw.backend_answer("GET", "shop", "/cart").await.expect("shop back"),
+        expected_body("shop", "GET", "/cart")
+    );
     assert_eq!(gw.envoy.pid(), pid, "no Envoy restart");
 }
 
@@ -136,7 +178,16 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
         "invoices",
         "billing",
         &billing.url(),
-        vec![route("/limited", None, vec![Limit::Global { per: Per::Route, header: None, requests: 1, every: Unit::Minute }])],
+        vec![route(
+            "/limited",
+            None,
+            vec![Limit::Global {
+                per: Per::Route,
+                header: None,
+                requests: 1,
+                every: Unit::Minute,
+            }],
+        )],
     )];
     let gw = Gateway::start(&moto, &limited).await;
     // Limit 1 a minute, nothing listening where the limiter should be: every request passes.
@@ -148,19 +199,42 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
         passed += 1;
         let status = gw.sidecar.status().await.expect("status");
         if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
-            assert!(status["ratelimit"]["failure_mode_allowed"].as_u64().unwrap_or(0) > 0, "{status}");
+            assert!(
+                status["ratelimit"]["failure_mode_allowed"].as_u64().unwrap_or(0) > 0,
+                "{status}"
+            );
             break;
         }
-        assert!(Instant::now() < deadline, "RateLimiterErrors never reported; /status {status}\n{}", gw.sidecar.log_text());
+        assert!(
+            Instant::now() < deadline,
+            "RateLimiterErrors never reported; /status {status}\n{}",
+            gw.sidecar.log_text()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(passed >= 2, "more requests passed than the limit allows");
-    let errors = gw.stat("cluster.billing.invoices.ratelimit.error").and_then(|v| v.as_u64()).unwrap_or(0);
-    assert!(errors >= passed as u64 - 1, "Envoy counted {errors} limiter errors for {passed} requests");
+    let errors = gw
+        .stat("cluster.billing.invoices.ratelimit.error")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    assert!(
+        errors >= passed as u64 - 1,
+        "Envoy counted {errors} limiter errors for {passed} requests"
+    );
 
     let cw = aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await);
-    let listed = cw.list_metrics().namespace("Gateway").metric_name("RateLimiterErrors").send().await.expect("list_metrics");
-    assert_eq!(listed.metrics().len(), 1, "RateLimiterErrors in namespace Gateway: {listed:?}");
+    let listed = cw
+        .list_metrics()
+        .namespace("Gateway")
+        .metric_name("RateLimiterErrors")
+        .send()
+        .await
+        .expect("list_metrics");
+    assert_eq!(
+        listed.metrics().len(),
+        1,
+        "RateLimiterErrors in namespace Gateway: {listed:?}"
+    );
 }
 
 async fn wait_code(gw: &Gateway, host: &str, path: &str, code: u16, within: Duration) {

@@ -23,9 +23,24 @@ const MAX_TEST_TIME: Duration = Duration::from_secs(240);
 fn entries(round: usize, on_b: bool, a: &Backend, b: &Backend, shop: &Backend) -> Vec<Entry> {
     let (service, backend) = if on_b { ("invoices-b", b) } else { ("invoices-a", a) };
     vec![
-        entry("billing", service, "billing", &backend.url(), vec![route("/invoices", None, vec![])]),
+        entry(
+            "billing",
+            service,
+            "billing",
+            &backend.url(),
+            vec![route("/invoices", None, vec![])],
+        ),
         // A route that changes every round, so every bundle is a new one.
-        entry("shop", "cart", "shop", &shop.url(), vec![route("/cart", None, vec![]), route(&format!("/extra-{round}"), None, vec![])]),
+        entry(
+            "shop",
+            "cart",
+            "shop",
+            &shop.url(),
+            vec![
+                route("/cart", None, vec![]),
+                route(&format!("/extra-{round}"), None, vec![]),
+            ],
+        ),
     ]
 }
 
@@ -36,7 +51,13 @@ struct Tally {
     samples: Mutex<Vec<String>>,
 }
 
-fn traffic(listener: std::net::SocketAddr, host: &'static str, path: &'static str, stop: Arc<AtomicBool>, tally: Arc<Tally>) -> tokio::task::JoinHandle<()> {
+fn traffic(
+    listener: std::net::SocketAddr,
+    host: &'static str,
+    path: &'static str,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let client = client();
         let started = Instant::now();
@@ -67,14 +88,28 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     let shop = Backend::start("shop");
     let mut gw = Gateway::start(shared_moto(), &entries(0, false, &a, &b, &shop)).await;
     let pid = gw.envoy.pid();
-    wait_backend(&gw.client, gw.listener(), "billing", "/invoices/7", "billing-a", Duration::from_secs(10)).await;
+    wait_backend(
+        &gw.client,
+        gw.listener(),
+        "billing",
+        "/invoices/7",
+        "billing-a",
+        Duration::from_secs(10),
+    )
+    .await;
 
     let stop = Arc::new(AtomicBool::new(false));
     let changed = Arc::new(Tally::default());
     let unchanged = Arc::new(Tally::default());
     let mut loops = Vec::new();
     for _ in 0..2 {
-        loops.push(traffic(gw.listener(), "billing", "/invoices/7", stop.clone(), changed.clone()));
+        loops.push(traffic(
+            gw.listener(),
+            "billing",
+            "/invoices/7",
+            stop.clone(),
+            changed.clone(),
+        ));
         loops.push(traffic(gw.listener(), "shop", "/cart", stop.clone(), unchanged.clone()));
     }
 
@@ -89,12 +124,23 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
         }
         // The previous wait ended just after a poll: publish at varying points of the next
         // interval, so the measurement samples the whole poll phase rather than one point of it.
-        tokio::time::sleep(Duration::from_millis((round as u64 * 373) % (POLL_INTERVAL_SECONDS * 1000))).await;
+        tokio::time::sleep(Duration::from_millis(
+            (round as u64 * 373) % (POLL_INTERVAL_SECONDS * 1000),
+        ))
+        .await;
         let (_, hash) = gw.bucket.publish(&entries(round, on_b, &a, &b, &shop)).await;
         let published = Instant::now();
         if moving {
             let target = if on_b { "billing-b" } else { "billing-a" };
-            wait_backend(&gw.client, gw.listener(), "billing", "/invoices/7", target, Duration::from_secs(60)).await;
+            wait_backend(
+                &gw.client,
+                gw.listener(),
+                "billing",
+                "/invoices/7",
+                target,
+                Duration::from_secs(60),
+            )
+            .await;
             propagation.push(published.elapsed());
         }
         gw.sidecar.wait_live(&hash, Duration::from_secs(60)).await;
@@ -110,12 +156,28 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     assert_eq!(status["delivered"], (BUNDLES + 1) as u64, "{status}");
     assert_eq!(status["rejected"], 0, "{status}");
     let (changed_ok, changed_failed) = (changed.ok.load(Ordering::SeqCst), changed.failed.load(Ordering::SeqCst));
-    let (unchanged_ok, unchanged_failed) = (unchanged.ok.load(Ordering::SeqCst), unchanged.failed.load(Ordering::SeqCst));
+    let (unchanged_ok, unchanged_failed) = (
+        unchanged.ok.load(Ordering::SeqCst),
+        unchanged.failed.load(Ordering::SeqCst),
+    );
     println!("changed route: {changed_ok} ok, {changed_failed} failed; unchanged route: {unchanged_ok} ok, {unchanged_failed} failed");
     let samples = |t: &Tally| t.samples.lock().map(|s| s.clone()).unwrap_or_default();
-    assert_eq!(changed_failed, 0, "failed requests on the moving route: {:?}", samples(&changed));
-    assert_eq!(unchanged_failed, 0, "failed requests on the unchanged route: {:?}", samples(&unchanged));
-    assert!(changed_ok > 100 && unchanged_ok > 100, "traffic was steady: {changed_ok} / {unchanged_ok}");
+    assert_eq!(
+        changed_failed,
+        0,
+        "failed requests on the moving route: {:?}",
+        samples(&changed)
+    );
+    assert_eq!(
+        unchanged_failed,
+        0,
+        "failed requests on the unchanged route: {:?}",
+        samples(&unchanged)
+    );
+    assert!(
+        changed_ok > 100 && unchanged_ok > 100,
+        "traffic was steady: {changed_ok} / {unchanged_ok}"
+    );
     assert!(a.requests() > 0 && b.requests() > 0, "both clusters served");
 
     propagation.sort();
@@ -134,7 +196,11 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
          {changed_failed} + {unchanged_failed} failed, across {BUNDLES} bundles, Envoy PID unchanged.\n",
         median.as_secs_f64(),
         max.as_secs_f64(),
-        propagation.iter().map(|d| format!("{:.2}", d.as_secs_f64())).collect::<Vec<_>>().join(", "),
+        propagation
+            .iter()
+            .map(|d| format!("{:.2}", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     println!("{report}");
     let out = std::env::var_os("CARGO_TARGET_DIR")

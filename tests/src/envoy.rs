@@ -19,6 +19,16 @@ pub struct EnvoyPorts {
     pub listener: SocketAddr,
 }
 
+impl EnvoyPorts {
+    /// Two loopback ports that were free a moment ago.
+    pub fn free() -> EnvoyPorts {
+        EnvoyPorts {
+            admin: SocketAddr::from((Ipv4Addr::LOCALHOST, free_port())),
+            listener: SocketAddr::from((Ipv4Addr::LOCALHOST, free_port())),
+        }
+    }
+}
+
 pub struct EnvoyProcess {
     child: Child,
     ports: EnvoyPorts,
@@ -32,43 +42,61 @@ impl EnvoyProcess {
     /// `extra_args` go after `-c FILE --disable-hot-restart`. Retries with other ports when one
     /// was taken in between.
     pub fn start(bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value, extra_args: &[&str]) -> EnvoyProcess {
-        let bin = envoy_bin();
         let mut last_failure = String::new();
         for _ in 0..3 {
-            let ports = EnvoyPorts {
-                admin: SocketAddr::from((Ipv4Addr::LOCALHOST, free_port())),
-                listener: SocketAddr::from((Ipv4Addr::LOCALHOST, free_port())),
-            };
-            // Envoy picks its parser by extension.
-            let mut file = tempfile::Builder::new()
-                .suffix(".json")
-                .tempfile()
-                .unwrap_or_else(|e| panic!("creating a bootstrap file: {e}"));
-            file.write_all(bootstrap(ports).to_string().as_bytes())
-                .unwrap_or_else(|e| panic!("writing the bootstrap file: {e}"));
-            let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("creating Envoy's log file: {e}"));
-            let child = Command::new(&bin)
-                .arg("-c")
-                .arg(file.path())
-                .arg("--disable-hot-restart")
-                .args(extra_args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log.reopen().unwrap_or_else(|e| panic!("opening Envoy's log file: {e}")))
-                .spawn()
-                .unwrap_or_else(|e| panic!("spawning {}: {e}", bin.display()));
-            let mut envoy = EnvoyProcess {
-                child,
-                ports,
-                log,
-                _bootstrap: file,
-            };
-            match envoy.wait_ready() {
-                Ok(()) => return envoy,
-                Err(why) => last_failure = format!("{why}\n--- Envoy log ---\n{}", envoy.log_text()),
+            match EnvoyProcess::try_start(EnvoyPorts::free(), &bootstrap, extra_args) {
+                Ok(envoy) => return envoy,
+                Err(why) => last_failure = why,
             }
         }
         panic!("Envoy did not start: {last_failure}");
+    }
+
+    /// Like `start`, on ports the caller chose (e.g. because a sidecar must know the admin
+    /// address before Envoy runs). Panics if Envoy does not become ready.
+    pub fn start_on(
+        ports: EnvoyPorts,
+        bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value,
+        extra_args: &[&str],
+    ) -> EnvoyProcess {
+        EnvoyProcess::try_start(ports, &bootstrap, extra_args)
+            .unwrap_or_else(|why| panic!("Envoy did not start: {why}"))
+    }
+
+    fn try_start(
+        ports: EnvoyPorts,
+        bootstrap: &dyn Fn(EnvoyPorts) -> serde_json::Value,
+        extra_args: &[&str],
+    ) -> Result<EnvoyProcess, String> {
+        let bin = envoy_bin();
+        // Envoy picks its parser by extension.
+        let mut file = tempfile::Builder::new()
+            .suffix(".json")
+            .tempfile()
+            .unwrap_or_else(|e| panic!("creating a bootstrap file: {e}"));
+        file.write_all(bootstrap(ports).to_string().as_bytes())
+            .unwrap_or_else(|e| panic!("writing the bootstrap file: {e}"));
+        let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("creating Envoy's log file: {e}"));
+        let child = Command::new(&bin)
+            .arg("-c")
+            .arg(file.path())
+            .arg("--disable-hot-restart")
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log.reopen().unwrap_or_else(|e| panic!("opening Envoy's log file: {e}")))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", bin.display()));
+        let mut envoy = EnvoyProcess {
+            child,
+            ports,
+            log,
+            _bootstrap: file,
+        };
+        match envoy.wait_ready() {
+            Ok(()) => Ok(envoy),
+            Err(why) => Err(format!("{why}\n--- Envoy log ---\n{}", envoy.log_text())),
+        }
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
@@ -125,6 +153,11 @@ impl EnvoyProcess {
     pub fn admin_get(&self, path_and_query: &str) -> Option<(u16, String)> {
         http_get(self.ports.admin, path_and_query)
     }
+
+    /// One admin POST (`/runtime_modify?key=value`, …): status code and body.
+    pub fn admin_post(&self, path_and_query: &str) -> Option<(u16, String)> {
+        http_request(self.ports.admin, "POST", path_and_query)
+    }
 }
 
 impl Drop for EnvoyProcess {
@@ -137,11 +170,15 @@ impl Drop for EnvoyProcess {
 /// A plain HTTP/1.1 GET on loopback, one request per connection (Envoy refuses HTTP/1.0 by
 /// default): status code and body.
 fn http_get(addr: SocketAddr, path_and_query: &str) -> Option<(u16, String)> {
+    http_request(addr, "GET", path_and_query)
+}
+
+fn http_request(addr: SocketAddr, method: &str, path_and_query: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         stream,
-        "GET {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        "{method} {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut answer = String::new();

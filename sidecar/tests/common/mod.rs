@@ -25,11 +25,21 @@ pub fn shared_moto() -> &'static MotoServer {
 }
 
 pub fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
-    Route { path: path.into(), methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()), limits }
+    Route {
+        path: path.into(),
+        methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
+        limits,
+    }
 }
 
 pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<Route>) -> Entry {
-    Entry { team: team.into(), service: service.into(), host: host.into(), backend: backend.into(), routes }
+    Entry {
+        team: team.into(),
+        service: service.into(),
+        host: host.into(),
+        backend: backend.into(),
+        routes,
+    }
 }
 
 pub fn rendered(entries: &[Entry]) -> Rendered {
@@ -47,7 +57,10 @@ impl Bucket {
         let conf = moto.sdk_config().await;
         let name = unique_name("sidecar");
         let store = S3Store::new(s3_client(&conf), &name);
-        store.create_bucket_if_absent().await.unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
+        store
+            .create_bucket_if_absent()
+            .await
+            .unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
         Bucket { store, name }
     }
 
@@ -66,7 +79,12 @@ impl Bucket {
     pub async fn put_raw(&self, body: &[u8], hash: &str, writer: Writer) -> (String, String) {
         let version = self
             .store
-            .put_bundle(PutBundle { body, hash, writer, precondition: Precondition::None })
+            .put_bundle(PutBundle {
+                body,
+                hash,
+                writer,
+                precondition: Precondition::None,
+            })
             .await
             .unwrap_or_else(|e| panic!("publishing into {}: {e}", self.name));
         (version, hash.to_string())
@@ -94,13 +112,23 @@ impl Dirs {
         let routes = make("rds");
         let ratelimit = make("ratelimit");
         let state_file = make("state").join("sidecar-state.json");
-        Dirs { _root: root, clusters, routes, state_file, ratelimit }
+        Dirs {
+            _root: root,
+            clusters,
+            routes,
+            state_file,
+            ratelimit,
+        }
     }
 
     /// Names in a directory, sorted.
     pub fn list(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
-            .map(|it| it.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .map(|it| {
+                it.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
             .unwrap_or_default();
         names.sort();
         names
@@ -176,12 +204,16 @@ impl SidecarProcess {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("sidecar: {what} not seen within {within:?}; last /status: {last}\n--- sidecar log ---\n{}", self.log_text());
+        panic!(
+            "sidecar: {what} not seen within {within:?}; last /status: {last}\n--- sidecar log ---\n{}",
+            self.log_text()
+        );
     }
 
     /// Waits until the sidecar reports `hash` live.
     pub async fn wait_live(&self, hash: &str, within: Duration) -> Value {
-        self.wait_status(within, &format!("live hash {hash}"), |s| s["live"]["hash"] == hash).await
+        self.wait_status(within, &format!("live hash {hash}"), |s| s["live"]["hash"] == hash)
+            .await
     }
 }
 
@@ -233,7 +265,11 @@ pub fn bootstrap_for(dirs: &Dirs, ratelimit: SocketAddr) -> impl Fn(EnvoyPorts) 
 /// Starts the real Envoy on the gateway's bootstrap, with the proxy's flags.
 pub fn start_envoy(dirs: &Dirs, ports: EnvoyPorts) -> EnvoyProcess {
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    EnvoyProcess::start_on(ports, bootstrap_for(dirs, ratelimit), &["--reject-unknown-dynamic-fields", "--concurrency", "2"])
+    EnvoyProcess::start_on(
+        ports,
+        bootstrap_for(dirs, ratelimit),
+        &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
+    )
 }
 
 pub fn client() -> reqwest::Client {
@@ -245,8 +281,18 @@ pub fn client() -> reqwest::Client {
 }
 
 /// One request through Envoy with `Host: {host}.{DOMAIN}` (or `host` as is if it has a dot).
-pub async fn send(client: &reqwest::Client, envoy: SocketAddr, method: &str, host: &str, path: &str) -> Result<(u16, String), String> {
-    let fqdn = if host.contains('.') { host.to_string() } else { format!("{host}.{DOMAIN}") };
+pub async fn send(
+    client: &reqwest::Client,
+    envoy: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let fqdn = if host.contains('.') {
+        host.to_string()
+    } else {
+        format!("{host}.{DOMAIN}")
+    };
     let method = reqwest::Method::from_bytes(method.as_bytes()).map_err(|e| e.to_string())?;
     let response = client
         .request(method, format!("http://{envoy}{path}"))
@@ -260,7 +306,13 @@ pub async fn send(client: &reqwest::Client, envoy: SocketAddr, method: &str, hos
 }
 
 /// The JSON body of a 200 from a test backend, or a description of what came instead.
-pub async fn backend_answer(client: &reqwest::Client, envoy: SocketAddr, method: &str, host: &str, path: &str) -> Result<Value, String> {
+pub async fn backend_answer(
+    client: &reqwest::Client,
+    envoy: SocketAddr,
+    method: &str,
+    host: &str,
+    path: &str,
+) -> Result<Value, String> {
     match send(client, envoy, method, host, path).await? {
         (200, body) => serde_json::from_str(&body).map_err(|e| format!("not JSON ({e}): {body}")),
         (code, body) => Err(format!("HTTP {code}: {body}")),
@@ -268,7 +320,14 @@ pub async fn backend_answer(client: &reqwest::Client, envoy: SocketAddr, method:
 }
 
 /// Polls until a request is answered by `backend` (bounded); how long it took.
-pub async fn wait_backend(client: &reqwest::Client, envoy: SocketAddr, host: &str, path: &str, backend: &str, within: Duration) -> Duration {
+pub async fn wait_backend(
+    client: &reqwest::Client,
+    envoy: SocketAddr,
+    host: &str,
+    path: &str,
+    backend: &str,
+    within: Duration,
+) -> Duration {
     let start = Instant::now();
     let mut last = String::new();
     while start.elapsed() < within {
@@ -317,7 +376,15 @@ impl Gateway {
         wait_files(&dirs, Duration::from_secs(30)).await;
         let envoy = start_envoy(&dirs, ports);
         sidecar.wait_live(&first_hash, Duration::from_secs(30)).await;
-        Gateway { bucket, dirs, sidecar, envoy, client: client(), first_hash, first_version }
+        Gateway {
+            bucket,
+            dirs,
+            sidecar,
+            envoy,
+            client: client(),
+            first_hash,
+            first_version,
+        }
     }
 
     pub fn listener(&self) -> SocketAddr {
@@ -334,8 +401,15 @@ impl Gateway {
 
     /// An admin stat's value (`/stats?filter=^name$`).
     pub fn stat(&self, name: &str) -> Option<Value> {
-        let (_, body) = self.envoy.admin_get(&format!("/stats?format=json&filter=%5E{}%24", name.replace('.', "%5C.")))?;
+        let (_, body) = self.envoy.admin_get(&format!(
+            "/stats?format=json&filter=%5E{}%24",
+            name.replace('.', "%5C.")
+        ))?;
         let doc: Value = serde_json::from_str(&body).ok()?;
-        doc["stats"].as_array()?.iter().find(|s| s["name"] == name).map(|s| s["value"].clone())
+        doc["stats"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["value"].clone())
     }
 }
