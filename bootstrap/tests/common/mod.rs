@@ -1,5 +1,6 @@
 //! Finding the real Envoy for tests: `ENVOY_BIN`, else `envoy` on PATH. A missing Envoy fails
 //! the test with instructions; it never skips.
+#![allow(dead_code)]
 
 use std::path::PathBuf;
 use std::process::Command;
