@@ -32,6 +32,14 @@ enum Command {
     Register(cmd::registry::RegisterArgs),
     Deregister(cmd::registry::DeregisterArgs),
     List(cmd::registry::ListArgs),
+    Seed(cmd::operate::SeedArgs),
+    Reconcile(cmd::operate::ReconcileArgs),
+    Status(cmd::operate::StatusArgs),
+    History(cmd::operate::HistoryArgs),
+    Diff(cmd::operate::DiffArgs),
+    KillSwitch(cmd::operate::KillSwitchArgs),
+    Restore(cmd::operate::RestoreArgs),
+    Resume(cmd::operate::ResumeArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +53,14 @@ fn main() -> ExitCode {
         Command::Register(args) => cmd::registry::register(args),
         Command::Deregister(args) => cmd::registry::deregister(args),
         Command::List(args) => cmd::registry::list(args),
+        Command::Seed(args) => cmd::operate::seed(args),
+        Command::Reconcile(args) => cmd::operate::reconcile(args),
+        Command::Status(args) => cmd::operate::status(args),
+        Command::History(args) => cmd::operate::history(args),
+        Command::Diff(args) => cmd::operate::diff(args),
+        Command::KillSwitch(args) => cmd::operate::kill_switch(args),
+        Command::Restore(args) => cmd::operate::restore(args),
+        Command::Resume(args) => cmd::operate::resume(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,8 +5,10 @@
 pub mod bootstrap;
 pub mod check;
 pub mod common;
+pub mod operate;
 pub mod registry;
 pub mod render;
+pub mod time;
 pub mod validate;
 
 /// Why a command did not succeed, and the exit code that says so.

@@ -19,14 +19,17 @@ pub struct TableArg {
     pub table: String,
 }
 
-/// Create the registry table (with its stream) if absent
+/// Create the registry table (with its stream) and the versioned bucket if absent
 ///
-/// For local use; in AWS the gateway stack owns the table. Creates only the table: the config
-/// bucket is not created by this command.
+/// For local use; in AWS the gateway stack owns them. With a bucket (`--bucket` or
+/// `GATEWAY_BUCKET`), also creates the versioned config bucket.
 #[derive(clap::Args, Debug)]
 pub struct InitArgs {
     #[command(flatten)]
     pub table: TableArg,
+    /// The versioned config bucket to create (with versioning on) if absent
+    #[arg(long = "bucket", env = "GATEWAY_BUCKET", value_name = "BUCKET")]
+    pub bucket: Option<String>,
 }
 
 /// Check an entry and register it (create or replace) in the registry
@@ -83,6 +86,14 @@ pub fn init(args: InitArgs) -> CmdResult {
                 registry.table()
             ),
             false => println!("table {} already exists", registry.table()),
+        }
+        if let Some(bucket) = &args.bucket {
+            let conf = sdk_config().await;
+            let store = gateway_functions::store::S3Store::new(gateway_functions::store::s3_client(&conf), bucket.clone());
+            match store.create_bucket_if_absent().await.map_err(|e| CmdError::failed(e.to_string()))? {
+                true => println!("created bucket {bucket} (versioning on)"),
+                false => println!("bucket {bucket} already exists (versioning on)"),
+            }
         }
         Ok(())
     })

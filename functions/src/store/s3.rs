@@ -97,7 +97,13 @@ where
     ) {
         return StoreError::PreconditionFailed;
     }
-    StoreError::Aws(DisplayErrorContext(&e).to_string())
+    // A service error says what it is in its code and message; the raw response adds noise.
+    match (&e, e.code(), e.message()) {
+        (SdkError::ServiceError(_), Some(code), message) => {
+            StoreError::Aws(format!("{code}: {}", message.unwrap_or("no message")))
+        }
+        _ => StoreError::Aws(DisplayErrorContext(&e).to_string()),
+    }
 }
 
 fn epoch(dt: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<i64> {
@@ -183,7 +189,10 @@ impl ConfigStore for S3Store {
             .send()
             .await
             .map_err(|e| match &e {
-                SdkError::ServiceError(se) if se.err().is_no_such_key() => {
+                SdkError::ServiceError(se)
+                    if se.err().is_no_such_key()
+                        || se.err().meta().code() == Some("NoSuchVersion") =>
+                {
                     StoreError::NotFound(version_id.to_string())
                 }
                 _ => aws_error(e),

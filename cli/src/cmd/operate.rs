@@ -1,0 +1,520 @@
+//! `gatewayctl seed | reconcile | status | history | diff | kill-switch | restore | resume`: the
+//! operator's commands on the live config, thin over `gateway_functions::{reconcile, operator}`.
+
+use super::common::{DomainArg, EnvoyArg, LoopbackArg};
+use super::registry::TableArg;
+use super::{CmdError, CmdResult};
+use gateway_functions::aws::{dynamodb_client, sdk_config};
+use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_functions::operator::{self, diff_bundles, load_bundle, OperatorError};
+use gateway_functions::reconcile::{self, ReconcileConfig};
+use gateway_functions::registry::DynamoRegistry;
+use gateway_functions::store::{s3_client, ConfigStore, S3Store};
+use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
+use gateway_render::{Policy, RenderConfig};
+use gateway_validator::{EnvoyOptions, ValidateOptions};
+use serde_json::{json, Value};
+use std::io::{BufRead, IsTerminal, Write};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BucketArg {
+    /// The versioned config bucket
+    #[arg(long = "bucket", env = "GATEWAY_BUCKET", value_name = "BUCKET")]
+    pub bucket: String,
+}
+
+/// Where the live config is and what decides it.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Target {
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub bucket: BucketArg,
+}
+
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct JsonArg {
+    /// One JSON document on stdout, for scripts
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Create the first bundle with a conditional put (never overwrites a published config)
+#[derive(clap::Args, Debug)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+    #[command(flatten)]
+    pub envoy: EnvoyArg,
+}
+
+/// One reconcile run, the same code as the Lambda; prints what it decided in one line
+///
+/// Exit 0 when it published, found nothing to do, kept the live config or held on drift (the
+/// line says which); 1 when the render was rejected or the run failed.
+#[derive(clap::Args, Debug)]
+pub struct ReconcileArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+    #[command(flatten)]
+    pub envoy: EnvoyArg,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// The live bundle: version, hash, who wrote it, drift, entries and routes
+#[derive(clap::Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Recent bundle versions, newest first, and which was the reconciler's
+#[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// How many versions
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// What changed between two bundle versions, per team and route
+///
+/// With no versions: the reconciler's last publish → the live bundle. With one: that version →
+/// the live bundle.
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// From this version (default: the reconciler's last publish)
+    pub from: Option<String>,
+    /// To this version (default: the live bundle)
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Stop all traffic: publish the 503 bundle (level 2), or flip one proxy's runtime flag (level 1)
+///
+/// Level 2 goes through the bucket and every sidecar, survives restarts, and holds the
+/// reconciler on drift until `gatewayctl restore` (or `resume`). Level 1 (`--runtime --admin
+/// URL`) acts on one Envoy within seconds and is forgotten on restart; `--off` lifts it.
+#[derive(clap::Args, Debug)]
+pub struct KillSwitchArgs {
+    /// Level 1: set the kill-switch runtime flag through this Envoy's admin endpoint
+    #[arg(long, requires = "admin")]
+    pub runtime: bool,
+    /// Envoy admin URL for --runtime, e.g. http://127.0.0.1:9901
+    #[arg(long, value_name = "URL")]
+    pub admin: Option<String>,
+    /// Lift the level-1 flag (with --runtime)
+    #[arg(long, requires = "runtime")]
+    pub off: bool,
+    /// Do not ask for confirmation
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// The config bucket (level 2)
+    #[arg(long = "bucket", env = "GATEWAY_BUCKET", value_name = "BUCKET")]
+    pub bucket: Option<String>,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Make an earlier bundle version live again (default: the reconciler's last good publish)
+#[derive(clap::Args, Debug)]
+pub struct RestoreArgs {
+    /// The version to restore (see `gatewayctl history`)
+    #[arg(value_name = "VERSION")]
+    pub version_id: Option<String>,
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// Accept the live bundle as the reconciler's own: clears drift; the next run publishes the registry again
+#[derive(clap::Args, Debug)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub target: Target,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+struct Clients {
+    registry: DynamoRegistry,
+    store: S3Store,
+    metrics: CloudWatchMetrics,
+}
+
+async fn clients(target: &Target, policy: Policy) -> Clients {
+    let conf = sdk_config().await;
+    let base_domain = policy.base_domain.clone();
+    Clients {
+        registry: DynamoRegistry::new(
+            dynamodb_client(&conf),
+            target.table.table.clone(),
+            base_domain,
+        )
+        .with_policy(policy),
+        store: S3Store::new(s3_client(&conf), target.bucket.bucket.clone()),
+        metrics: CloudWatchMetrics::from_conf(&conf),
+    }
+}
+
+fn reconcile_config(domain: &str, policy: Policy, envoy: &EnvoyArg) -> ReconcileConfig {
+    ReconcileConfig {
+        render: RenderConfig::new(domain),
+        policy,
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(envoy.envoy_bin.clone()),
+            skip_envoy: false,
+        },
+    }
+}
+
+fn op_failed(err: OperatorError) -> CmdError {
+    let hint = match &err {
+        OperatorError::Store(gateway_functions::store::StoreError::NotFound(_)) => {
+            "\nlist the versions with `gatewayctl history`"
+        }
+        OperatorError::BadBundle { .. } => {
+            "\nthe sidecars would refuse it too; pick another version (`gatewayctl history`)"
+        }
+        _ => "",
+    };
+    CmdError::failed(format!("{err}{hint}"))
+}
+
+fn print_json(doc: &Value) -> CmdResult {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(doc).map_err(|e| CmdError::failed(e.to_string()))?
+    );
+    Ok(())
+}
+
+fn when(epoch: Option<i64>) -> String {
+    epoch
+        .map(super::time::format_utc)
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn seed(args: SeedArgs) -> CmdResult {
+    let domain = args.domain.get()?.to_string();
+    let policy = Policy::new(&domain, args.loopback.allowed());
+    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
+    block_on(async {
+        let c = clients(&args.target, policy).await;
+        let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
+            .await
+            .map_err(|e| CmdError::failed(e.to_string()))?;
+        println!("{outcome}");
+        Ok(())
+    })
+}
+
+pub fn reconcile(args: ReconcileArgs) -> CmdResult {
+    let domain = args.domain.get()?.to_string();
+    let policy = Policy::new(&domain, args.loopback.allowed());
+    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
+    block_on(async {
+        let c = clients(&args.target, policy).await;
+        let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)
+            .await
+            .map_err(|e| CmdError::failed(format!("failed: {e}")))?;
+        if args.json.json {
+            print_json(&outcome.to_json())?;
+        } else {
+            println!("{outcome}");
+        }
+        match outcome {
+            reconcile::Outcome::Rejected { reason, .. } => Err(CmdError::failed(reason)),
+            _ => Ok(()),
+        }
+    })
+}
+
+pub fn status(args: StatusArgs) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false)).await;
+        let s = operator::status(&c.registry, &c.store)
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&s.to_json());
+        }
+        match &s.live {
+            None => println!(
+                "live:      none — no bundle.json in {}; run `gatewayctl seed`",
+                c.store.bucket()
+            ),
+            Some(l) => {
+                println!(
+                    "live:      version {} ({})",
+                    l.version_id,
+                    l.hash.as_deref().unwrap_or("no hash metadata")
+                );
+                println!(
+                    "written:   {} by {}",
+                    when(l.last_modified),
+                    l.writer.as_str()
+                );
+            }
+        }
+        match &s.recorded {
+            None => println!("reconciler: has recorded no publish yet"),
+            Some(r) => println!(
+                "reconciler: last published version {} ({}) at {}{}",
+                r.version_id,
+                r.hash,
+                when(Some(r.published_at as i64)),
+                if s.is_reconcilers() {
+                    " — that is the live bundle"
+                } else {
+                    ""
+                }
+            ),
+        }
+        println!("entries:   {}  routes: {}", s.entries, s.routes);
+        if let Some(problem) = &s.problem {
+            println!("problem:   {problem}");
+        }
+        if s.drift {
+            println!(
+                "drift:     YES — the reconciler publishes nothing until the live hash matches its last publish.\n           \
+                 `gatewayctl restore` puts its last good version back; `gatewayctl resume` accepts the live one."
+            );
+        } else {
+            println!("drift:     no");
+        }
+        Ok(())
+    })
+}
+
+pub fn history(args: HistoryArgs) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false)).await;
+        let items = operator::history(&c.registry, &c.store, args.limit)
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&Value::Array(items.iter().map(|i| i.to_json()).collect()));
+        }
+        println!(
+            "{:<34}  {:<20}  {:<12}  {:>6}  {:<19}  NOTE",
+            "VERSION", "WRITTEN (UTC)", "BY", "ROUTES", "HASH"
+        );
+        for i in &items {
+            let mut notes = Vec::new();
+            if i.is_live {
+                notes.push("live");
+            }
+            if i.is_reconcilers_last {
+                notes.push("reconciler's last publish");
+            }
+            if i.deleted {
+                notes.push("delete marker");
+            }
+            let hash = i
+                .hash
+                .as_deref()
+                .map(|h| h.chars().take(19).collect::<String>())
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "{:<34}  {:<20}  {:<12}  {:>6}  {:<19}  {}",
+                i.version_id,
+                when(i.last_modified),
+                i.writer.as_str(),
+                i.routes
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                hash,
+                notes.join(", ")
+            );
+        }
+        Ok(())
+    })
+}
+
+pub fn diff(args: DiffArgs) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false)).await;
+        let from = match args.from {
+            Some(v) => v,
+            None => gateway_functions::registry::Registry::read_state(&c.registry)
+                .await
+                .map_err(|e| CmdError::failed(e.to_string()))?
+                .map(|s| s.version_id)
+                .ok_or_else(|| {
+                    CmdError::failed(
+                        "the reconciler has recorded no publish yet; name two versions",
+                    )
+                })?,
+        };
+        let to = match args.to {
+            Some(v) => v,
+            None => c
+                .store
+                .head_live()
+                .await
+                .map_err(|e| CmdError::failed(e.to_string()))?
+                .map(|l| l.version_id)
+                .ok_or_else(|| CmdError::failed("there is no live bundle.json"))?,
+        };
+        let a = load_bundle(&c.store, &from).await.map_err(op_failed)?;
+        let b = load_bundle(&c.store, &to).await.map_err(op_failed)?;
+        let d = diff_bundles(&a, &b);
+        if args.json.json {
+            let mut doc = d.to_json();
+            doc["from_version"] = json!(from);
+            doc["to_version"] = json!(to);
+            return print_json(&doc);
+        }
+        println!("{from} ({}) -> {to} ({})", d.from_hash, d.to_hash);
+        if d.changes.is_empty() {
+            if d.from_hash == d.to_hash {
+                println!("no changes");
+            } else {
+                println!("no entry changes (the rendered files differ: a kill-switch bundle or a renderer change)");
+            }
+        }
+        for change in &d.changes {
+            println!("{change}");
+        }
+        Ok(())
+    })
+}
+
+fn confirm(question: &str) -> Result<bool, CmdError> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(CmdError::usage(format!(
+            "{question} — refusing without a terminal to confirm; pass --yes"
+        )));
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush().ok();
+    let mut line = String::new();
+    stdin
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| CmdError::failed(e.to_string()))?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}
+
+pub fn kill_switch(args: KillSwitchArgs) -> CmdResult {
+    if args.runtime {
+        let admin = args.admin.clone().unwrap_or_default();
+        let value = if args.off { 0 } else { 100 };
+        return block_on(async move {
+            let url = format!(
+                "{}/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}={value}",
+                admin.trim_end_matches('/')
+            );
+            let resp = reqwest::Client::new()
+                .post(&url)
+                .send()
+                .await
+                .map_err(|e| {
+                    CmdError::failed(format!("{url}: {e}\nis Envoy's admin listening there?"))
+                })?;
+            if !resp.status().is_success() {
+                return Err(CmdError::failed(format!(
+                    "{url}: Envoy answered {}",
+                    resp.status()
+                )));
+            }
+            let state = if value == 100 {
+                "ON: every request answers 503"
+            } else {
+                "off"
+            };
+            if args.json.json {
+                print_json(&json!({"level": 1, "admin": admin, "kill_switch": value == 100}))
+            } else {
+                println!(
+                    "kill switch (level 1) on {admin}: {state}; forgotten when this Envoy restarts"
+                );
+                Ok(())
+            }
+        });
+    }
+    let bucket = args.bucket.clone().ok_or_else(|| {
+        CmdError::usage("the config bucket is required: pass --bucket or set GATEWAY_BUCKET")
+    })?;
+    let domain = args.domain.get()?.to_string();
+    if !args.yes && !confirm(&format!("Publish the kill-switch bundle to {bucket}? Every request on every proxy will answer 503"))? {
+        return Err(CmdError::failed("not confirmed; nothing published"));
+    }
+    block_on(async move {
+        let conf = sdk_config().await;
+        let store = S3Store::new(s3_client(&conf), bucket);
+        let (version, hash) = operator::kill_switch(&store, &RenderConfig::new(domain))
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            print_json(&json!({"level": 2, "version_id": version, "hash": hash}))
+        } else {
+            println!(
+                "kill switch (level 2) published as version {version} ({hash}); the sidecars deliver it within one poll.\n\
+                 The reconciler now holds on drift. Undo with `gatewayctl restore`."
+            );
+            Ok(())
+        }
+    })
+}
+
+pub fn restore(args: RestoreArgs) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false)).await;
+        let (version, hash) = operator::restore(&c.registry, &c.store, args.version_id.as_deref())
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&json!({"version_id": version, "hash": hash}));
+        }
+        println!("restored {hash} as version {version}; the sidecars deliver it within one poll");
+        Ok(())
+    })
+}
+
+pub fn resume(args: ResumeArgs) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false)).await;
+        let state = operator::resume(&c.registry, &c.store)
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&json!({"version_id": state.version_id, "hash": state.hash}));
+        }
+        println!(
+            "accepted version {} ({}) as the reconciler's; the next run publishes the registry's render if it differs",
+            state.version_id, state.hash
+        );
+        Ok(())
+    })
+}
+
+fn block_on<F: std::future::Future<Output = CmdResult>>(future: F) -> CmdResult {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CmdError::failed(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(future)
+}

@@ -1,0 +1,330 @@
+//! Operator commands against moto's server and the real Envoy: seed, reconcile, status, history,
+//! diff, kill switch (both levels), restore, resume — outputs, JSON and exit codes.
+
+use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
+use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE};
+use gateway_render::{render, RenderConfig};
+use gateway_testkit::envoy::EnvoyProcess;
+use gateway_testkit::{envoy_bin, free_port, unique_name, MotoServer};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+struct Gateway {
+    moto: MotoServer,
+    table: String,
+    bucket: String,
+    dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    fn new() -> Gateway {
+        let g = Gateway {
+            moto: MotoServer::start(),
+            table: unique_name("ops"),
+            bucket: unique_name("ops"),
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        let run = g.ctl(&["init"]);
+        assert_eq!(run.code, 0, "init: {}", run.stderr);
+        assert!(run.stdout.contains("created bucket"), "{}", run.stdout);
+        g
+    }
+
+    fn ctl(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .args(args)
+            .envs(self.moto.aws_env())
+            .env("GATEWAY_TABLE", &self.table)
+            .env("GATEWAY_BUCKET", &self.bucket)
+            .env("GATEWAY_DOMAIN", "api.example.com")
+            .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
+            .env("ENVOY_BIN", envoy_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("gatewayctl runs");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let run = self.ctl(args);
+        assert_eq!(
+            run.code, 0,
+            "gatewayctl {args:?}: stdout {} stderr {}",
+            run.stdout, run.stderr
+        );
+        run.stdout
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.ok(args);
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("gatewayctl {args:?} --json: {e}: {out}"))
+    }
+
+    fn entry(&self, team: &str, service: &str, paths: &[&str]) -> String {
+        let routes: Vec<Value> = paths
+            .iter()
+            .map(|p| serde_json::json!({ "path": p }))
+            .collect();
+        let doc = serde_json::json!({
+            "team": team, "service": service, "host": team,
+            "backend": "http://127.0.0.1:9", "routes": routes
+        });
+        let file = self
+            .dir
+            .path()
+            .join(format!("{team}-{service}-{}.json", paths.len()));
+        std::fs::write(&file, doc.to_string()).expect("write entry");
+        file.display().to_string()
+    }
+}
+
+#[test]
+fn the_operator_loop_from_seed_to_kill_switch_and_back() {
+    let g = Gateway::new();
+    let seeded = g.ok(&["seed"]);
+    assert!(seeded.starts_with("seeded version "), "{seeded}");
+    assert!(
+        g.ok(&["seed"]).starts_with("already seeded"),
+        "a second seed never overwrites"
+    );
+
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    g.ok(&["register", &g.entry("catalog", "products", &["/products"])]);
+    let published = g.ok(&["reconcile"]);
+    assert!(published.starts_with("published version "), "{published}");
+    assert!(published.contains("2 routes"), "{published}");
+    assert!(
+        g.ok(&["reconcile"]).starts_with("unchanged"),
+        "an unchanged registry publishes nothing"
+    );
+
+    let status = g.json(&["status", "--json"]);
+    assert_eq!(status["drift"], false, "{status}");
+    assert_eq!(status["entries"], 2);
+    assert_eq!(status["routes"], 2);
+    assert_eq!(status["reconcilers_last_publish"], true);
+    assert_eq!(status["live"]["writer"], "reconciler");
+    let text = g.ok(&["status"]);
+    assert!(
+        text.contains("drift:     no") && text.contains("that is the live bundle"),
+        "{text}"
+    );
+
+    g.ok(&[
+        "register",
+        &g.entry("billing", "invoices", &["/invoices", "/receipts"]),
+    ]);
+    let before = status["live"]["version_id"]
+        .as_str()
+        .expect("version")
+        .to_string();
+    g.ok(&["reconcile"]);
+    let diff = g.ok(&["diff", &before]);
+    assert!(
+        diff.contains("+ billing/invoices: route * /receipts"),
+        "{diff}"
+    );
+    assert_eq!(diff.lines().count(), 2, "only the one change: {diff}");
+
+    let history = g.json(&["history", "--json"]);
+    let items = history.as_array().expect("array");
+    assert_eq!(items.len(), 3, "seed + two publishes: {history}");
+    assert_eq!(items[0]["live"], true);
+    assert_eq!(items[0]["reconcilers_last"], true);
+    assert_eq!(items[2]["writer"], "seed");
+    let text = g.ok(&["history"]);
+    assert!(text.contains("reconciler's last publish"), "{text}");
+
+    // Without a terminal and without --yes the kill switch refuses (usage error), publishing nothing.
+    let refused = g.ctl(&["kill-switch"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
+
+    let ks = g.ok(&["kill-switch", "--yes"]);
+    assert!(ks.contains("kill switch (level 2) published"), "{ks}");
+    let status = g.json(&["status", "--json"]);
+    assert_eq!(status["drift"], true, "{status}");
+    assert_eq!(status["live"]["writer"], "kill-switch");
+    assert!(g.ok(&["status"]).contains("drift:     YES"));
+
+    // A team's deploy does not undo it.
+    g.ok(&[
+        "register",
+        &g.entry("catalog", "products", &["/products", "/late"]),
+    ]);
+    let held = g.ok(&["reconcile"]);
+    assert!(held.starts_with("held: drift"), "{held}");
+    let diff = g.ok(&["diff"]);
+    assert!(
+        diff.contains("- billing/invoices: entry removed"),
+        "the kill-switch bundle has no entries: {diff}"
+    );
+
+    let restored = g.ok(&["restore"]);
+    assert!(restored.starts_with("restored sha256:"), "{restored}");
+    assert_eq!(g.json(&["status", "--json"])["drift"], false);
+    let after = g.ok(&["reconcile"]);
+    assert!(
+        after.starts_with("published version "),
+        "the pending change publishes after restore: {after}"
+    );
+
+    g.ok(&["kill-switch", "--yes"]);
+    assert!(g.ok(&["reconcile"]).starts_with("held: drift"));
+    let resumed = g.json(&["resume", "--json"]);
+    assert!(
+        resumed["hash"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("sha256:")),
+        "{resumed}"
+    );
+    assert!(
+        g.ok(&["reconcile"]).starts_with("published version "),
+        "resume hands control back to the registry"
+    );
+    assert_eq!(g.json(&["status", "--json"])["drift"], false);
+}
+
+#[test]
+fn errors_say_what_to_do_next() {
+    let g = Gateway::new();
+    let run = g.ctl(&["status"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("run `gatewayctl seed`"),
+        "{}",
+        run.stdout
+    );
+
+    let run = g.ctl(&["restore"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("gatewayctl history"), "{}", run.stderr);
+
+    g.ok(&["seed"]);
+    let run = g.ctl(&["restore", "no-such-version"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("gatewayctl history"), "{}", run.stderr);
+
+    let run = g.ctl(&["reconcile"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("kept live config"),
+        "zero entries keep the live config: {}",
+        run.stdout
+    );
+
+    let run = g.ctl(&["kill-switch", "--off"]);
+    assert_eq!(run.code, 2, "--off needs --runtime: {}", run.stderr);
+}
+
+/// A minimal HTTP/1.1 exchange through Envoy; the status code.
+fn status_of(addr: SocketAddr, host: &str) -> Option<u16> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET /anything HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn wait_status(addr: SocketAddr, want: u16) -> Option<u16> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = None;
+    while Instant::now() < deadline {
+        last = status_of(addr, "nobody.api.example.com");
+        if last == Some(want) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last
+}
+
+#[test]
+fn runtime_kill_switch_flips_a_running_envoy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
+    std::fs::create_dir_all(&cds).expect("cds dir");
+    std::fs::create_dir_all(&rds).expect("rds dir");
+    let rendered = render(&[], &RenderConfig::new("api.example.com")).expect("render");
+    std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
+    std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
+    let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    let envoy = EnvoyProcess::start(
+        |ports| {
+            let params = BootstrapParams {
+                clusters_dir: cds.clone(),
+                routes_dir: rds.clone(),
+                listen: ports.listener,
+                admin: ports.admin,
+                ratelimit,
+                xff_num_trusted_hops: 2,
+            };
+            gateway_bootstrap(&params).expect("bootstrap")
+        },
+        &[],
+    );
+    let addr = envoy.listener_addr();
+    assert_eq!(
+        wait_status(addr, 404),
+        Some(404),
+        "the catch-all answers before the switch"
+    );
+
+    let ctl = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .args(args)
+            .output()
+            .expect("gatewayctl runs")
+    };
+    let admin = envoy.admin_url();
+    let on = ctl(&["kill-switch", "--runtime", "--admin", &admin]);
+    assert!(
+        on.status.success(),
+        "{}",
+        String::from_utf8_lossy(&on.stderr)
+    );
+    assert!(String::from_utf8_lossy(&on.stdout).contains("ON"));
+    assert_eq!(
+        wait_status(addr, 503),
+        Some(503),
+        "every request fails fast"
+    );
+
+    let off = ctl(&["kill-switch", "--runtime", "--admin", &admin, "--off"]);
+    assert!(
+        off.status.success(),
+        "{}",
+        String::from_utf8_lossy(&off.stderr)
+    );
+    assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
+
+    let nowhere = ctl(&[
+        "kill-switch",
+        "--runtime",
+        "--admin",
+        &format!("http://127.0.0.1:{}", free_port()),
+    ]);
+    assert_eq!(nowhere.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("is Envoy's admin listening there?"));
+}
