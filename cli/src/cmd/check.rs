@@ -45,17 +45,28 @@ pub fn run(args: Args) -> CmdResult {
     }
 }
 
-/// Reads a file, or stdin for `-`. Returns the name to show in messages and the bytes.
+/// Reads a file, or stdin for `-`. Returns the name to show in messages and the bytes. Reads at
+/// most one byte past the entry size limit, so `/dev/zero` or a huge file is rejected by the
+/// checks' size rule instead of filling memory.
 pub fn read_input(path: &std::path::Path) -> Result<(String, Vec<u8>), CmdError> {
+    let limit = gateway_render::check::MAX_ENTRY_BYTES as u64 + 1;
+    let mut bytes = Vec::new();
     if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
         std::io::stdin()
+            .take(limit)
             .read_to_end(&mut bytes)
             .map_err(|e| CmdError::failed(format!("<stdin>: cannot read: {e}")))?;
         return Ok(("<stdin>".to_string(), bytes));
     }
     let name = path.display().to_string();
-    let bytes =
-        std::fs::read(path).map_err(|e| CmdError::failed(format!("{name}: cannot read: {e}")))?;
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit).read_to_end(&mut bytes))
+        .map_err(|e| CmdError::failed(format!("{name}: cannot read: {e}")))?;
+    if bytes.len() as u64 == limit {
+        return Err(CmdError::failed(format!(
+            "{name}: entry: larger than {} bytes, the most an entry may be",
+            limit - 1
+        )));
+    }
     Ok((name, bytes))
 }
