@@ -1,13 +1,14 @@
 //! The published unit: `bundle.json` = format, hash, the three files, and the exact entries.
 //!
-//! Also the one JSON serializer configuration every rendered byte goes through, and the hash:
+//! Also the hash (every rendered byte goes through `canonical`'s serializer):
 //! sha256 over, per file in name order, `name 0x00 canonical-bytes 0x00`, where a `.json`
 //! file's canonical bytes are the file re-serialised without its top-level `version_info` (so
 //! `version_info` can carry the hash) and any other file's are its bytes as they are.
 
+pub use crate::canonical::to_json_bytes;
+use crate::canonical::Members;
 use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -94,24 +95,34 @@ impl Bundle {
                 return Err(BundleError::MissingFile { file });
             }
         }
-        let computed = compute_hash(&self.files)?;
+        // Each `.json` file is parsed once, for the hash and for the checks below.
+        let mut canonical = BTreeMap::new();
+        let mut parsed = Vec::new();
+        for (name, text) in &self.files {
+            if is_json(name) {
+                let file = JsonFile::parse(name, text)?;
+                canonical.insert(name.clone(), file.canonical);
+                parsed.push((name, file.is_canonical, file.version_info));
+            } else {
+                canonical.insert(name.clone(), text.clone());
+            }
+        }
+        let computed = hash_canonical(&canonical);
         if computed != self.hash {
             return Err(BundleError::HashMismatch {
                 stated: self.hash.clone(),
                 computed,
             });
         }
-        for (name, text) in self.files.iter().filter(|(name, _)| is_json(name)) {
-            let value: Value = serde_json::from_str(text).map_err(|e| json_error(name, e))?;
+        for (name, is_canonical, found) in parsed {
             // The hash ignores formatting; this makes any changed byte an error all the same.
-            if to_json_bytes(&value) != *text {
+            if !is_canonical {
                 return Err(BundleError::NotCanonical { file: name.clone() });
             }
-            let found = value.get("version_info").and_then(Value::as_str);
-            if found != Some(self.hash.as_str()) {
+            if found.as_deref() != Some(self.hash.as_str()) {
                 return Err(BundleError::VersionInfo {
                     file: name.clone(),
-                    found: found.map(str::to_string),
+                    found,
                     expected: self.hash.clone(),
                 });
             }
@@ -136,18 +147,43 @@ pub fn compute_hash(files: &BTreeMap<String, String>) -> Result<String, BundleEr
     let mut canonical = BTreeMap::new();
     for (name, text) in files {
         let bytes = if is_json(name) {
-            let mut value: Value = serde_json::from_str(text).map_err(|e| json_error(name, e))?;
-            value
-                .as_object_mut()
-                .ok_or_else(|| BundleError::NotAnObject { file: name.clone() })?
-                .remove("version_info");
-            to_json_bytes(&value)
+            JsonFile::parse(name, text)?.canonical
         } else {
             text.clone()
         };
         canonical.insert(name.clone(), bytes);
     }
     Ok(hash_canonical(&canonical))
+}
+
+/// A `.json` file parsed once: what the hash and `verify` need from it.
+struct JsonFile {
+    /// Its canonical bytes without `version_info`: the hash input.
+    canonical: String,
+    /// Whether its text is exactly the canonical bytes with `version_info`.
+    is_canonical: bool,
+    version_info: Option<String>,
+}
+
+impl JsonFile {
+    fn parse(name: &str, text: &str) -> Result<JsonFile, BundleError> {
+        let value: Value = serde_json::from_str(text).map_err(|e| json_error(name, e))?;
+        let mut members = Members::of(&value).ok_or_else(|| BundleError::NotAnObject {
+            file: name.to_string(),
+        })?;
+        let version_info = value
+            .get("version_info")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        drop(value);
+        let is_canonical = members.to_bytes() == text;
+        members.remove("version_info");
+        Ok(JsonFile {
+            canonical: members.to_bytes(),
+            is_canonical,
+            version_info,
+        })
+    }
 }
 
 /// The hash over files already in canonical form (what the renderer has before stamping
@@ -167,43 +203,6 @@ pub fn hash_canonical(canonical: &BTreeMap<String, String>) -> String {
         out.push_str(&format!("{byte:02x}"));
     }
     out
-}
-
-/// The one JSON serializer configuration: object keys sorted, pretty-printed with two spaces,
-/// a trailing newline. Keys are sorted here rather than trusted to `serde_json::Map`, whose
-/// order changes if any crate in the build enables serde_json's `preserve_order`.
-pub fn to_json_bytes(value: &Value) -> String {
-    // Serialising a Value into a String cannot fail.
-    let mut out =
-        serde_json::to_string_pretty(&Sorted(value)).expect("a JSON value always serialises");
-    out.push('\n');
-    out
-}
-
-struct Sorted<'a>(&'a Value);
-
-impl Serialize for Sorted<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                let mut m = serializer.serialize_map(Some(entries.len()))?;
-                for (k, v) in entries {
-                    m.serialize_entry(k, &Sorted(v))?;
-                }
-                m.end()
-            }
-            Value::Array(items) => {
-                let mut s = serializer.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    s.serialize_element(&Sorted(item))?;
-                }
-                s.end()
-            }
-            other => other.serialize(serializer),
-        }
-    }
 }
 
 #[cfg(test)]

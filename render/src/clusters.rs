@@ -4,6 +4,7 @@ use crate::contract::CLUSTER_TYPE_URL;
 use crate::entry::Entry;
 use crate::names;
 use crate::renderer::{RenderConfig, RenderError};
+use crate::value::object;
 use serde_json::{json, Value};
 use std::net::IpAddr;
 
@@ -97,9 +98,6 @@ pub fn backend_of(entry: &Entry) -> Result<Backend, RenderError> {
 pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> {
     let backend = backend_of(entry)?;
     let name = names::cluster_name(entry);
-    let address = json!({
-        "socket_address": { "address": backend.host, "port_value": backend.port }
-    });
     let mut cluster = json!({
         "@type": CLUSTER_TYPE_URL,
         "name": name,
@@ -108,7 +106,9 @@ pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> 
         "connect_timeout": "2s",
         "load_assignment": {
             "cluster_name": name,
-            "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": address } }] }]
+            "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": {
+                "socket_address": { "address": backend.host, "port_value": backend.port }
+            } } }] }]
         },
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
@@ -175,7 +175,10 @@ fn upstream_tls(backend: &Backend, cfg: &RenderConfig) -> Value {
             .expect("json! object literal")
             .insert("sni".into(), json!(sni));
     }
-    json!({ "name": "envoy.transport_sockets.tls", "typed_config": tls })
+    object([
+        ("name", json!("envoy.transport_sockets.tls")),
+        ("typed_config", tls),
+    ])
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The pure core: the entry model, the registration checks and the renderer. No I/O.
 
 pub mod bundle;
+pub mod canonical;
 pub mod check;
 pub mod clusters;
 pub mod contract;
@@ -10,6 +11,7 @@ pub mod names;
 pub mod ratelimit;
 pub mod renderer;
 pub mod routes;
+mod value;
 
 pub use check::{Policy, Problem, Rejection};
 pub use entry::{Entry, Limit, Per, Route, Unit};

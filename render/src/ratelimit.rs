@@ -6,6 +6,7 @@ use crate::contract::RATE_LIMIT_DOMAIN;
 use crate::entry::{Entry, Limit, Per, Route, Unit};
 use crate::names;
 use crate::renderer::RenderError;
+use crate::value::object;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -164,7 +165,7 @@ pub fn route_chains(
 pub fn route_rate_limits(entry: &Entry, route: &Route) -> Result<Vec<Value>, RenderError> {
     Ok(route_chains(entry, route)?
         .iter()
-        .map(|(steps, _)| json!({ "actions": steps.iter().map(Step::action).collect::<Vec<_>>() }))
+        .map(|(steps, _)| object([("actions", steps.iter().map(Step::action).collect())]))
         .collect())
 }
 

@@ -2,6 +2,7 @@
 //! bytes.
 
 use crate::bundle;
+use crate::canonical::Members;
 use crate::clusters;
 use crate::contract::{
     CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
@@ -9,7 +10,8 @@ use crate::contract::{
 use crate::entry::Entry;
 use crate::ratelimit::{self, RateLimitConfig};
 use crate::routes;
-use serde_json::{json, Value};
+use crate::value::object;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Where the gateway serves and how it trusts backends.
@@ -112,51 +114,40 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
 
 /// Serialises the three files, hashes them, and stamps the hash into the Envoy files'
 /// `version_info`. The hash is taken over the files without `version_info`, so it does not
-/// depend on itself.
+/// depend on itself. Each document is serialised once: the file is its members plus
+/// `version_info`.
 pub(crate) fn assemble(
     clusters: Vec<Value>,
     route_config: Value,
     ratelimit: RateLimitConfig,
     route_count: usize,
 ) -> Result<Rendered, RenderError> {
-    let mut documents = BTreeMap::new();
-    documents.insert(
-        CLUSTERS_FILE.to_string(),
-        json!({ "resources": clusters, "type_url": CLUSTER_TYPE_URL }),
-    );
-    documents.insert(
-        ROUTES_FILE.to_string(),
-        json!({ "resources": [route_config], "type_url": ROUTE_CONFIG_TYPE_URL }),
-    );
+    let clusters_doc = document(clusters, CLUSTER_TYPE_URL);
+    let routes_doc = document(vec![route_config], ROUTE_CONFIG_TYPE_URL);
     let rules = ratelimit::to_yaml(&ratelimit)?;
 
-    let mut canonical = BTreeMap::new();
-    for (name, doc) in &documents {
-        canonical.insert(name.clone(), bundle::to_json_bytes(doc));
+    let mut documents = BTreeMap::new();
+    for (name, doc) in [(CLUSTERS_FILE, &clusters_doc), (ROUTES_FILE, &routes_doc)] {
+        // `document` builds an object.
+        let members = Members::of(doc).expect("a document is an object");
+        documents.insert(name.to_string(), members);
     }
-    canonical.insert(RATE_LIMIT_FILE.to_string(), rules.clone());
+
+    let mut canonical = BTreeMap::new();
+    for (name, members) in &documents {
+        canonical.insert(name.clone(), members.to_bytes());
+    }
+    canonical.insert(RATE_LIMIT_FILE.to_string(), rules);
     let hash = bundle::hash_canonical(&canonical);
 
-    let mut files = BTreeMap::new();
-    for (name, doc) in documents.iter_mut() {
-        if let Some(obj) = doc.as_object_mut() {
-            obj.insert("version_info".into(), json!(hash));
-        }
-        files.insert(name.clone(), bundle::to_json_bytes(doc));
+    let mut files = canonical;
+    for (name, members) in documents.iter_mut() {
+        members.insert("version_info", &Value::String(hash.clone()));
+        files.insert(name.clone(), members.to_bytes());
     }
-    files.insert(RATE_LIMIT_FILE.to_string(), rules);
 
-    // The resources were moved into the documents to serialise them; take them back out.
-    let mut resources = |name: &str| match documents
-        .get_mut(name)
-        .and_then(|d| d.get_mut("resources"))
-        .map(Value::take)
-    {
-        Some(Value::Array(items)) => items,
-        _ => Vec::new(),
-    };
-    let clusters = resources(CLUSTERS_FILE);
-    let route_config = resources(ROUTES_FILE)
+    let clusters = resources(clusters_doc);
+    let route_config = resources(routes_doc)
         .into_iter()
         .next()
         .unwrap_or(Value::Null);
@@ -168,4 +159,23 @@ pub(crate) fn assemble(
         files,
         hash,
     })
+}
+
+/// A DiscoveryResponse document around `resources` (moved in, not copied).
+fn document(resources: Vec<Value>, type_url: &str) -> Value {
+    object([
+        ("resources", Value::Array(resources)),
+        ("type_url", Value::String(type_url.to_string())),
+    ])
+}
+
+/// The resources back out of a `document`.
+fn resources(document: Value) -> Vec<Value> {
+    match document {
+        Value::Object(mut map) => match map.remove("resources") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }

@@ -9,6 +9,7 @@ use crate::entry::{Entry, Limit, Route};
 use crate::names;
 use crate::ratelimit;
 use crate::renderer::{RenderConfig, RenderError};
+use crate::value::object;
 use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -45,23 +46,26 @@ pub fn route_configuration(
 
 /// The RouteConfiguration resource around the given virtual hosts.
 pub fn route_config_resource(virtual_hosts: Vec<Value>) -> Value {
-    json!({
-        "@type": ROUTE_CONFIG_TYPE_URL,
-        "name": ROUTE_CONFIG_NAME,
+    object([
+        ("@type", json!(ROUTE_CONFIG_TYPE_URL)),
+        ("name", json!(ROUTE_CONFIG_NAME)),
         // RDS defaults this to false: a route to a missing cluster would be accepted and answer
         // 503. With it, Envoy rejects such a file and keeps the old routes.
-        "validate_clusters": true,
-        "virtual_hosts": virtual_hosts
-    })
+        ("validate_clusters", json!(true)),
+        ("virtual_hosts", Value::Array(virtual_hosts)),
+    ])
 }
 
 /// The gateway's single `*` virtual host, answering every request with `status` and `body`.
 pub fn catch_all_virtual_host(status: u16, body: &str) -> Value {
-    json!({
-        "name": CATCH_ALL_VHOST,
-        "domains": ["*"],
-        "routes": [json_response_route(CATCH_ALL_VHOST, status, body)]
-    })
+    object([
+        ("name", json!(CATCH_ALL_VHOST)),
+        ("domains", json!(["*"])),
+        (
+            "routes",
+            Value::Array(vec![json_response_route(CATCH_ALL_VHOST, status, body)]),
+        ),
+    ])
 }
 
 /// `{"error":"…"}` plus a newline, for direct responses.
@@ -113,13 +117,13 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             &json_error_body("no route for this path"),
         ));
     }
-    let vhost = json!({
-        "name": fqdn,
+    let vhost = object([
+        ("name", json!(fqdn)),
         // With a port in the Host header (`host:8443`) Envoy matches the domain literally, so the
         // host also gets a port wildcard.
-        "domains": [fqdn, format!("{fqdn}:*")],
-        "routes": rendered
-    });
+        ("domains", json!([fqdn, format!("{fqdn}:*")])),
+        ("routes", Value::Array(rendered)),
+    ]);
     Ok((vhost, count))
 }
 
@@ -225,17 +229,17 @@ fn team_route(entry: &Entry, route: &Route) -> Result<Value, RenderError> {
         action
             .as_object_mut()
             .expect("json! object literal")
-            .insert("rate_limits".into(), json!(rate_limits));
+            .insert("rate_limits".into(), Value::Array(rate_limits));
     }
-    let mut out = json!({
-        "name": names::route_name(entry, route),
-        "match": route_match(route),
-        "route": action
-    });
+    let mut out = object([
+        ("name", Value::String(names::route_name(entry, route))),
+        ("match", route_match(route)),
+        ("route", action),
+    ]);
     if let Some(tokens) = burst_tokens(route) {
-        out.as_object_mut().expect("json! object literal").insert(
+        out.as_object_mut().expect("object of members").insert(
             "typed_per_filter_config".into(),
-            json!({ LOCAL_RATE_LIMIT_FILTER: local_rate_limit(entry, tokens) }),
+            object([(LOCAL_RATE_LIMIT_FILTER, local_rate_limit(entry, tokens))]),
         );
     }
     Ok(out)
@@ -255,13 +259,12 @@ fn burst_tokens(route: &Route) -> Option<u32> {
 }
 
 fn local_rate_limit(entry: &Entry, tokens: u32) -> Value {
-    let always = json!({ "numerator": 100, "denominator": "HUNDRED" });
     json!({
         "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
         "stat_prefix": names::local_rate_limit_stat_prefix(entry),
         "token_bucket": { "max_tokens": tokens, "tokens_per_fill": tokens, "fill_interval": "1s" },
-        "filter_enabled": { "runtime_key": "gateway.burst.enabled", "default_value": always },
-        "filter_enforced": { "runtime_key": "gateway.burst.enforced", "default_value": always },
+        "filter_enabled": { "runtime_key": "gateway.burst.enabled", "default_value": { "numerator": 100, "denominator": "HUNDRED" } },
+        "filter_enforced": { "runtime_key": "gateway.burst.enforced", "default_value": { "numerator": 100, "denominator": "HUNDRED" } },
         "status": { "code": "TooManyRequests" }
     })
 }
