@@ -215,3 +215,67 @@ fn unused_port() -> Result<u16, CmdError> {
         .map(|a| a.port())
         .map_err(|e| CmdError::failed(format!("finding a free loopback port: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn resolve(argv: &[&str]) -> Result<Plan, CmdError> {
+        let cli = Cli::try_parse_from(std::iter::once("demo").chain(argv.iter().copied()))
+            .map_err(|e| CmdError::usage(e.to_string()))?;
+        Plan::resolve(cli.args)
+    }
+
+    #[test]
+    fn defaults_are_the_documented_addresses_in_this_repository() {
+        let plan = resolve(&["--domain", "api.example.com"]).expect("defaults resolve");
+        assert_eq!(plan.listen.to_string(), "127.0.0.1:10000");
+        assert_eq!(plan.admin.to_string(), "127.0.0.1:9901");
+        assert_eq!(plan.run_dir, plan.repo.join(".gateway/demo"));
+        assert!(plan.repo.join("examples/demo").is_dir());
+        assert!(!plan.check);
+    }
+
+    #[test]
+    fn one_port_for_two_things_is_a_usage_error_naming_both_flags() {
+        let err = resolve(&["--listen", "127.0.0.1:9901"]).expect_err("same as --admin");
+        assert_eq!(err.code, 2);
+        assert!(
+            err.message.contains("--listen") && err.message.contains("--admin"),
+            "{}",
+            err.message
+        );
+        let err = resolve(&["--backend-ports", "4566,18082"]).expect_err("moto's port");
+        assert!(err.message.contains("--backend-ports"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_non_loopback_admin_is_refused() {
+        let err = resolve(&["--admin", "0.0.0.0:9901"]).expect_err("admin on all interfaces");
+        assert_eq!(err.code, 2);
+        assert!(err.message.contains("loopback"), "{}", err.message);
+    }
+
+    #[test]
+    fn prepare_removes_only_the_demo_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let plan = resolve(&["--run-dir", &dir.path().display().to_string()]).expect("plan");
+        let files = plan.files();
+        std::fs::create_dir_all(&files.clusters_dir).expect("cds");
+        std::fs::write(files.clusters_dir.join("clusters.json"), "{}").expect("stale file");
+        std::fs::write(&files.envoy_log, "old log").expect("old log");
+        std::fs::write(dir.path().join("keep.txt"), "mine").expect("other file");
+        files.prepare(&plan.run_dir).expect("prepare");
+        assert!(files.clusters_dir.is_dir() && files.routes_dir.is_dir());
+        assert!(!files.clusters_dir.join("clusters.json").exists());
+        assert!(!files.envoy_log.exists());
+        assert!(dir.path().join("keep.txt").exists(), "other files stay");
+    }
+}
