@@ -15,6 +15,7 @@ mod reconciler;
 mod samples;
 mod sidecar;
 mod steps;
+mod waits;
 
 use super::{CmdError, CmdResult};
 use plan::Plan;
