@@ -1,17 +1,13 @@
 //! The published unit: `bundle.json` = format, hash, the three files, and the exact entries.
-//!
-//! Also the hash (every rendered byte goes through `canonical`'s serializer):
-//! sha256 over, per file in name order, `name 0x00 canonical-bytes 0x00`, where a `.json`
-//! file's canonical bytes are the file re-serialised without its top-level `version_info` (so
-//! `version_info` can carry the hash) and any other file's are its bytes as they are.
+//! Every byte of it goes through `canonical`'s serializer; the hash is `hash`'s.
 
 pub use crate::canonical::to_json_bytes;
-use crate::canonical::Members;
 use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
+pub use crate::hash::{compute_hash, hash_canonical};
+use crate::hash::{is_json, FilesHasher, JsonFile};
 use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
@@ -96,18 +92,18 @@ impl Bundle {
             }
         }
         // Each `.json` file is parsed once, for the hash and for the checks below.
-        let mut canonical = BTreeMap::new();
+        let mut hasher = FilesHasher::new();
         let mut parsed = Vec::new();
         for (name, text) in &self.files {
             if is_json(name) {
                 let file = JsonFile::parse(name, text)?;
-                canonical.insert(name.clone(), file.canonical);
+                hasher.members(name, &file.members);
                 parsed.push((name, file.is_canonical, file.version_info));
             } else {
-                canonical.insert(name.clone(), text.clone());
+                hasher.text(name, text);
             }
         }
-        let computed = hash_canonical(&canonical);
+        let computed = hasher.finish();
         if computed != self.hash {
             return Err(BundleError::HashMismatch {
                 stated: self.hash.clone(),
@@ -136,73 +132,6 @@ fn json_error(what: &str, e: serde_json::Error) -> BundleError {
         what: what.to_string(),
         reason: e.to_string(),
     }
-}
-
-fn is_json(name: &str) -> bool {
-    name.ends_with(".json")
-}
-
-/// The hash of files as they sit in a bundle or a directory (parses the `.json` ones).
-pub fn compute_hash(files: &BTreeMap<String, String>) -> Result<String, BundleError> {
-    let mut canonical = BTreeMap::new();
-    for (name, text) in files {
-        let bytes = if is_json(name) {
-            JsonFile::parse(name, text)?.canonical
-        } else {
-            text.clone()
-        };
-        canonical.insert(name.clone(), bytes);
-    }
-    Ok(hash_canonical(&canonical))
-}
-
-/// A `.json` file parsed once: what the hash and `verify` need from it.
-struct JsonFile {
-    /// Its canonical bytes without `version_info`: the hash input.
-    canonical: String,
-    /// Whether its text is exactly the canonical bytes with `version_info`.
-    is_canonical: bool,
-    version_info: Option<String>,
-}
-
-impl JsonFile {
-    fn parse(name: &str, text: &str) -> Result<JsonFile, BundleError> {
-        let value: Value = serde_json::from_str(text).map_err(|e| json_error(name, e))?;
-        let mut members = Members::of(&value).ok_or_else(|| BundleError::NotAnObject {
-            file: name.to_string(),
-        })?;
-        let version_info = value
-            .get("version_info")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        drop(value);
-        let is_canonical = members.to_bytes() == text;
-        members.remove("version_info");
-        Ok(JsonFile {
-            canonical: members.to_bytes(),
-            is_canonical,
-            version_info,
-        })
-    }
-}
-
-/// The hash over files already in canonical form (what the renderer has before stamping
-/// `version_info`).
-pub fn hash_canonical(canonical: &BTreeMap<String, String>) -> String {
-    let mut hasher = Sha256::new();
-    for (name, bytes) in canonical {
-        hasher.update(name.as_bytes());
-        hasher.update([0u8]);
-        hasher.update(bytes.as_bytes());
-        hasher.update([0u8]);
-    }
-    let digest = hasher.finalize();
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for byte in digest {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
 }
 
 #[cfg(test)]

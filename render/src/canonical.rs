@@ -53,26 +53,59 @@ impl Members {
         self.members.retain(|(k, _)| k != key);
     }
 
+    /// Members already serialised by `member`, in strictly increasing key order.
+    pub(crate) fn from_sorted(members: Vec<(String, Vec<u8>)>) -> Members {
+        Members { members }
+    }
+
     /// The object's canonical bytes, trailing newline included.
     pub fn to_bytes(&self) -> String {
-        if self.members.is_empty() {
-            return "{}\n".to_string();
-        }
-        let len = self.members.iter().map(|(_, b)| b.len() + 4).sum::<usize>() + 4;
-        let mut out = Vec::with_capacity(len);
-        out.push(b'{');
-        for (i, (_, bytes)) in self.members.iter().enumerate() {
-            out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-            out.extend_from_slice(INDENT);
-            out.extend_from_slice(bytes);
-        }
-        out.extend_from_slice(b"\n}\n");
+        let mut out = Vec::with_capacity(self.byte_len());
+        self.for_each_piece(|piece| out.extend_from_slice(piece));
         into_string(out)
+    }
+
+    /// The canonical bytes in order, piece by piece, so they can be hashed without joining them.
+    pub fn for_each_piece(&self, mut f: impl FnMut(&[u8])) {
+        if self.members.is_empty() {
+            f(b"{}\n");
+            return;
+        }
+        f(b"{");
+        for (i, (_, bytes)) in self.members.iter().enumerate() {
+            f(if i == 0 { b"\n" } else { b",\n" });
+            f(INDENT);
+            f(bytes);
+        }
+        f(b"\n}\n");
+    }
+
+    /// Whether `text` is exactly `to_bytes`, compared piece by piece.
+    pub fn equals(&self, text: &str) -> bool {
+        let text = text.as_bytes();
+        if text.len() != self.byte_len() {
+            return false;
+        }
+        let mut at = 0;
+        let mut same = true;
+        self.for_each_piece(|piece| {
+            same = same && text[at..at + piece.len()] == *piece;
+            at += piece.len();
+        });
+        same
+    }
+
+    /// Length of `to_bytes`.
+    pub fn byte_len(&self) -> usize {
+        match self.members.len() {
+            0 => 3,
+            n => self.members.iter().map(|(_, b)| b.len()).sum::<usize>() + 4 * n + 3,
+        }
     }
 }
 
 /// `"key": value`, the value at indent level 1.
-fn member(key: &str, value: &Value) -> Vec<u8> {
+pub(crate) fn member(key: &str, value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(key.len() + 4 + estimate(value));
     write_str(&mut out, key);
     out.extend_from_slice(b": ");
@@ -90,7 +123,7 @@ fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
     entries
 }
 
-fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -143,23 +176,23 @@ fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
     }
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     write_serde(out, s);
 }
 
 /// Strings and numbers as serde_json writes them (its escaping, itoa and ryu).
-fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+pub(crate) fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing a string or a number into a Vec cannot fail.
     serde_json::to_writer(out, value).expect("a JSON scalar always serialises");
 }
 
-fn indent(out: &mut Vec<u8>, depth: usize) {
+pub(crate) fn indent(out: &mut Vec<u8>, depth: usize) {
     for _ in 0..depth {
         out.extend_from_slice(INDENT);
     }
 }
 
-fn into_string(bytes: Vec<u8>) -> String {
+pub(crate) fn into_string(bytes: Vec<u8>) -> String {
     // Only UTF-8 was written: `&str`s and ASCII punctuation.
     String::from_utf8(bytes).expect("the writer only writes UTF-8")
 }
@@ -211,6 +244,9 @@ mod tests {
         let v = json!({ "resources": [{ "b": 1, "a": [2] }], "type_url": "t" });
         let mut m = Members::of(&v).expect("an object");
         assert_eq!(m.to_bytes(), to_json_bytes(&v));
+        assert_eq!(m.byte_len(), m.to_bytes().len());
+        assert!(m.equals(&to_json_bytes(&v)));
+        assert!(!m.equals(&to_json_bytes(&v).replace('2', "3")));
         m.insert("version_info", &json!("sha256:x"));
         let with = json!({ "resources": [{ "b": 1, "a": [2] }], "type_url": "t", "version_info": "sha256:x" });
         assert_eq!(m.to_bytes(), to_json_bytes(&with));
@@ -222,6 +258,7 @@ mod tests {
         m.remove("resources");
         m.remove("type_url");
         assert_eq!(m.to_bytes(), "{}\n");
+        assert_eq!(m.byte_len(), 3);
         assert!(Members::of(&json!([1])).is_none());
     }
 }

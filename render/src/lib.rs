@@ -6,11 +6,13 @@ pub mod check;
 pub mod clusters;
 pub mod contract;
 pub mod entry;
+mod hash;
 pub mod kill_switch;
 pub mod names;
 pub mod ratelimit;
 pub mod renderer;
 pub mod routes;
+mod transcode;
 mod value;
 
 pub use check::{Policy, Problem, Rejection};

@@ -1,13 +1,13 @@
 //! entries → the three files and their hash. Pure: the same entries, in any order, give the same
 //! bytes.
 
-use crate::bundle;
 use crate::canonical::Members;
 use crate::clusters;
 use crate::contract::{
     CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
 };
 use crate::entry::Entry;
+use crate::hash::FilesHasher;
 use crate::ratelimit::{self, RateLimitConfig};
 use crate::routes;
 use crate::value::object;
@@ -126,25 +126,25 @@ pub(crate) fn assemble(
     let routes_doc = document(vec![route_config], ROUTE_CONFIG_TYPE_URL);
     let rules = ratelimit::to_yaml(&ratelimit)?;
 
-    let mut documents = BTreeMap::new();
-    for (name, doc) in [(CLUSTERS_FILE, &clusters_doc), (ROUTES_FILE, &routes_doc)] {
-        // `document` builds an object.
-        let members = Members::of(doc).expect("a document is an object");
-        documents.insert(name.to_string(), members);
-    }
+    // `document` builds objects.
+    let mut clusters_file = Members::of(&clusters_doc).expect("a document is an object");
+    let mut routes_file = Members::of(&routes_doc).expect("a document is an object");
 
-    let mut canonical = BTreeMap::new();
-    for (name, members) in &documents {
-        canonical.insert(name.clone(), members.to_bytes());
-    }
-    canonical.insert(RATE_LIMIT_FILE.to_string(), rules);
-    let hash = bundle::hash_canonical(&canonical);
+    // Name order: clusters.json, ratelimit.yaml, routes.json.
+    let mut hasher = FilesHasher::new();
+    hasher.members(CLUSTERS_FILE, &clusters_file);
+    hasher.text(RATE_LIMIT_FILE, &rules);
+    hasher.members(ROUTES_FILE, &routes_file);
+    let hash = hasher.finish();
 
-    let mut files = canonical;
-    for (name, members) in documents.iter_mut() {
-        members.insert("version_info", &Value::String(hash.clone()));
-        files.insert(name.clone(), members.to_bytes());
-    }
+    let version_info = Value::String(hash.clone());
+    clusters_file.insert("version_info", &version_info);
+    routes_file.insert("version_info", &version_info);
+    let files = BTreeMap::from([
+        (CLUSTERS_FILE.to_string(), clusters_file.to_bytes()),
+        (ROUTES_FILE.to_string(), routes_file.to_bytes()),
+        (RATE_LIMIT_FILE.to_string(), rules),
+    ]);
 
     let clusters = resources(clusters_doc);
     let route_config = resources(routes_doc)
