@@ -195,7 +195,9 @@ impl Node {
 
 /// The rule tree for all entries. Refuses two limits landing on the same rule, which
 /// envoyproxy/ratelimit would reject as a duplicate key (it would keep its old rules).
-pub fn rule_tree(entries: &[Entry]) -> Result<RateLimitConfig, RenderError> {
+pub fn rule_tree<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
+) -> Result<RateLimitConfig, RenderError> {
     let mut root = Node::default();
     for entry in entries {
         for route in &entry.routes {

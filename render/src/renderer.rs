@@ -96,19 +96,20 @@ pub enum RenderError {
 
 /// Renders the registry. Entries are sorted by id first, so the input order never matters.
 pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderError> {
-    let mut sorted: Vec<Entry> = entries.to_vec();
-    sorted.sort_by_key(Entry::id);
-    if let Some(pair) = sorted.windows(2).find(|w| w[0].id() == w[1].id()) {
+    let mut sorted: Vec<(String, &Entry)> = entries.iter().map(|e| (e.id(), e)).collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    if let Some(pair) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(RenderError::DuplicateEntry {
-            entry: pair[0].id(),
+            entry: pair[0].0.clone(),
         });
     }
+    let sorted: Vec<&Entry> = sorted.into_iter().map(|(_, e)| e).collect();
     let clusters = sorted
         .iter()
         .map(|e| clusters::cluster(e, cfg))
         .collect::<Result<Vec<_>, _>>()?;
-    let (route_config, route_count) = routes::route_configuration(&sorted, cfg)?;
-    let ratelimit = ratelimit::rule_tree(&sorted)?;
+    let (route_config, route_count) = routes::route_configuration(sorted.iter().copied(), cfg)?;
+    let ratelimit = ratelimit::rule_tree(sorted.iter().copied())?;
     assemble(clusters, route_config, ratelimit, route_count)
 }
 

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 const ROUTE_TIMEOUT: &str = "15s";
 
 /// The route configuration and how many team routes it holds (fallbacks and catch-all excluded).
-pub fn route_configuration(
-    entries: &[Entry],
+pub fn route_configuration<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
     cfg: &RenderConfig,
 ) -> Result<(Value, usize), RenderError> {
     let mut hosts: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
@@ -102,9 +102,17 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
     refuse_shadowing(fqdn, &routes)?;
     routes.sort_by_cached_key(|(e, r)| specificity_key(e, r));
 
+    // An entry's routes share its cluster and Host rewrite; worked out at its first route, so a
+    // bad backend is still reported where the routes meet it.
+    let mut upstreams: BTreeMap<(&str, &str), Upstream> = BTreeMap::new();
     let mut rendered = Vec::with_capacity(routes.len() + 1);
     for (entry, route) in &routes {
-        rendered.push(team_route(entry, route)?);
+        let key = (entry.team.as_str(), entry.service.as_str());
+        let upstream = match upstreams.entry(key) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
+        };
+        rendered.push(team_route(entry, upstream, route)?);
     }
     let count = rendered.len();
     let root_claimed = routes
@@ -214,14 +222,28 @@ fn regex_escape(s: &str) -> String {
     out
 }
 
-fn team_route(entry: &Entry, route: &Route) -> Result<Value, RenderError> {
-    let backend = backend_of(entry)?;
+/// Where an entry's routes send traffic.
+struct Upstream {
+    cluster: String,
+    /// The backend sees its own name, matching the SNI it is sent (many TLS servers refuse a
+    /// Host that differs from SNI); the name the client used travels in x-forwarded-host.
+    host_rewrite: String,
+}
+
+impl Upstream {
+    fn of(entry: &Entry) -> Result<Upstream, RenderError> {
+        Ok(Upstream {
+            cluster: names::cluster_name(entry),
+            host_rewrite: backend_of(entry)?.authority(),
+        })
+    }
+}
+
+fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value, RenderError> {
     let mut action = json!({
-        "cluster": names::cluster_name(entry),
+        "cluster": upstream.cluster,
         "timeout": ROUTE_TIMEOUT,
-        // The backend sees its own name, matching the SNI it is sent (many TLS servers refuse a
-        // Host that differs from SNI); the name the client used travels in x-forwarded-host.
-        "host_rewrite_literal": backend.authority(),
+        "host_rewrite_literal": upstream.host_rewrite,
         "append_x_forwarded_host": true
     });
     let rate_limits = ratelimit::route_rate_limits(entry, route)?;

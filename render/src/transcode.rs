@@ -204,7 +204,6 @@ impl<'de> Visitor<'de> for Emit<'_> {
 mod tests {
     use super::*;
     use crate::canonical::to_json_bytes;
-    use serde_json::json;
 
     fn via_value(text: &str) -> String {
         to_json_bytes(&serde_json::from_str::<Value>(text).expect("valid JSON"))
