@@ -43,7 +43,8 @@ pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<R
 }
 
 pub fn rendered(entries: &[Entry]) -> Rendered {
-    render(entries, &RenderConfig::new(DOMAIN)).unwrap_or_else(|e| panic!("rendering test entries: {e}"))
+    render(entries, &RenderConfig::new(DOMAIN))
+        .unwrap_or_else(|e| panic!("rendering test entries: {e}"))
 }
 
 /// A versioned bucket in moto.
@@ -72,7 +73,8 @@ impl Bucket {
     }
 
     pub async fn put(&self, bundle: &Bundle, writer: Writer) -> (String, String) {
-        self.put_raw(bundle.to_json().as_bytes(), &bundle.hash, writer).await
+        self.put_raw(bundle.to_json().as_bytes(), &bundle.hash, writer)
+            .await
     }
 
     /// Any bytes as `bundle.json`, with `hash` as its metadata.
@@ -146,7 +148,8 @@ impl SidecarProcess {
     /// `gateway-sidecar` with `args` plus `--listen` on a free port, talking to `moto`.
     pub fn start(moto: &MotoServer, args: &[String]) -> SidecarProcess {
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-        let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("sidecar log file: {e}"));
+        let log =
+            tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("sidecar log file: {e}"));
         let child = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
             .args(args)
             .arg("--listen")
@@ -183,7 +186,20 @@ impl SidecarProcess {
 
     pub async fn healthz(&self) -> Option<u16> {
         let url = format!("http://{}/healthz", self.listen);
-        client().get(url).send().await.ok().map(|r| r.status().as_u16())
+        client()
+            .get(url)
+            .send()
+            .await
+            .ok()
+            .map(|r| r.status().as_u16())
+    }
+
+    /// `GET /ready`: the status code and body.
+    pub async fn ready(&self) -> Option<(u16, String)> {
+        let url = format!("http://{}/ready", self.listen);
+        let response = client().get(url).send().await.ok()?;
+        let code = response.status().as_u16();
+        Some((code, response.text().await.ok()?))
     }
 
     pub async fn status(&self) -> Option<Value> {
@@ -192,7 +208,12 @@ impl SidecarProcess {
     }
 
     /// Polls `/status` until `pred` holds (bounded); the last status seen.
-    pub async fn wait_status(&self, within: Duration, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub async fn wait_status(
+        &self,
+        within: Duration,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
         let deadline = Instant::now() + within;
         let mut last = Value::Null;
         while Instant::now() < deadline {
@@ -212,8 +233,10 @@ impl SidecarProcess {
 
     /// Waits until the sidecar reports `hash` live.
     pub async fn wait_live(&self, hash: &str, within: Duration) -> Value {
-        self.wait_status(within, &format!("live hash {hash}"), |s| s["live"]["hash"] == hash)
-            .await
+        self.wait_status(within, &format!("live hash {hash}"), |s| {
+            s["live"]["hash"] == hash
+        })
+        .await
     }
 }
 
@@ -345,7 +368,9 @@ pub async fn wait_backend(
 pub async fn wait_files(dirs: &Dirs, within: Duration) {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
-        if dirs.clusters.join("clusters.json").is_file() && dirs.routes.join("routes.json").is_file() {
+        if dirs.clusters.join("clusters.json").is_file()
+            && dirs.routes.join("routes.json").is_file()
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -372,10 +397,13 @@ impl Gateway {
         let dirs = Dirs::new();
         let ports = EnvoyPorts::free();
         let admin = format!("http://{}", ports.admin);
-        let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+        let sidecar =
+            SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
         wait_files(&dirs, Duration::from_secs(30)).await;
         let envoy = start_envoy(&dirs, ports);
-        sidecar.wait_live(&first_hash, Duration::from_secs(30)).await;
+        sidecar
+            .wait_live(&first_hash, Duration::from_secs(30))
+            .await;
         Gateway {
             bucket,
             dirs,
@@ -391,11 +419,21 @@ impl Gateway {
         self.envoy.listener_addr()
     }
 
-    pub async fn send(&self, method: &str, host: &str, path: &str) -> Result<(u16, String), String> {
+    pub async fn send(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+    ) -> Result<(u16, String), String> {
         send(&self.client, self.listener(), method, host, path).await
     }
 
-    pub async fn backend_answer(&self, method: &str, host: &str, path: &str) -> Result<Value, String> {
+    pub async fn backend_answer(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+    ) -> Result<Value, String> {
         backend_answer(&self.client, self.listener(), method, host, path).await
     }
 
