@@ -2,9 +2,9 @@
 //! `--disable-hot-restart` (with hot restart an Envoy launched from a process that exits dies
 //! with it), and killed when its guard drops.
 
-use crate::{envoy_bin, free_port};
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use crate::{envoy_bin, free_port, http};
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,10 +41,22 @@ impl EnvoyProcess {
     /// (bounded) until its admin `/ready` answers 200, i.e. it initialised from its config.
     /// `extra_args` go after `-c FILE --disable-hot-restart`. Retries with other ports when one
     /// was taken in between.
-    pub fn start(bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value, extra_args: &[&str]) -> EnvoyProcess {
+    pub fn start(
+        bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value,
+        extra_args: &[&str],
+    ) -> EnvoyProcess {
+        EnvoyProcess::start_with_args(bootstrap, |file| default_args(file, extra_args))
+    }
+
+    /// Like `start`, with the whole command line from `args(bootstrap_file)` (e.g. the proxy's
+    /// own `proxy_args`), so a test runs Envoy exactly as production does.
+    pub fn start_with_args(
+        bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value,
+        args: impl Fn(&Path) -> Vec<String>,
+    ) -> EnvoyProcess {
         let mut last_failure = String::new();
         for _ in 0..3 {
-            match EnvoyProcess::try_start(EnvoyPorts::free(), &bootstrap, extra_args) {
+            match EnvoyProcess::try_start(EnvoyPorts::free(), &bootstrap, &args) {
                 Ok(envoy) => return envoy,
                 Err(why) => last_failure = why,
             }
@@ -59,14 +71,14 @@ impl EnvoyProcess {
         bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value,
         extra_args: &[&str],
     ) -> EnvoyProcess {
-        EnvoyProcess::try_start(ports, &bootstrap, extra_args)
+        EnvoyProcess::try_start(ports, &bootstrap, &|file| default_args(file, extra_args))
             .unwrap_or_else(|why| panic!("Envoy did not start: {why}"))
     }
 
     fn try_start(
         ports: EnvoyPorts,
         bootstrap: &dyn Fn(EnvoyPorts) -> serde_json::Value,
-        extra_args: &[&str],
+        args: &dyn Fn(&Path) -> Vec<String>,
     ) -> Result<EnvoyProcess, String> {
         let bin = envoy_bin();
         // Envoy picks its parser by extension.
@@ -76,15 +88,16 @@ impl EnvoyProcess {
             .unwrap_or_else(|e| panic!("creating a bootstrap file: {e}"));
         file.write_all(bootstrap(ports).to_string().as_bytes())
             .unwrap_or_else(|e| panic!("writing the bootstrap file: {e}"));
-        let log = tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("creating Envoy's log file: {e}"));
+        let log = tempfile::NamedTempFile::new()
+            .unwrap_or_else(|e| panic!("creating Envoy's log file: {e}"));
         let child = Command::new(&bin)
-            .arg("-c")
-            .arg(file.path())
-            .arg("--disable-hot-restart")
-            .args(extra_args)
+            .args(args(file.path()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap_or_else(|e| panic!("opening Envoy's log file: {e}")))
+            .stderr(
+                log.reopen()
+                    .unwrap_or_else(|e| panic!("opening Envoy's log file: {e}")),
+            )
             .spawn()
             .unwrap_or_else(|e| panic!("spawning {}: {e}", bin.display()));
         let mut envoy = EnvoyProcess {
@@ -167,43 +180,25 @@ impl Drop for EnvoyProcess {
     }
 }
 
-/// A plain HTTP/1.1 GET on loopback, one request per connection (Envoy refuses HTTP/1.0 by
-/// default): status code and body.
+/// `-c FILE --disable-hot-restart EXTRA…`: hot restart would tie Envoy's life to the process
+/// that launched it.
+fn default_args(file: &Path, extra_args: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "-c".to_string(),
+        file.display().to_string(),
+        "--disable-hot-restart".to_string(),
+    ];
+    args.extend(extra_args.iter().map(|a| a.to_string()));
+    args
+}
+
+/// Admin requests carry `Host: 127.0.0.1`.
 fn http_get(addr: SocketAddr, path_and_query: &str) -> Option<(u16, String)> {
     http_request(addr, "GET", path_and_query)
 }
 
 fn http_request(addr: SocketAddr, method: &str, path_and_query: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "{method} {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let code = answer.split(' ').nth(1)?.parse().ok()?;
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((answer.as_str(), ""));
-    let chunked = head.lines().any(|l| {
-        l.to_ascii_lowercase().starts_with("transfer-encoding:") && l.to_ascii_lowercase().contains("chunked")
-    });
-    Some((code, if chunked { dechunk(body) } else { body.to_string() }))
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || tail.len() < size {
-            break;
-        }
-        out.push_str(&tail[..size]);
-        rest = tail[size..].trim_start_matches("\r\n");
-    }
-    out
+    http::request(addr, method, "127.0.0.1", path_and_query).map(|r| (r.status, r.body))
 }
 
 #[cfg(test)]
@@ -236,7 +231,10 @@ mod tests {
             },
             &[],
         );
-        assert_eq!(http_get(envoy.listener_addr(), "/").map(|(c, _)| c), Some(418));
+        assert_eq!(
+            http_get(envoy.listener_addr(), "/").map(|(c, _)| c),
+            Some(418)
+        );
         let admin = envoy.ports().admin;
         drop(envoy);
         // Another test may have bound the freed port since: what must not answer is an Envoy.

