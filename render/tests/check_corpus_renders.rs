@@ -6,11 +6,10 @@ mod render_support;
 
 use gateway_render::check::{check_entry_bytes, Policy};
 use gateway_render::{render, RenderConfig};
-use render_support::envoy::{envoy_bin, gateway_bootstrap, ProcessGuard};
+use gateway_testkit::validate::validate_bootstrap;
+use render_support::envoy::gateway_bootstrap;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 #[test]
 fn every_good_corpus_entry_renders_and_envoy_accepts_it() {
@@ -23,7 +22,6 @@ fn every_good_corpus_entry_renders_and_envoy_accepts_it() {
     paths.sort();
     assert!(paths.len() >= 15, "only {} good entries", paths.len());
     let policy = Policy::new("api.example.com", false);
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     for path in paths {
         let file = path
             .file_name()
@@ -35,52 +33,7 @@ fn every_good_corpus_entry_renders_and_envoy_accepts_it() {
         let rendered = render(&[entry], &RenderConfig::new("api.example.com"))
             .unwrap_or_else(|e| panic!("{file} does not render: {e}"));
         assert!(rendered.route_count > 0, "{file}: no routes rendered");
-        let bootstrap = tmp.path().join(format!("{file}.bootstrap.json"));
-        let text = serde_json::to_string(&gateway_bootstrap(&rendered, 0, 0))
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        fs::write(&bootstrap, text).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let (ok, output) = envoy_validate(&bootstrap, tmp.path());
+        let (ok, output) = validate_bootstrap(&gateway_bootstrap(&rendered, 0, 0));
         assert!(ok, "{file}: Envoy rejected the render:\n{output}");
     }
-}
-
-fn envoy_validate(bootstrap: &Path, dir: &Path) -> (bool, String) {
-    let log_path = dir.join("envoy.log");
-    let log = fs::File::create(&log_path).unwrap_or_else(|e| panic!("envoy log: {e}"));
-    let stderr = log.try_clone().unwrap_or_else(|e| panic!("envoy log: {e}"));
-    let child = Command::new(envoy_bin())
-        .args([
-            "--mode",
-            "validate",
-            "--disable-hot-restart",
-            "--log-level",
-            "warn",
-            "-c",
-        ])
-        .arg(bootstrap)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(stderr)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting Envoy ({}): {e}", envoy_bin().display()));
-    let mut guard = ProcessGuard(child);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(status) = guard
-            .0
-            .try_wait()
-            .unwrap_or_else(|e| panic!("waiting for Envoy: {e}"))
-        {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "envoy --mode validate did not finish in 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (
-        status.success(),
-        fs::read_to_string(&log_path).unwrap_or_default(),
-    )
 }

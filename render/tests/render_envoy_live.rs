@@ -5,22 +5,20 @@
 mod render_support;
 
 use gateway_render::{render, render_kill_switch, Entry, Limit, Rendered, Route};
+use gateway_testkit::envoy::EnvoyProcess;
+use gateway_testkit::free_port;
+use gateway_testkit::http::{self, Response};
 use render_support::config;
-use render_support::envoy::{envoy_bin, gateway_bootstrap, ProcessGuard};
+use render_support::envoy::gateway_bootstrap;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    l.local_addr().expect("local addr").port()
-}
-
-/// A loopback backend answering every request with `name METHOD PATH host=HOST`.
+/// A loopback backend answering every request with `name METHOD PATH host=HOST` (the test kit's
+/// backends answer JSON without the Host header, which these tests check Envoy rewrites).
 struct Backend {
     port: u16,
     stop: Arc<AtomicBool>,
@@ -91,101 +89,33 @@ fn answer(name: &str, mut stream: TcpStream) {
     );
 }
 
-struct Response {
-    status: u16,
-    content_type: Option<String>,
-    body: String,
-}
-
-/// One HTTP/1.1 request over a fresh connection.
-fn request(port: u16, method: &str, host: &str, path: &str) -> Response {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to Envoy");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    write!(stream, "{method} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").expect("send");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).expect("read response");
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad response {raw:?}"));
-    let content_type = head.lines().find_map(|l| {
-        l.to_ascii_lowercase()
-            .strip_prefix("content-type: ")
-            .map(str::to_string)
-    });
-    Response {
-        status,
-        content_type,
-        body: body.to_string(),
-    }
+/// One request to Envoy's listener over a fresh connection.
+fn request(envoy: &EnvoyProcess, method: &str, host: &str, path: &str) -> Response {
+    http::request(envoy.listener_addr(), method, host, path)
+        .unwrap_or_else(|| panic!("no answer from Envoy to {method} {host}{path}"))
 }
 
 /// Envoy running `rendered`, killed on drop.
-struct RunningEnvoy {
-    port: u16,
-    _guard: ProcessGuard,
-    _dir: tempfile::TempDir,
-}
-
-fn run_envoy(rendered: &Rendered) -> RunningEnvoy {
-    let (port, admin) = (free_port(), free_port());
-    let mut bootstrap = gateway_bootstrap(rendered, port, admin);
-    // Point the global limiter at a port nothing listens on: with failure_mode_deny false every
-    // request passes, so only the local burst bucket limits here.
-    for cluster in bootstrap["static_resources"]["clusters"]
-        .as_array_mut()
-        .expect("clusters")
-    {
-        if cluster["name"] == gateway_render::contract::RATE_LIMIT_CLUSTER {
-            cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
-                ["socket_address"]["port_value"] = json!(free_port());
-        }
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("envoy.json");
-    std::fs::write(&path, bootstrap.to_string()).expect("write bootstrap");
-    let log = std::fs::File::create(dir.path().join("envoy.log")).expect("log file");
-    let child = Command::new(envoy_bin())
-        .args([
-            "--disable-hot-restart",
-            "--concurrency",
-            "1",
-            "--log-level",
-            "warn",
-            "-c",
-        ])
-        .arg(&path)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().expect("log handle"))
-        .stderr(log)
-        .spawn()
-        .unwrap_or_else(|e| panic!("starting Envoy ({}): {e}", envoy_bin().display()));
-    let mut guard = ProcessGuard(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(Some(status)) = guard.0.try_wait() {
-            let log = std::fs::read_to_string(dir.path().join("envoy.log")).unwrap_or_default();
-            panic!("Envoy exited ({status}) before it was ready:\n{log}");
-        }
-        if TcpStream::connect(("127.0.0.1", admin)).is_ok()
-            && request(admin, "GET", "admin", "/ready")
-                .body
-                .contains("LIVE")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "Envoy was not ready in 30 s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    RunningEnvoy {
-        port,
-        _guard: guard,
-        _dir: dir,
-    }
+fn run_envoy(rendered: &Rendered) -> EnvoyProcess {
+    EnvoyProcess::start(
+        |ports| {
+            let mut bootstrap =
+                gateway_bootstrap(rendered, ports.listener.port(), ports.admin.port());
+            // Point the global limiter at a port nothing listens on: with failure_mode_deny false
+            // every request passes, so only the local burst bucket limits here.
+            for cluster in bootstrap["static_resources"]["clusters"]
+                .as_array_mut()
+                .expect("clusters")
+            {
+                if cluster["name"] == gateway_render::contract::RATE_LIMIT_CLUSTER {
+                    cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+                        ["address"]["socket_address"]["port_value"] = json!(free_port());
+                }
+            }
+            bootstrap
+        },
+        &["--concurrency", "1", "--log-level", "warn"],
+    )
 }
 
 fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
@@ -229,7 +159,7 @@ fn envoy_routes_real_requests_as_rendered() {
     let envoy = run_envoy(&rendered);
     let host = "invoices.api.example.com";
 
-    let r = request(envoy.port, "GET", host, "/invoices/7");
+    let r = request(&envoy, "GET", host, "/invoices/7");
     assert_eq!(
         (r.status, r.body.as_str()),
         (
@@ -242,41 +172,41 @@ fn envoy_routes_real_requests_as_rendered() {
         )
     );
     assert_eq!(
-        request(envoy.port, "GET", host, "/invoices?page=2").status,
+        request(&envoy, "GET", host, "/invoices?page=2").status,
         200,
         "a query string ends the prefix"
     );
     assert_eq!(
-        request(envoy.port, "GET", &format!("{host}:8443"), "/invoices").status,
+        request(&envoy, "GET", &format!("{host}:8443"), "/invoices").status,
         200,
         "a port in Host matches"
     );
 
-    let r = request(envoy.port, "GET", host, "/invoicesX");
+    let r = request(&envoy, "GET", host, "/invoicesX");
     assert_eq!(r.status, 404, "prefixes match whole segments: {}", r.body);
-    assert_eq!(r.content_type.as_deref(), Some("application/json"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(
         serde_json::from_str::<Value>(&r.body).expect("JSON 404")["error"],
         "no route for this path"
     );
     assert_eq!(
-        request(envoy.port, "POST", host, "/invoices").status,
+        request(&envoy, "POST", host, "/invoices").status,
         404,
         "GET-only route"
     );
 
-    let r = request(envoy.port, "PUT", host, "/payments/9");
+    let r = request(&envoy, "PUT", host, "/payments/9");
     assert_eq!(
         (r.status, r.body.starts_with("payments-api PUT /payments/9")),
         (200, true),
         "{}",
         r.body
     );
-    assert_eq!(request(envoy.port, "GET", host, "/payments").status, 404);
+    assert_eq!(request(&envoy, "GET", host, "/payments").status, 404);
 
-    let r = request(envoy.port, "GET", "unknown.example.org", "/invoices");
+    let r = request(&envoy, "GET", "unknown.example.org", "/invoices");
     assert_eq!(r.status, 404);
-    assert_eq!(r.content_type.as_deref(), Some("application/json"));
+    assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(
         serde_json::from_str::<Value>(&r.body).expect("JSON 404")["error"],
         "no route for this host"
@@ -284,7 +214,7 @@ fn envoy_routes_real_requests_as_rendered() {
 
     // Burst 2: two tokens, two more each second; eight quick requests cannot all pass.
     let statuses: Vec<u16> = (0..8)
-        .map(|_| request(envoy.port, "GET", host, "/invoices/export/all").status)
+        .map(|_| request(&envoy, "GET", host, "/invoices/export/all").status)
         .collect();
     assert!(statuses.contains(&200), "{statuses:?}");
     assert!(
@@ -305,9 +235,9 @@ fn envoy_answers_503_json_to_everything_under_the_kill_switch() {
         ("anything.example", "/"),
         ("x", "/a/b?c"),
     ] {
-        let r = request(envoy.port, "GET", host, path);
+        let r = request(&envoy, "GET", host, path);
         assert_eq!(r.status, 503, "{host}{path}");
-        assert_eq!(r.content_type.as_deref(), Some("application/json"));
+        assert_eq!(r.header("content-type"), Some("application/json"));
         assert_eq!(
             serde_json::from_str::<Value>(&r.body).expect("JSON body")["error"],
             "gateway kill switch engaged"

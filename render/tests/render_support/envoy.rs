@@ -1,5 +1,4 @@
-//! Envoy for the render tests: finding the binary, a guard that kills it, and a bootstrap with
-//! the gateway's filters that inlines a render (Envoy's validate mode does not read
+//! Envoy for the render tests: a bootstrap with the gateway's filters that inlines a render (Envoy's validate mode does not read
 //! `path_config_source` files, so the rendered resources go into `static_resources`).
 
 use gateway_render::contract::{
@@ -8,34 +7,6 @@ use gateway_render::contract::{
 };
 use gateway_render::Rendered;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::process::Child;
-
-pub fn envoy_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("ENVOY_BIN") {
-        return PathBuf::from(bin);
-    }
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("envoy"))
-            .find(|p| p.is_file())
-    });
-    on_path.unwrap_or_else(|| {
-        panic!("Envoy not found: set ENVOY_BIN or put envoy on PATH (scripts/setup-python.sh installs the pinned one into .venv/bin)")
-    })
-}
-
-/// Kills the Envoy process if the test ends before it does.
-pub struct ProcessGuard(pub Child);
-
-impl Drop for ProcessGuard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
 
 /// A resource inlined into a bootstrap is a plain message, not an `Any`: it must not carry `@type`.
 pub fn without_type(v: &Value) -> Value {
