@@ -1,17 +1,17 @@
 //! Real Envoy judges the bootstrap shapes.
 
-mod common;
-
 use gateway_bootstrap::{
     envoy_version, gateway_bootstrap, to_pretty_json, validation_bootstrap, BootstrapParams,
 };
 use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE, ROUTE_CONFIG_NAME};
+use gateway_testkit::envoy_bin;
+use gateway_testkit::validate::validate_file;
 use serde_json::json;
 use std::process::Command;
 
 #[test]
 fn envoy_version_matches_the_pin() {
-    let out = Command::new(common::envoy_bin())
+    let out = Command::new(envoy_bin())
         .arg("--version")
         .output()
         .expect("envoy runs");
@@ -40,7 +40,7 @@ fn production_shape_passes_envoy_validate() {
         to_pretty_json(&gateway_bootstrap(&params).expect("valid params")),
     )
     .expect("write");
-    let (ok, text) = common::envoy_validate(&file);
+    let (ok, text) = validate_file(&file);
     assert!(ok, "envoy rejected the gateway bootstrap:\n{text}");
 }
 
@@ -66,7 +66,7 @@ fn validation_bootstrap_with_a_route_passes_envoy_validate() {
     let b = validation_bootstrap(&BootstrapParams::production(), &clusters, &route_config)
         .expect("valid");
     std::fs::write(&file, to_pretty_json(&b)).expect("write");
-    let (ok, text) = common::envoy_validate(&file);
+    let (ok, text) = validate_file(&file);
     assert!(ok, "envoy rejected the validation bootstrap:\n{text}");
 
     // And Envoy really parsed the inlined routes: a route to a missing cluster is refused.
@@ -76,7 +76,7 @@ fn validation_bootstrap_with_a_route_passes_envoy_validate() {
     let b =
         validation_bootstrap(&BootstrapParams::production(), &clusters, &broken).expect("valid");
     std::fs::write(&file, to_pretty_json(&b)).expect("write");
-    let (ok, text) = common::envoy_validate(&file);
+    let (ok, text) = validate_file(&file);
     assert!(!ok, "envoy accepted a route to a missing cluster");
     assert!(
         text.contains("nowhere"),
