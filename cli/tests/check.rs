@@ -64,23 +64,9 @@ fn loopback_backends_need_the_flag_or_the_variable() {
     let mut cmd = command(&["check", "-"]);
     cmd.env("GATEWAY_DOMAIN", "api.example.com")
         .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true");
-    let out = {
-        use std::io::Write;
-        let mut child = cmd
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(one.as_bytes())
-            .expect("write");
-        child.wait_with_output().expect("runs")
-    };
+    let r = run_command_with_stdin(cmd, one);
     assert!(
-        out.status.success(),
+        r.code == 0,
         "GATEWAY_ALLOW_LOOPBACK_BACKENDS=true must allow it"
     );
 }

@@ -5,10 +5,9 @@ use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE};
 use gateway_render::{render, RenderConfig};
 use gateway_testkit::envoy::EnvoyProcess;
-use gateway_testkit::{envoy_bin, free_port, unique_name, MotoServer};
+use gateway_testkit::{envoy_bin, free_port, http, unique_name, MotoServer};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -232,25 +231,11 @@ fn errors_say_what_to_do_next() {
     assert_eq!(run.code, 2, "--off needs --runtime: {}", run.stderr);
 }
 
-/// A minimal HTTP/1.1 exchange through Envoy; the status code.
-fn status_of(addr: SocketAddr, host: &str) -> Option<u16> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET /anything HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
-}
-
 fn wait_status(addr: SocketAddr, want: u16) -> Option<u16> {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut last = None;
     while Instant::now() < deadline {
-        last = status_of(addr, "nobody.api.example.com");
+        last = http::status(addr, "GET", "nobody.api.example.com", "/anything");
         if last == Some(want) {
             break;
         }

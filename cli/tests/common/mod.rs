@@ -1,6 +1,7 @@
 //! Runs the built `gatewayctl` binary.
 #![allow(dead_code)]
 
+use gateway_testkit::envoy_bin;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -34,7 +35,12 @@ pub fn run(args: &[&str]) -> Run {
 }
 
 pub fn run_with_stdin(args: &[&str], stdin: &str) -> Run {
-    let mut child = command(args)
+    run_command_with_stdin(command(args), stdin)
+}
+
+/// A prepared `command` (extra variables set) with `stdin` written to it.
+pub fn run_command_with_stdin(mut cmd: Command, stdin: &str) -> Run {
+    let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -47,18 +53,6 @@ pub fn run_with_stdin(args: &[&str], stdin: &str) -> Run {
         .write_all(stdin.as_bytes())
         .expect("write stdin");
     finish(child.wait_with_output().expect("gatewayctl runs"))
-}
-
-/// `ENVOY_BIN`, else `envoy` on PATH; fails (never skips) when Envoy is missing.
-pub fn envoy_bin() -> PathBuf {
-    let bin = std::env::var_os("ENVOY_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "envoy".into());
-    match Command::new(&bin).arg("--version").output() {
-        Ok(out) if out.status.success() => bin,
-        other => panic!("Envoy not runnable as {bin:?} ({other:?}): set ENVOY_BIN or put the pinned Envoy on PATH"),
-    }
 }
 
 pub const BILLING: &str = r#"{
