@@ -37,18 +37,14 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
         panic!("expected a publish, got {first}")
     };
     assert_eq!(*routes, 2);
-    let live = h.store.head_live().await.expect("head").expect("live");
+    let live = h.live().await;
     assert_eq!(&live.version_id, version_id);
     assert_eq!(live.hash.as_deref(), Some(hash.as_str()));
-    let versions = h.store.list_versions(50).await.expect("versions").len();
+    let versions = h.version_count().await;
 
     let second = h.reconcile().await;
     assert_eq!(second, Outcome::Unchanged { hash: hash.clone() });
-    assert_eq!(
-        h.store.list_versions(50).await.expect("versions").len(),
-        versions,
-        "no new object version"
-    );
+    assert_eq!(h.version_count().await, versions, "no new object version");
 
     h.register(entry(
         "billing",
@@ -68,7 +64,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
     };
     assert_ne!(new_hash, hash);
     assert_eq!(
-        h.store.list_versions(50).await.expect("versions").len(),
+        h.version_count().await,
         versions + 1,
         "exactly one new version"
     );
@@ -131,7 +127,7 @@ async fn a_render_envoy_rejects_is_kept_under_failed_and_nothing_is_published() 
         "the failed render is kept"
     );
 
-    let live = h.store.head_live().await.expect("head").expect("live");
+    let live = h.live().await;
     assert_eq!(
         live.version_id, live_version,
         "the previous bundle is still live"
@@ -166,15 +162,7 @@ async fn an_entry_written_straight_into_the_table_is_held_to_the_checks() {
         reason.contains("intruder/meta") && reason.contains("backend"),
         "{reason}"
     );
-    assert_eq!(
-        h.store
-            .head_live()
-            .await
-            .expect("head")
-            .expect("live")
-            .version_id,
-        version_id
-    );
+    assert_eq!(h.live().await.version_id, version_id);
 }
 
 #[tokio::test]
@@ -191,15 +179,7 @@ async fn zero_entries_keep_the_live_config() {
         .expect("deregister");
     let outcome = h.reconcile().await;
     assert!(matches!(outcome, Outcome::KeptLive { .. }), "{outcome}");
-    assert_eq!(
-        h.store
-            .head_live()
-            .await
-            .expect("head")
-            .expect("live")
-            .version_id,
-        version_id
-    );
+    assert_eq!(h.live().await.version_id, version_id);
 }
 
 #[tokio::test]
@@ -228,15 +208,7 @@ async fn drift_holds_until_restore_or_resume() {
             matches!(&outcome, Outcome::HeldDrift { live_hash: Some(l), recorded_hash: Some(r) } if *l == ks_hash && *r == good),
             "{outcome}"
         );
-        assert_eq!(
-            h.store
-                .head_live()
-                .await
-                .expect("head")
-                .expect("live")
-                .version_id,
-            ks_version
-        );
+        assert_eq!(h.live().await.version_id, ks_version);
     }
     assert!(h.metric_names().await.contains(&"ConfigDrift".to_string()));
 
@@ -281,53 +253,21 @@ async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
         &["/invoices", "/v2"],
     ))
     .await;
-    let versions = h.store.list_versions(50).await.expect("versions").len();
+    let versions = h.version_count().await;
 
     // S3 refuses the upload: nothing published, state untouched.
-    h.faults
-        .fail_put
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    assert!(h.reconcile_faulty().await.is_err());
-    h.faults
-        .fail_put
-        .store(false, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(
-        h.store.list_versions(50).await.expect("versions").len(),
-        versions
-    );
-    assert_eq!(
-        h.store
-            .head_live()
-            .await
-            .expect("head")
-            .expect("live")
-            .version_id,
-        v1
-    );
+    assert!(h.reconcile_with_fault(&h.faults.fail_put).await.is_err());
+    assert_eq!(h.version_count().await, versions);
+    assert_eq!(h.live().await.version_id, v1);
 
     // The table fails on the read: nothing happens at all.
-    h.faults
-        .fail_read
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    assert!(h.reconcile_faulty().await.is_err());
-    h.faults
-        .fail_read
-        .store(false, std::sync::atomic::Ordering::SeqCst);
-    assert_eq!(
-        h.store.list_versions(50).await.expect("versions").len(),
-        versions
-    );
+    assert!(h.reconcile_with_fault(&h.faults.fail_read).await.is_err());
+    assert_eq!(h.version_count().await, versions);
 
     // The table fails after the upload (the state record): the next run adopts its own publish
     // instead of calling it drift.
-    h.faults
-        .fail_record
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    assert!(h.reconcile_faulty().await.is_err());
-    h.faults
-        .fail_record
-        .store(false, std::sync::atomic::Ordering::SeqCst);
-    let live = h.store.head_live().await.expect("head").expect("live");
+    assert!(h.reconcile_with_fault(&h.faults.fail_record).await.is_err());
+    let live = h.live().await;
     let outcome = h.reconcile_faulty().await.expect("next run");
     assert!(
         matches!(&outcome, Outcome::Unchanged { hash } if Some(hash) == live.hash.as_ref()),
@@ -379,7 +319,7 @@ async fn overlapping_runs_publish_one_version_and_agree_on_state() {
         &["/invoices", "/both"],
     ))
     .await;
-    let versions = h.store.list_versions(50).await.expect("versions").len();
+    let versions = h.version_count().await;
     let (a, b) = tokio::join!(
         reconcile(&h.registry, &h.store, &h.metrics, &h.cfg),
         reconcile(&h.registry, &h.store, &h.metrics, &h.cfg)
@@ -394,7 +334,7 @@ async fn overlapping_runs_publish_one_version_and_agree_on_state() {
     );
     // Whatever the interleaving, the next run finds live == recorded == the registry's render.
     let next = h.reconcile().await;
-    let after = h.store.list_versions(50).await.expect("versions").len();
+    let after = h.version_count().await;
     assert_eq!(
         after,
         versions + 1,

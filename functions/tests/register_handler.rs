@@ -121,30 +121,53 @@ fn http() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The handler's answer to `event`, which it must handle (an answer, not an error).
+async fn call(reg: &DynamoRegistry, event: Value) -> Value {
+    handle(reg, &http(), event).await.expect("handled")
+}
+
+/// CloudFormation's Create for `entry` (a string property), answered at `url`.
+fn cfn_create(url: &str, request_id: &str, entry: &gateway_render::Entry) -> Value {
+    cfn_event(
+        "Create",
+        url,
+        request_id,
+        as_string_property(entry),
+        None,
+        None,
+    )
+}
+
+/// CloudFormation's Delete of the resource `physical` whose properties held `entry`.
+fn cfn_delete(url: &str, request_id: &str, entry: &gateway_render::Entry, physical: &str) -> Value {
+    cfn_event(
+        "Delete",
+        url,
+        request_id,
+        as_string_property(entry),
+        Some(physical),
+        None,
+    )
+}
+
+async fn is_registered(reg: &DynamoRegistry, id: &str) -> bool {
+    reg.get(id).await.expect("get").is_some()
+}
+
 #[tokio::test]
 async fn direct_register_and_deregister() {
     let reg = registry().await;
     let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
-    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": e }))
-        .await
-        .expect("handled");
+    let answer = call(&reg, json!({ "action": "register", "entry": e })).await;
     assert_eq!(
         answer,
         json!({ "ok": true, "outcome": "created", "revision": 1 })
     );
-    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": e }))
-        .await
-        .expect("handled");
+    let answer = call(&reg, json!({ "action": "register", "entry": e })).await;
     assert_eq!(answer["outcome"], "unchanged");
 
     let other = entry("payments", "pay", "invoices", &["/pay"]);
-    let answer = handle(
-        &reg,
-        &http(),
-        json!({ "action": "register", "entry": other }),
-    )
-    .await
-    .expect("handled");
+    let answer = call(&reg, json!({ "action": "register", "entry": other })).await;
     assert_eq!(answer["ok"], false);
     assert_eq!(answer["error"]["kind"], "conflict");
     assert_eq!(
@@ -153,9 +176,7 @@ async fn direct_register_and_deregister() {
     );
 
     let bad = json!({ "team": "Billing", "service": "", "host": "invoices", "backend": "x", "routes": [] });
-    let answer = handle(&reg, &http(), json!({ "action": "register", "entry": bad }))
-        .await
-        .expect("handled");
+    let answer = call(&reg, json!({ "action": "register", "entry": bad })).await;
     assert_eq!(answer["error"]["kind"], "rejected");
     let problems = answer["error"]["problems"].as_array().expect("problems");
     assert!(problems.len() >= 4, "every problem is listed: {problems:?}");
@@ -164,26 +185,20 @@ async fn direct_register_and_deregister() {
         "{problems:?}"
     );
 
-    let answer = handle(
+    let answer = call(
         &reg,
-        &http(),
         json!({ "action": "deregister", "id": "billing/invoices-api" }),
     )
-    .await
-    .expect("handled");
+    .await;
     assert_eq!(answer["outcome"], "deleted");
-    let answer = handle(
+    let answer = call(
         &reg,
-        &http(),
         json!({ "action": "deregister", "id": "billing/invoices-api" }),
     )
-    .await
-    .expect("handled");
+    .await;
     assert_eq!(answer["outcome"], "not-found");
 
-    let answer = handle(&reg, &http(), json!({ "action": "publish" }))
-        .await
-        .expect("handled");
+    let answer = call(&reg, json!({ "action": "publish" })).await;
     assert_eq!(answer["error"]["kind"], "bad-request");
 }
 
@@ -192,13 +207,7 @@ async fn custom_resource_create_answers_success_at_the_response_url() {
     let reg = registry().await;
     let (url, mut rx) = response_url(200).await;
     let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
-    let answer = handle(
-        &reg,
-        &http(),
-        cfn_event("Create", &url, "req-1", as_string_property(&e), None, None),
-    )
-    .await
-    .expect("handled");
+    let answer = call(&reg, cfn_create(&url, "req-1", &e)).await;
     assert_eq!(answer["ok"], true);
     let put = answered(&mut rx).await;
     assert_eq!(put.method, "PUT");
@@ -218,11 +227,7 @@ async fn custom_resource_create_answers_success_at_the_response_url() {
     assert_eq!(put.body["LogicalResourceId"], "InvoicesExpose");
     assert_eq!(put.body["Data"]["Fqdn"], "invoices.api.example.com");
     assert_eq!(put.body["Data"]["Revision"], "1");
-    assert!(reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .is_some());
+    assert!(is_registered(&reg, "billing/invoices-api").await);
 }
 
 #[tokio::test]
@@ -235,13 +240,11 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
         "backend": "https://invoices.internal.example:8443",
         "routes": [ { "path": "/invoices", "methods": ["GET"],
             "limits": [ { "per": "client-ip", "requests": "100", "every": "minute" }, { "burst": "20" } ] } ] } });
-    handle(
+    call(
         &reg,
-        &http(),
         cfn_event("Create", &url, "req-2", properties, None, None),
     )
-    .await
-    .expect("handled");
+    .await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS", "{}", put.body);
     let stored = reg
@@ -263,13 +266,7 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
         .expect("holder");
     let (url, mut rx) = response_url(200).await;
     let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
-    let answer = handle(
-        &reg,
-        &http(),
-        cfn_event("Create", &url, "req-3", as_string_property(&e), None, None),
-    )
-    .await
-    .expect("handled");
+    let answer = call(&reg, cfn_create(&url, "req-3", &e)).await;
     assert_eq!(answer["ok"], false);
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "FAILED");
@@ -280,24 +277,11 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
     );
 
     // Rollback deletes the placeholder: success, and nothing of the holder's is touched.
-    handle(
-        &reg,
-        &http(),
-        cfn_event(
-            "Delete",
-            &url,
-            "req-4",
-            as_string_property(&e),
-            Some("failed-req-3"),
-            None,
-        ),
-    )
-    .await
-    .expect("handled");
+    call(&reg, cfn_delete(&url, "req-4", &e, "failed-req-3")).await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["PhysicalResourceId"], "failed-req-3");
-    assert!(reg.get("payments/pay").await.expect("get").is_some());
+    assert!(is_registered(&reg, "payments/pay").await);
     assert_eq!(
         registry_support::rows(&reg).await.len(),
         3,
@@ -311,13 +295,7 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     let (url, mut rx) = response_url(200).await;
     let old = entry("billing", "invoices-v1", "invoices", &["/v1"]);
     let new = entry("billing", "invoices-v2", "invoices", &["/v2"]);
-    handle(
-        &reg,
-        &http(),
-        cfn_event("Create", &url, "r1", as_string_property(&old), None, None),
-    )
-    .await
-    .expect("create");
+    call(&reg, cfn_create(&url, "r1", &old)).await;
     assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
 
     let update = cfn_event(
@@ -328,26 +306,13 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
         Some("billing/invoices-v1"),
         Some(as_string_property(&old)),
     );
-    handle(&reg, &http(), update).await.expect("update");
+    call(&reg, update).await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-v2");
 
     // CloudFormation's cleanup: Delete with the old physical id.
-    handle(
-        &reg,
-        &http(),
-        cfn_event(
-            "Delete",
-            &url,
-            "r3",
-            as_string_property(&old),
-            Some("billing/invoices-v1"),
-            None,
-        ),
-    )
-    .await
-    .expect("delete");
+    call(&reg, cfn_delete(&url, "r3", &old, "billing/invoices-v1")).await;
     assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
     let ids: Vec<_> = reg
         .list()
@@ -360,20 +325,7 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(ids, vec!["billing/invoices-v2"]);
 
     // A Delete of something already gone succeeds.
-    handle(
-        &reg,
-        &http(),
-        cfn_event(
-            "Delete",
-            &url,
-            "r4",
-            as_string_property(&old),
-            Some("billing/invoices-v1"),
-            None,
-        ),
-    )
-    .await
-    .expect("delete again");
+    call(&reg, cfn_delete(&url, "r4", &old, "billing/invoices-v1")).await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(
@@ -404,7 +356,7 @@ async fn failed_update_keeps_the_physical_id() {
         Some("billing/mine"),
         Some(as_string_property(&mine)),
     );
-    handle(&reg, &http(), update).await.expect("handled");
+    call(&reg, update).await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "FAILED");
     assert_eq!(put.body["PhysicalResourceId"], "billing/mine");
@@ -427,22 +379,18 @@ async fn sns_wrapped_custom_resource_event() {
     let reg = registry().await;
     let (url, mut rx) = response_url(200).await;
     let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
-    let inner = cfn_event("Create", &url, "sns-1", as_string_property(&e), None, None);
+    let inner = cfn_create(&url, "sns-1", &e);
     let event = json!({ "Records": [ { "EventSource": "aws:sns", "EventVersion": "1.0",
         "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:gateway-register:sub",
         "Sns": { "Type": "Notification", "MessageId": "m1",
                  "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register",
                  "Message": inner.to_string(), "Timestamp": "2026-01-01T00:00:00.000Z" } } ] });
-    let answer = handle(&reg, &http(), event).await.expect("handled");
+    let answer = call(&reg, event).await;
     assert_eq!(answer["ok"], true, "{answer}");
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["RequestId"], "sns-1");
-    assert!(reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .is_some());
+    assert!(is_registered(&reg, "billing/invoices-api").await);
 }
 
 #[tokio::test]
@@ -450,21 +398,13 @@ async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
     let reg: DynamoRegistry = registry().await;
     let (url, mut rx) = response_url(500).await;
     let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
-    let err = handle(
-        &reg,
-        &http(),
-        cfn_event("Create", &url, "x1", as_string_property(&e), None, None),
-    )
-    .await
-    .expect_err("the PUT failed");
+    let err = handle(&reg, &http(), cfn_create(&url, "x1", &e))
+        .await
+        .expect_err("the PUT failed");
     assert_eq!(err.kind(), "retryable");
     for _ in 0..3 {
         assert_eq!(answered(&mut rx).await.method, "PUT");
     }
     // The registration itself happened; CloudFormation's retry finds it unchanged.
-    assert!(reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .is_some());
+    assert!(is_registered(&reg, "billing/invoices-api").await);
 }

@@ -3,29 +3,60 @@
 
 mod registry_support;
 
-use gateway_functions::registry::RegistryError;
+use gateway_functions::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
+use gateway_render::Entry;
 use registry_support::{entry, registry};
 use std::sync::Arc;
 
 const RACERS: usize = 30;
 const ROUNDS: usize = 3;
 
+/// Registers every entry at once, each on its own task; the results in the entries' order.
+async fn race(
+    reg: &Arc<DynamoRegistry>,
+    entries: Vec<Entry>,
+) -> Vec<(Entry, Result<RegisterOutcome, RegistryError>)> {
+    let tasks: Vec<_> = entries
+        .into_iter()
+        .map(|e| {
+            let reg = reg.clone();
+            tokio::spawn(async move {
+                let result = reg.register(&e).await;
+                (e, result)
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.expect("task"));
+    }
+    results
+}
+
+/// Exactly one racer won, and every loser that was told of a conflict names it.
+fn assert_one_winner_named_by_every_loser(round: usize, winners: &[String], holders: &[String]) {
+    assert_eq!(
+        winners.len(),
+        1,
+        "round {round}: exactly one winner, got {winners:?}"
+    );
+    assert!(
+        holders.iter().all(|h| *h == winners[0]),
+        "round {round}: losers name {holders:?}, winner {winners:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_team_wins_a_host_and_every_loser_names_it() {
     for round in 0..ROUNDS {
         let reg = Arc::new(registry().await);
         let host = format!("contested{round}");
-        let tasks: Vec<_> = (0..RACERS)
-            .map(|i| {
-                let reg = reg.clone();
-                let e = entry(&format!("team{i}"), "api", &host, &["/api"]);
-                tokio::spawn(async move { (i, reg.register(&e).await) })
-            })
+        let racers = (0..RACERS)
+            .map(|i| entry(&format!("team{i}"), "api", &host, &["/api"]))
             .collect();
         let mut winners = Vec::new();
         let mut holders = Vec::new();
-        for task in tasks {
-            let (i, result) = task.await.expect("task");
+        for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
             match result {
                 Ok(_) => winners.push(format!("team{i}")),
                 Err(RegistryError::Conflict { what, holder }) => {
@@ -37,16 +68,8 @@ async fn one_team_wins_a_host_and_every_loser_names_it() {
                 }
             }
         }
-        assert_eq!(
-            winners.len(),
-            1,
-            "round {round}: exactly one winner, got {winners:?}"
-        );
+        assert_one_winner_named_by_every_loser(round, &winners, &holders);
         assert_eq!(holders.len(), RACERS - 1);
-        assert!(
-            holders.iter().all(|h| *h == winners[0]),
-            "round {round}: losers name {holders:?}, winner {winners:?}"
-        );
         let snapshot = reg.list().await.expect("list");
         assert_eq!(snapshot.entries.len(), 1);
         assert_eq!(snapshot.entries[0].entry.team, winners[0]);
@@ -57,17 +80,12 @@ async fn one_team_wins_a_host_and_every_loser_names_it() {
 async fn one_service_wins_a_path_and_every_loser_names_it() {
     for round in 0..ROUNDS {
         let reg = Arc::new(registry().await);
-        let tasks: Vec<_> = (0..RACERS)
-            .map(|i| {
-                let reg = reg.clone();
-                let e = entry("billing", &format!("svc{i}"), "invoices", &["/invoices"]);
-                tokio::spawn(async move { (i, reg.register(&e).await) })
-            })
+        let racers = (0..RACERS)
+            .map(|i| entry("billing", &format!("svc{i}"), "invoices", &["/invoices"]))
             .collect();
         let mut winners = Vec::new();
         let mut holders = Vec::new();
-        for task in tasks {
-            let (i, result) = task.await.expect("task");
+        for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
             match result {
                 Ok(_) => winners.push(format!("billing/svc{i}")),
                 Err(RegistryError::Conflict { what, holder }) => {
@@ -82,15 +100,7 @@ async fn one_service_wins_a_path_and_every_loser_names_it() {
                 }
             }
         }
-        assert_eq!(
-            winners.len(),
-            1,
-            "round {round}: exactly one winner, got {winners:?}"
-        );
-        assert!(
-            holders.iter().all(|h| *h == winners[0]),
-            "round {round}: losers name {holders:?}, winner {winners:?}"
-        );
+        assert_one_winner_named_by_every_loser(round, &winners, &holders);
         let snapshot = reg.list().await.expect("list");
         assert_eq!(
             snapshot
@@ -107,24 +117,18 @@ async fn one_service_wins_a_path_and_every_loser_names_it() {
 async fn every_acknowledged_registration_on_a_shared_host_is_kept() {
     const SERVICES: usize = 12;
     let reg = Arc::new(registry().await);
-    let tasks: Vec<_> = (0..SERVICES)
+    let racers = (0..SERVICES)
         .map(|i| {
-            let reg = reg.clone();
-            let e = entry(
+            entry(
                 "billing",
                 &format!("svc{i}"),
                 "shared",
                 &[&format!("/svc{i}")],
-            );
-            tokio::spawn(async move {
-                let result = reg.register(&e).await;
-                (e, result)
-            })
+            )
         })
         .collect();
     let mut acknowledged = Vec::new();
-    for task in tasks {
-        let (e, result) = task.await.expect("task");
+    for (e, result) in race(&reg, racers).await {
         match result {
             Ok(_) => acknowledged.push(e),
             // Serialised by the host guard, racers commit one per round; one that runs out of
@@ -177,18 +181,15 @@ async fn one_service_wins_a_chain_of_nested_prefixes() {
         reg.register(&entry("billing", "anchor", "nested", &["/anchor"]))
             .await
             .expect("anchor");
-        let tasks: Vec<_> = (0..RACERS)
+        let racers = (0..RACERS)
             .map(|i| {
-                let reg = reg.clone();
                 let path = format!("/n{}", "/s".repeat(i));
-                let e = entry("billing", &format!("svc{i}"), "nested", &[&path]);
-                tokio::spawn(async move { (i, reg.register(&e).await) })
+                entry("billing", &format!("svc{i}"), "nested", &[&path])
             })
             .collect();
         let mut winners = Vec::new();
         let mut holders = Vec::new();
-        for task in tasks {
-            let (i, result) = task.await.expect("task");
+        for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
             match result {
                 Ok(_) => winners.push(format!("billing/svc{i}")),
                 Err(RegistryError::Conflict { holder, .. }) => holders.push(holder),
@@ -197,15 +198,7 @@ async fn one_service_wins_a_chain_of_nested_prefixes() {
                 Err(other) => panic!("round {round}: racer {i} got {other:?}"),
             }
         }
-        assert_eq!(
-            winners.len(),
-            1,
-            "round {round}: exactly one winner, got {winners:?}"
-        );
-        assert!(
-            holders.iter().all(|h| *h == winners[0]),
-            "round {round}: losers name {holders:?}, winner {winners:?}"
-        );
+        assert_one_winner_named_by_every_loser(round, &winners, &holders);
         assert_eq!(
             reg.list().await.expect("list").entries.len(),
             2,

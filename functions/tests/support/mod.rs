@@ -180,6 +180,27 @@ impl Harness {
         reconcile(&registry, &store, &self.metrics, &self.cfg).await
     }
 
+    /// One `reconcile_faulty` run with `fault` (a flag of `self.faults`) on for just that run.
+    pub async fn reconcile_with_fault(
+        &self,
+        fault: &AtomicBool,
+    ) -> Result<Outcome, ReconcileError> {
+        fault.store(true, Ordering::SeqCst);
+        let outcome = self.reconcile_faulty().await;
+        fault.store(false, Ordering::SeqCst);
+        outcome
+    }
+
+    /// The live bundle's head; fails the test when nothing is live.
+    pub async fn live(&self) -> BundleHead {
+        self.store.head_live().await.expect("head").expect("live")
+    }
+
+    /// How many bundle versions the bucket holds (the newest 50).
+    pub async fn version_count(&self) -> usize {
+        self.store.list_versions(50).await.expect("versions").len()
+    }
+
     /// Writes an entry item straight into the table, past the register function.
     pub async fn put_raw_entry(&self, entry: &Entry) {
         use aws_sdk_dynamodb::types::AttributeValue as A;
