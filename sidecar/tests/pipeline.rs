@@ -32,6 +32,24 @@ fn entry(
     common::entry(team, service, host, &backend.url(), routes)
 }
 
+/// Billing's invoices entry (GET, and POST with a burst limit) served by `backend`.
+fn invoices_at(backend: &Backend) -> Entry {
+    entry(
+        "billing",
+        "invoices",
+        "invoices",
+        backend,
+        vec![
+            route("/invoices", Some(&["GET"]), vec![]),
+            route(
+                "/invoices",
+                Some(&["POST"]),
+                vec![Limit::Burst { burst: 1000 }],
+            ),
+        ],
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_failed_request() {
     let moto = MotoServer::start();
@@ -64,20 +82,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     );
     seed(&registry, &store, &cfg).await.expect("seed");
     registry
-        .register(&entry(
-            "billing",
-            "invoices",
-            "invoices",
-            &billing,
-            vec![
-                route("/invoices", Some(&["GET"]), vec![]),
-                route(
-                    "/invoices",
-                    Some(&["POST"]),
-                    vec![Limit::Burst { burst: 1000 }],
-                ),
-            ],
-        ))
+        .register(&invoices_at(&billing))
         .await
         .expect("register billing");
     registry
@@ -185,20 +190,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     registry
-        .register(&entry(
-            "billing",
-            "invoices",
-            "invoices",
-            &billing_v2,
-            vec![
-                route("/invoices", Some(&["GET"]), vec![]),
-                route(
-                    "/invoices",
-                    Some(&["POST"]),
-                    vec![Limit::Burst { burst: 1000 }],
-                ),
-            ],
-        ))
+        .register(&invoices_at(&billing_v2))
         .await
         .expect("billing moves to v2");
     let Outcome::Published { hash: moved, .. } = reconcile(&registry, &store, &metrics, &cfg)
