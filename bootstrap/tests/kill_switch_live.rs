@@ -11,27 +11,11 @@ use gateway_testkit::envoy::EnvoyProcess;
 use gateway_testkit::{free_addr, http};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The status of `METHOD path` with a Host no route names specially.
 fn request(addr: SocketAddr, method: &str, path: &str) -> Option<u16> {
     http::status(addr, method, "anything.example", path)
-}
-
-fn wait_for(addr: SocketAddr, want: u16, envoy: &mut EnvoyProcess) -> Option<u16> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut last = None;
-    while Instant::now() < deadline {
-        if !envoy.is_running() {
-            panic!("envoy exited early:\n{}", envoy.log_text());
-        }
-        last = request(addr, "GET", "/");
-        if last == Some(want) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    last
 }
 
 #[test]
@@ -50,7 +34,7 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
     let ratelimit = free_addr();
 
     // The gateway bootstrap for the ports the kit chose, started with the proxy's arguments.
-    let mut envoy = EnvoyProcess::start_with_args(
+    let envoy = EnvoyProcess::start_with_args(
         |ports| {
             let params = BootstrapParams {
                 clusters_dir: clusters_dir.clone(),
@@ -71,7 +55,14 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
     let (listen, admin) = (envoy.listener_addr(), envoy.ports().admin);
 
     assert_eq!(
-        wait_for(listen, 200, &mut envoy),
+        http::wait_for_status(
+            listen,
+            "GET",
+            "anything.example",
+            "/",
+            200,
+            Duration::from_secs(20)
+        ),
         Some(200),
         "envoy never served the route:\n{}",
         envoy.log_text()

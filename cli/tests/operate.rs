@@ -9,7 +9,7 @@ use gateway_testkit::{envoy_bin, free_port, http, unique_name, MotoServer};
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 struct Run {
     code: i32,
@@ -232,16 +232,14 @@ fn errors_say_what_to_do_next() {
 }
 
 fn wait_status(addr: SocketAddr, want: u16) -> Option<u16> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut last = None;
-    while Instant::now() < deadline {
-        last = http::status(addr, "GET", "nobody.api.example.com", "/anything");
-        if last == Some(want) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    last
+    http::wait_for_status(
+        addr,
+        "GET",
+        "nobody.api.example.com",
+        "/anything",
+        want,
+        Duration::from_secs(10),
+    )
 }
 
 #[test]

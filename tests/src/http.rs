@@ -72,6 +72,28 @@ pub fn status(addr: SocketAddr, method: &str, host: &str, path_and_query: &str) 
     request(addr, method, host, path_and_query).map(|r| r.status)
 }
 
+/// Asks `METHOD path` every 100 ms until the status is `want` or `within` has passed (a config
+/// change reaches Envoy's workers a moment after the admin call returns); the last status seen.
+pub fn wait_for_status(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path_and_query: &str,
+    want: u16,
+    within: Duration,
+) -> Option<u16> {
+    let deadline = std::time::Instant::now() + within;
+    let mut last = None;
+    while std::time::Instant::now() < deadline {
+        last = status(addr, method, host, path_and_query);
+        if last == Some(want) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last
+}
+
 fn dechunk(mut rest: &str) -> String {
     let mut out = String::new();
     while let Some((size, tail)) = rest.split_once("\r\n") {
