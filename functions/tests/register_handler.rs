@@ -5,7 +5,7 @@ mod registry_support;
 
 use gateway_functions::register::handle;
 use gateway_functions::registry::DynamoRegistry;
-use registry_support::{entry, registry};
+use registry_support::{entry, invoices_api, registry};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -157,7 +157,7 @@ async fn is_registered(reg: &DynamoRegistry, id: &str) -> bool {
 #[tokio::test]
 async fn direct_register_and_deregister() {
     let reg = registry().await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     let answer = call(&reg, json!({ "action": "register", "entry": e })).await;
     assert_eq!(
         answer,
@@ -206,7 +206,7 @@ async fn direct_register_and_deregister() {
 async fn custom_resource_create_answers_success_at_the_response_url() {
     let reg = registry().await;
     let (url, mut rx) = response_url(200).await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     let answer = call(&reg, cfn_create(&url, "req-1", &e)).await;
     assert_eq!(answer["ok"], true);
     let put = answered(&mut rx).await;
@@ -265,7 +265,7 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
         .await
         .expect("holder");
     let (url, mut rx) = response_url(200).await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     let answer = call(&reg, cfn_create(&url, "req-3", &e)).await;
     assert_eq!(answer["ok"], false);
     let put = answered(&mut rx).await;
@@ -378,7 +378,7 @@ async fn failed_update_keeps_the_physical_id() {
 async fn sns_wrapped_custom_resource_event() {
     let reg = registry().await;
     let (url, mut rx) = response_url(200).await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     let inner = cfn_create(&url, "sns-1", &e);
     let event = json!({ "Records": [ { "EventSource": "aws:sns", "EventVersion": "1.0",
         "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:gateway-register:sub",
@@ -397,7 +397,7 @@ async fn sns_wrapped_custom_resource_event() {
 async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
     let reg: DynamoRegistry = registry().await;
     let (url, mut rx) = response_url(500).await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     let err = handle(&reg, &http(), cfn_create(&url, "x1", &e))
         .await
         .expect_err("the PUT failed");

@@ -6,14 +6,14 @@ mod registry_support;
 use gateway_functions::registry::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
 };
-use registry_support::{entry, holder, pair, registry, row, rows};
+use registry_support::{entry, holder, invoices_api, pair, registry, row, rows};
 
 const FQDN: &str = "invoices.api.example.com";
 
 #[tokio::test]
 async fn register_update_and_identical_reregister() {
     let reg = registry().await;
-    let mut e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let mut e = invoices_api();
     assert_eq!(
         reg.register(&e).await.expect("create"),
         RegisterOutcome::Created { revision: 1 }
@@ -80,7 +80,7 @@ async fn register_update_and_identical_reregister() {
 #[tokio::test]
 async fn a_rejected_entry_writes_nothing() {
     let reg = registry().await;
-    let mut e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let mut e = invoices_api();
     e.routes[0].path = "invoices".into();
     match reg.register(&e).await {
         Err(RegistryError::Rejected(r)) => {
@@ -141,14 +141,7 @@ async fn deregister_removes_entry_and_guards_and_releases_the_host() {
 #[tokio::test]
 async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
     let reg = registry().await;
-    reg.register(&entry(
-        "billing",
-        "invoices-api",
-        "invoices",
-        &["/invoices"],
-    ))
-    .await
-    .expect("first");
+    reg.register(&invoices_api()).await.expect("first");
     reg.register(&entry(
         "billing",
         "credit-notes",
@@ -185,15 +178,7 @@ async fn another_team_cannot_take_a_host() {
     reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
         .await
         .expect("first");
-    let err = reg
-        .register(&entry(
-            "billing",
-            "invoices-api",
-            "invoices",
-            &["/invoices"],
-        ))
-        .await
-        .expect_err("conflict");
+    let err = reg.register(&invoices_api()).await.expect_err("conflict");
     assert_eq!(
         err.to_string(),
         "host invoices.api.example.com is held by payments"

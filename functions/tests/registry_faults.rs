@@ -6,7 +6,7 @@ mod registry_support;
 use gateway_functions::aws::{dynamodb_config, DYNAMODB_MAX_ATTEMPTS};
 use gateway_functions::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
 use gateway_render::check::Policy;
-use registry_support::{entry, moto, registry, DOMAIN};
+use registry_support::{invoices_api, moto, registry, DOMAIN};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -83,7 +83,7 @@ async fn brief_throttling_is_retried_and_the_registration_succeeds() {
     let upstream = moto().endpoint.trim_start_matches("http://").to_string();
     let (endpoint, seen) = throttling_proxy(upstream, 2).await;
     let reg = registry_at(&endpoint, direct.table()).await;
-    let e = entry("billing", "invoices-api", "invoices", &["/invoices"]);
+    let e = invoices_api();
     assert_eq!(
         reg.register(&e).await.expect("register through throttling"),
         RegisterOutcome::Created { revision: 1 }
@@ -104,15 +104,7 @@ async fn persistent_throttling_is_retryable_not_a_conflict() {
     let upstream = moto().endpoint.trim_start_matches("http://").to_string();
     let (endpoint, seen) = throttling_proxy(upstream, usize::MAX).await;
     let reg = registry_at(&endpoint, direct.table()).await;
-    let err = reg
-        .register(&entry(
-            "billing",
-            "invoices-api",
-            "invoices",
-            &["/invoices"],
-        ))
-        .await
-        .expect_err("throttled");
+    let err = reg.register(&invoices_api()).await.expect_err("throttled");
     assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
     assert_eq!(err.kind(), "retryable");
     assert!(err.to_string().contains("ThrottlingException"), "{err}");
@@ -134,14 +126,6 @@ async fn persistent_throttling_is_retryable_not_a_conflict() {
 async fn an_unreachable_endpoint_is_retryable() {
     let port = gateway_testkit::free_port();
     let reg = registry_at(&format!("http://127.0.0.1:{port}"), "nowhere").await;
-    let err = reg
-        .register(&entry(
-            "billing",
-            "invoices-api",
-            "invoices",
-            &["/invoices"],
-        ))
-        .await
-        .expect_err("no server");
+    let err = reg.register(&invoices_api()).await.expect_err("no server");
     assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
 }

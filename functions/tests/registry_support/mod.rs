@@ -35,6 +35,12 @@ pub async fn registry() -> DynamoRegistry {
 }
 
 /// A valid entry with one method-less route per path.
+/// Billing's `invoices-api` on host `invoices` with the one path `/invoices`: the entry most
+/// tests register first.
+pub fn invoices_api() -> Entry {
+    entry("billing", "invoices-api", "invoices", &["/invoices"])
+}
+
 pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
         team: team.into(),
