@@ -46,12 +46,16 @@ pub fn run_command_with_stdin(mut cmd: Command, stdin: &str) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    child
+    // A usage error exits before reading stdin: a broken pipe then is the program's answer,
+    // not the test's failure.
+    if let Err(e) = child
         .stdin
         .take()
         .expect("stdin")
         .write_all(stdin.as_bytes())
-        .expect("write stdin");
+    {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write stdin: {e}");
+    }
     finish(child.wait_with_output().expect("gatewayctl runs"))
 }
 
