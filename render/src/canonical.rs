@@ -9,6 +9,7 @@
 //! through serde_json, so escaping and number formatting are serde_json's own.
 
 use serde_json::{Map, Value};
+use std::sync::OnceLock;
 
 const INDENT: &[u8] = b"  ";
 
@@ -113,11 +114,22 @@ pub(crate) fn member(key: &str, value: &Value) -> Vec<u8> {
     out
 }
 
-/// Keys in order. serde_json's map is a BTreeMap (already sorted) unless some crate in the build
-/// enables `preserve_order`; sorting only when needed keeps both right.
+/// Whether serde_json's map iterates in key order: it is a BTreeMap unless some crate in the
+/// build enables serde_json's `preserve_order`, which makes it keep insertion order instead.
+fn keys_come_sorted() -> bool {
+    static SORTED: OnceLock<bool> = OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut probe = Map::new();
+        probe.insert("b".into(), Value::Null);
+        probe.insert("a".into(), Value::Null);
+        probe.keys().is_sorted()
+    })
+}
+
+/// Keys in order, sorting only when the map does not keep them sorted itself.
 fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    if !entries.is_sorted_by(|a, b| a.0 <= b.0) {
+    if !keys_come_sorted() && !entries.is_sorted_by(|a, b| a.0 <= b.0) {
         entries.sort_by(|a, b| a.0.cmp(b.0));
     }
     entries
@@ -160,7 +172,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
                 out.extend_from_slice(b": ");
                 write_value(out, v, depth + 1);
             };
-            if map.keys().is_sorted() {
+            if keys_come_sorted() || map.keys().is_sorted() {
                 for (key, v) in map {
                     write_entry(out, key, v);
                 }
@@ -197,13 +209,21 @@ pub(crate) fn into_string(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).expect("the writer only writes UTF-8")
 }
 
-/// A cheap guess of the output size, so the buffer rarely grows (each growth copies it).
+/// A guess of the output size, so the buffer rarely grows (each growth copies it): arrays are
+/// taken to be as long as their first item, so only a path through the tree is visited.
 fn estimate(value: &Value) -> usize {
     match value {
-        Value::Array(items) => items.len() * 512,
-        Value::Object(map) => map.len() * 64,
-        _ => 16,
+        Value::Array(items) => match items.first() {
+            Some(first) => items.len().saturating_mul(estimate(first) + 8),
+            None => 2,
+        },
+        Value::Object(map) => map.iter().fold(2usize, |n, (k, v)| {
+            n.saturating_add(k.len() + 8).saturating_add(estimate(v))
+        }),
+        Value::String(s) => s.len() + 2,
+        _ => 8,
     }
+    .min(1 << 31)
 }
 
 #[cfg(test)]
