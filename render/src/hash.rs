@@ -42,7 +42,11 @@ impl FilesHasher {
     }
 
     pub(crate) fn text(&mut self, name: &str, bytes: &str) {
-        self.file(name, |h| h.update(bytes.as_bytes()));
+        self.bytes(name, bytes.as_bytes());
+    }
+
+    pub(crate) fn bytes(&mut self, name: &str, bytes: &[u8]) {
+        self.file(name, |h| h.update(bytes));
     }
 
     /// A `.json` file by its members (without `version_info`).

@@ -1,7 +1,7 @@
 //! entries → the three files and their hash. Pure: the same entries, in any order, give the same
 //! bytes.
 
-use crate::canonical::Members;
+use crate::canonical::Document;
 use crate::clusters;
 use crate::contract::{
     CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
@@ -128,22 +128,26 @@ pub(crate) fn assemble(
     let rules = ratelimit::to_yaml(&ratelimit)?;
 
     // `document` builds objects.
-    let mut clusters_file = Members::of(&clusters_doc).expect("a document is an object");
-    let mut routes_file = Members::of(&routes_doc).expect("a document is an object");
+    let clusters_file = Document::of(&clusters_doc).expect("a document is an object");
+    let routes_file = Document::of(&routes_doc).expect("a document is an object");
 
     // Name order: clusters.json, ratelimit.yaml, routes.json.
     let mut hasher = FilesHasher::new();
-    hasher.members(CLUSTERS_FILE, &clusters_file);
+    hasher.bytes(CLUSTERS_FILE, clusters_file.bytes());
     hasher.text(RATE_LIMIT_FILE, &rules);
-    hasher.members(ROUTES_FILE, &routes_file);
+    hasher.bytes(ROUTES_FILE, routes_file.bytes());
     let hash = hasher.finish();
 
     let version_info = Value::String(hash.clone());
-    clusters_file.insert("version_info", &version_info);
-    routes_file.insert("version_info", &version_info);
     let files = BTreeMap::from([
-        (CLUSTERS_FILE.to_string(), clusters_file.to_bytes()),
-        (ROUTES_FILE.to_string(), routes_file.to_bytes()),
+        (
+            CLUSTERS_FILE.to_string(),
+            clusters_file.with_member("version_info", &version_info, &clusters_doc),
+        ),
+        (
+            ROUTES_FILE.to_string(),
+            routes_file.with_member("version_info", &version_info, &routes_doc),
+        ),
         (RATE_LIMIT_FILE.to_string(), rules),
     ]);
 
