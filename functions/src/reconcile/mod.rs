@@ -123,12 +123,10 @@ where
         });
     }
 
-    let rendered = match validate(rendered, entries.len(), &cfg.validate).await? {
-        Ok(r) => r,
-        Err((rendered, stage, reason)) => {
-            return reject(store, stage, reason, Some(&rendered)).await
-        }
-    };
+    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
+    if let Err((stage, reason)) = verdict {
+        return reject(store, stage, reason, Some(&rendered)).await;
+    }
 
     let bundle = Bundle::new(&rendered, &entries);
     publish(
@@ -222,7 +220,8 @@ fn is_unchanged(
     matches!((state, live), (Some(s), Some(l)) if s.hash == rendered.hash && l.hash.as_deref() == Some(&rendered.hash))
 }
 
-type Validated = Result<Rendered, (Rendered, Stage, String)>;
+/// The render back, with the failing stage and reason when a layer refused it.
+type Validated = (Rendered, Result<(), (Stage, String)>);
 
 /// The three layers. Layer 3 runs the Envoy process, so it runs off the async executor.
 async fn validate(
@@ -244,13 +243,13 @@ async fn validate(
             };
             validate_all(&view, entry_count, rendered.route_count, &opts)
         };
-        match verdict {
-            Ok(_) => Ok(rendered),
-            Err(failure) => {
-                let stage = Stage::Validation(failure.layer.to_string());
-                Err((rendered, stage, failure.error.to_string()))
-            }
-        }
+        let verdict = verdict.map(|_| ()).map_err(|failure| {
+            (
+                Stage::Validation(failure.layer.to_string()),
+                failure.error.to_string(),
+            )
+        });
+        (rendered, verdict)
     })
     .await
     .map_err(|e| ReconcileError::Validator(format!("validation task failed: {e}")))
@@ -348,14 +347,12 @@ where
     };
     let rendered =
         render(&entries, &cfg.render).map_err(|e| ReconcileError::Validator(e.to_string()))?;
-    let rendered = match validate(rendered, entries.len(), &cfg.validate).await? {
-        Ok(r) => r,
-        Err((_, stage, reason)) => {
-            return Err(ReconcileError::Validator(format!(
-                "cannot seed: {stage}: {reason}"
-            )))
-        }
-    };
+    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
+    if let Err((stage, reason)) = verdict {
+        return Err(ReconcileError::Validator(format!(
+            "cannot seed: {stage}: {reason}"
+        )));
+    }
     let bundle = Bundle::new(&rendered, &entries);
     let body = bundle.to_json();
     let put = PutBundle {

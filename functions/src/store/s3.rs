@@ -285,7 +285,7 @@ impl ConfigStore for S3Store {
             }
         }
         // Newest first; ties (same second) keep the listing's order, which S3 gives newest first.
-        versions.sort_by(|a, b| b.last_modified.cmp(&a.last_modified));
+        versions.sort_by_key(|v| std::cmp::Reverse(v.last_modified));
         versions.truncate(limit);
         Ok(versions)
     }
