@@ -6,8 +6,7 @@
 #![recursion_limit = "256"]
 
 use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::{aws, register};
-use gateway_render::check::{allow_loopback_from_env_value, Policy};
+use gateway_functions::{aws, register, settings};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -17,19 +16,12 @@ async fn main() -> Result<(), Error> {
         .json()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
-    let table = required("GATEWAY_TABLE", "the registry table's name")?;
-    let domain = required(
-        "GATEWAY_DOMAIN",
-        "the gateway's base domain, e.g. api.example.com",
-    )?;
-    let allow_loopback = allow_loopback_from_env_value(
-        std::env::var("GATEWAY_ALLOW_LOOPBACK_BACKENDS")
-            .ok()
-            .as_deref(),
-    );
+    let table = settings::table()?;
+    let domain = settings::domain()?;
+    let policy = settings::policy(&domain);
     let conf = aws::sdk_config().await;
-    let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
-        .with_policy(Policy::new(domain, allow_loopback));
+    let registry =
+        DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone()).with_policy(policy);
     let http = reqwest::Client::new();
     let (registry, http) = (&registry, &http);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
@@ -38,11 +30,4 @@ async fn main() -> Result<(), Error> {
             .map_err(Error::from)
     }))
     .await
-}
-
-fn required(name: &str, what: &str) -> Result<String, Error> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => Ok(v),
-        _ => Err(format!("{name} is not set: {what}").into()),
-    }
 }
