@@ -26,7 +26,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
+    let sdk = gateway_functions::aws::sdk_config().await;
     let result = match run::build(&config, &sdk) {
         Ok(sidecar) if config.once => run::run_once(sidecar)
             .await
