@@ -1,5 +1,6 @@
 //! The environment every binary reads (each is also a flag in `gatewayctl`): `GATEWAY_TABLE`,
-//! `GATEWAY_BUCKET`, `GATEWAY_DOMAIN`, `ENVOY_BIN`, `GATEWAY_ALLOW_LOOPBACK_BACKENDS`.
+//! `GATEWAY_BUCKET`, `GATEWAY_DOMAIN`, `ENVOY_BIN`, `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, and
+//! `GATEWAY_UPSTREAM_CA_FILE` for the renderer.
 
 use gateway_render::check::{allow_loopback_from_env_value, Policy};
 use std::path::PathBuf;
@@ -45,4 +46,48 @@ pub fn envoy_bin() -> PathBuf {
 pub fn policy(domain: &str) -> Policy {
     let allow = std::env::var("GATEWAY_ALLOW_LOOPBACK_BACKENDS").ok();
     Policy::new(domain, allow_loopback_from_env_value(allow.as_deref()))
+}
+
+/// The render settings: the base domain and, from `GATEWAY_UPSTREAM_CA_FILE`, the CA bundle that
+/// https backends' certificates are validated against (default: the system bundle). Envoy parses
+/// that file once per TLS cluster, on the proxies and in validation alike: a bundle holding only
+/// the CAs the backends chain to makes large configs much cheaper (docs/benchmarks.md). The path
+/// must exist on the proxies and in the reconciler's image.
+pub fn render_config(domain: &str) -> gateway_render::RenderConfig {
+    render_config_with(
+        domain,
+        std::env::var("GATEWAY_UPSTREAM_CA_FILE").ok().as_deref(),
+    )
+}
+
+fn render_config_with(
+    domain: &str,
+    upstream_ca_file: Option<&str>,
+) -> gateway_render::RenderConfig {
+    let mut cfg = gateway_render::RenderConfig::new(domain);
+    if let Some(ca) = upstream_ca_file.filter(|v| !v.trim().is_empty()) {
+        cfg.upstream_ca_file = ca.to_string();
+    }
+    cfg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_config_with;
+
+    #[test]
+    fn the_upstream_ca_file_is_the_system_bundle_unless_set() {
+        let default = render_config_with("api.example.com", None);
+        assert_eq!(
+            default.upstream_ca_file,
+            gateway_render::RenderConfig::new("x").upstream_ca_file
+        );
+        assert_eq!(
+            render_config_with("api.example.com", Some(" ")).upstream_ca_file,
+            default.upstream_ca_file
+        );
+        let set = render_config_with("api.example.com", Some("/etc/gateway/backend-cas.pem"));
+        assert_eq!(set.upstream_ca_file, "/etc/gateway/backend-cas.pem");
+        assert_eq!(set.base_domain, "api.example.com");
+    }
 }

@@ -179,7 +179,7 @@ async fn clients(target: &Target, policy: Policy) -> Clients {
 
 fn reconcile_config(domain: &str, policy: Policy, envoy: &EnvoyArg) -> ReconcileConfig {
     ReconcileConfig {
-        render: RenderConfig::new(domain),
+        render: gateway_functions::settings::render_config(domain),
         policy,
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(envoy.envoy_bin.clone()),

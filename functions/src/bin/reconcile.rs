@@ -5,7 +5,6 @@ use gateway_functions::reconcile::{handle, ReconcileConfig};
 use gateway_functions::registry::DynamoRegistry;
 use gateway_functions::store::{s3_client, S3Store};
 use gateway_functions::{aws, settings};
-use gateway_render::RenderConfig;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
@@ -25,7 +24,7 @@ async fn main() -> Result<(), Error> {
     let store = S3Store::new(s3_client(&conf), bucket);
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let cfg = ReconcileConfig {
-        render: RenderConfig::new(domain.clone()),
+        render: settings::render_config(&domain),
         policy: settings::policy(&domain),
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(settings::envoy_bin()),
