@@ -159,6 +159,14 @@ fn the_operator_loop_from_seed_to_kill_switch_and_back() {
     let status = g.json(&["status", "--json"]);
     assert_eq!(status["drift"], true, "{status}");
     assert_eq!(status["live"]["writer"], "kill-switch");
+    // Who wrote it: the caller's principal from GetCallerIdentity (moto's test user here).
+    let by = status["live"]["written_by"]
+        .as_str()
+        .expect("written_by recorded");
+    assert!(by.starts_with("arn:aws:"), "{status}");
+    assert!(g
+        .ok(&["status"])
+        .contains(&format!("by kill-switch ({by})")));
     assert!(g.ok(&["status"]).contains("drift:     YES"));
 
     // A team's deploy does not undo it.

@@ -43,3 +43,25 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
                 .build(),
         )
 }
+
+/// The principal these credentials act as (`GetCallerIdentity`), recorded on every bundle
+/// version this process writes so `gatewayctl status` and `history` can say who wrote it.
+/// A lookup failure is not fatal: the bundle says why instead.
+pub async fn caller_identity(config: &SdkConfig) -> String {
+    match aws_sdk_sts::Client::new(config)
+        .get_caller_identity()
+        .send()
+        .await
+    {
+        Ok(out) => out.arn().unwrap_or("unknown principal").to_string(),
+        // Object metadata travels as an HTTP header: printable ASCII only.
+        Err(e) => format!(
+            "unknown principal ({})",
+            aws_sdk_sts::error::DisplayErrorContext(&e)
+        )
+        .chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(200)
+        .collect(),
+    }
+}

@@ -4,7 +4,7 @@
 use super::common::{DomainArg, EnvoyArg, LoopbackArg};
 use super::registry::TableArg;
 use super::{CmdError, CmdResult};
-use gateway_functions::aws::{dynamodb_client, sdk_config};
+use gateway_functions::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::operator::{self, diff_bundles, load_bundle, OperatorError};
 use gateway_functions::reconcile::{self, ReconcileConfig};
@@ -162,7 +162,9 @@ struct Clients {
     metrics: CloudWatchMetrics,
 }
 
-async fn clients(target: &Target, policy: Policy) -> Clients {
+/// Clients for `target`. Commands that write a bundle version (`writes`) look up the caller's
+/// principal once, so the version records who wrote it.
+async fn clients(target: &Target, policy: Policy, writes: bool) -> Clients {
     let conf = sdk_config().await;
     let base_domain = policy.base_domain.clone();
     Clients {
@@ -172,8 +174,17 @@ async fn clients(target: &Target, policy: Policy) -> Clients {
             base_domain,
         )
         .with_policy(policy),
-        store: S3Store::new(s3_client(&conf), target.bucket.bucket.clone()),
+        store: store(&conf, target.bucket.bucket.clone(), writes).await,
         metrics: CloudWatchMetrics::from_conf(&conf),
+    }
+}
+
+async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -> S3Store {
+    let store = S3Store::new(s3_client(conf), bucket);
+    if writes {
+        store.with_identity(caller_identity(conf).await)
+    } else {
+        store
     }
 }
 
@@ -220,7 +231,7 @@ pub fn seed(args: SeedArgs) -> CmdResult {
     let policy = Policy::new(&domain, args.loopback.allowed());
     let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
     block_on(async {
-        let c = clients(&args.target, policy).await;
+        let c = clients(&args.target, policy, true).await;
         let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;
@@ -234,7 +245,7 @@ pub fn reconcile(args: ReconcileArgs) -> CmdResult {
     let policy = Policy::new(&domain, args.loopback.allowed());
     let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
     block_on(async {
-        let c = clients(&args.target, policy).await;
+        let c = clients(&args.target, policy, true).await;
         let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)
             .await
             .map_err(|e| CmdError::failed(format!("failed: {e}")))?;
@@ -252,7 +263,7 @@ pub fn reconcile(args: ReconcileArgs) -> CmdResult {
 
 pub fn status(args: StatusArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false)).await;
+        let c = clients(&args.target, Policy::new("", false), false).await;
         let s = operator::status(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
@@ -270,8 +281,13 @@ pub fn status(args: StatusArgs) -> CmdResult {
                     l.version_id,
                     l.hash.as_deref().unwrap_or("no hash metadata")
                 );
+                let by = l
+                    .written_by
+                    .as_deref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default();
                 println!(
-                    "written:   {} by {}",
+                    "written:   {} by {}{by}",
                     when(l.last_modified),
                     l.writer.as_str()
                 );
@@ -309,7 +325,7 @@ pub fn status(args: StatusArgs) -> CmdResult {
 
 pub fn history(args: HistoryArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false)).await;
+        let c = clients(&args.target, Policy::new("", false), false).await;
         let items = operator::history(&c.registry, &c.store, args.limit)
             .await
             .map_err(op_failed)?;
@@ -354,7 +370,7 @@ pub fn history(args: HistoryArgs) -> CmdResult {
 
 pub fn diff(args: DiffArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false)).await;
+        let c = clients(&args.target, Policy::new("", false), false).await;
         let from = match args.from {
             Some(v) => v,
             None => gateway_functions::registry::Registry::read_state(&c.registry)
@@ -464,7 +480,7 @@ pub fn kill_switch(args: KillSwitchArgs) -> CmdResult {
     }
     block_on(async move {
         let conf = sdk_config().await;
-        let store = S3Store::new(s3_client(&conf), bucket);
+        let store = store(&conf, bucket, true).await;
         let (version, hash) = operator::kill_switch(&store, &RenderConfig::new(domain))
             .await
             .map_err(op_failed)?;
@@ -482,7 +498,7 @@ pub fn kill_switch(args: KillSwitchArgs) -> CmdResult {
 
 pub fn restore(args: RestoreArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false)).await;
+        let c = clients(&args.target, Policy::new("", false), true).await;
         let (version, hash) = operator::restore(&c.registry, &c.store, args.version_id.as_deref())
             .await
             .map_err(op_failed)?;
@@ -496,7 +512,7 @@ pub fn restore(args: RestoreArgs) -> CmdResult {
 
 pub fn resume(args: ResumeArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false)).await;
+        let c = clients(&args.target, Policy::new("", false), false).await;
         let state = operator::resume(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;

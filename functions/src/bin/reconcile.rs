@@ -21,7 +21,8 @@ async fn main() -> Result<(), Error> {
     let conf = aws::sdk_config().await;
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
         .with_policy(settings::policy(&domain));
-    let store = S3Store::new(s3_client(&conf), bucket);
+    let store =
+        S3Store::new(s3_client(&conf), bucket).with_identity(aws::caller_identity(&conf).await);
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let cfg = ReconcileConfig {
         render: settings::render_config(&domain),

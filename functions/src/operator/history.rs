@@ -26,7 +26,7 @@ impl Status {
         json!({
             "live": self.live.as_ref().map(|l| json!({
                 "version_id": l.version_id, "hash": l.hash, "writer": l.writer.as_str(),
-                "last_modified": l.last_modified,
+                "written_by": l.written_by, "last_modified": l.last_modified,
             })),
             "recorded": self.recorded.as_ref().map(|r| json!({
                 "version_id": r.version_id, "hash": r.hash, "published_at": r.published_at,
@@ -77,6 +77,8 @@ pub struct HistoryItem {
     pub last_modified: Option<i64>,
     pub hash: Option<String>,
     pub writer: Writer,
+    /// The principal that wrote it, when recorded.
+    pub written_by: Option<String>,
     pub routes: Option<usize>,
     pub is_live: bool,
     /// The version the reconciler last recorded as published.
@@ -88,7 +90,7 @@ impl HistoryItem {
     pub fn to_json(&self) -> Value {
         json!({
             "version_id": self.version_id, "last_modified": self.last_modified, "hash": self.hash,
-            "writer": self.writer.as_str(), "routes": self.routes, "live": self.is_live,
+            "writer": self.writer.as_str(), "written_by": self.written_by, "routes": self.routes, "live": self.is_live,
             "reconcilers_last": self.is_reconcilers_last, "deleted": self.deleted,
         })
     }
@@ -108,6 +110,7 @@ pub async fn history<R: Registry, S: ConfigStore>(
             last_modified: v.last_modified,
             hash: None,
             writer: Writer::Unknown,
+            written_by: None,
             routes: None,
             is_live: v.is_latest,
             is_reconcilers_last: recorded
@@ -119,6 +122,7 @@ pub async fn history<R: Registry, S: ConfigStore>(
             let head = store.head_version(&v.version_id).await?;
             item.hash = head.hash;
             item.writer = head.writer;
+            item.written_by = head.written_by;
             item.routes = load_bundle(store, &v.version_id)
                 .await
                 .ok()

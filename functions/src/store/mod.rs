@@ -49,6 +49,8 @@ pub struct BundleHead {
     /// The `hash` object metadata; `None` when someone wrote the object without it.
     pub hash: Option<String>,
     pub writer: Writer,
+    /// The principal that wrote it (`written-by` metadata), when the writer recorded one.
+    pub written_by: Option<String>,
     /// Unix seconds.
     pub last_modified: Option<i64>,
 }

@@ -8,6 +8,7 @@ use gateway_render::contract::BUNDLE_OBJECT;
 
 const META_HASH: &str = "hash";
 const META_WRITER: &str = "writer";
+const META_WRITTEN_BY: &str = "written-by";
 
 /// An S3 client from the shared SDK configuration. Path-style addressing when an endpoint is
 /// configured (`AWS_ENDPOINT_URL`): a local endpoint has no per-bucket DNS names.
@@ -23,6 +24,8 @@ pub fn s3_client(conf: &aws_config::SdkConfig) -> Client {
 pub struct S3Store {
     client: Client,
     bucket: String,
+    /// Recorded as `written-by` on every version this store writes.
+    identity: Option<String>,
 }
 
 impl S3Store {
@@ -30,7 +33,15 @@ impl S3Store {
         Self {
             client,
             bucket: bucket.into(),
+            identity: None,
         }
+    }
+
+    /// Records `identity` (a principal ARN, see `aws::caller_identity`) as `written-by` on every
+    /// bundle version this store writes.
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(identity.into());
+        self
     }
 
     pub fn bucket(&self) -> &str {
@@ -125,7 +136,26 @@ fn head_from(
             .as_deref()
             .map(Writer::parse)
             .unwrap_or(Writer::Unknown),
+        written_by: meta(META_WRITTEN_BY),
         last_modified: epoch(last_modified),
+    }
+}
+
+impl S3Store {
+    /// The object metadata of a version this store writes.
+    fn metadata_for(
+        &self,
+        hash: &str,
+        writer: Writer,
+    ) -> Option<std::collections::HashMap<String, String>> {
+        let mut meta = std::collections::HashMap::from([
+            (META_HASH.to_string(), hash.to_string()),
+            (META_WRITER.to_string(), writer.as_str().to_string()),
+        ]);
+        if let Some(identity) = &self.identity {
+            meta.insert(META_WRITTEN_BY.to_string(), identity.clone());
+        }
+        Some(meta)
     }
 }
 
@@ -211,8 +241,7 @@ impl ConfigStore for S3Store {
             .bucket(&self.bucket)
             .key(BUNDLE_OBJECT)
             .content_type("application/json")
-            .metadata(META_HASH, put.hash)
-            .metadata(META_WRITER, put.writer.as_str())
+            .set_metadata(self.metadata_for(put.hash, put.writer))
             .body(ByteStream::from(put.body.to_vec()));
         req = match &put.precondition {
             Precondition::Absent => req.if_none_match("*"),
@@ -300,8 +329,7 @@ impl ConfigStore for S3Store {
             .copy_source(source)
             .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
             .content_type("application/json")
-            .metadata(META_HASH, hash)
-            .metadata(META_WRITER, Writer::Restore.as_str())
+            .set_metadata(self.metadata_for(hash, Writer::Restore))
             .send()
             .await
             .map_err(|e| match &e {
