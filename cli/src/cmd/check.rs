@@ -24,25 +24,32 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let policy = policy(&args.domain, &args.loopback)?;
-    let (name, bytes) = read_input(&args.entry)?;
-    match check_entry_bytes(&bytes, &policy) {
-        Ok(entry) => {
-            println!(
-                "accepted {} ({})",
-                entry.id(),
-                entry.fqdn(&policy.base_domain)
-            );
-            Ok(())
-        }
-        Err(rejection) => Err(CmdError::failed(
+    let entry = read_checked_entry(&args.entry, &policy)?;
+    println!(
+        "accepted {} ({})",
+        entry.id(),
+        entry.fqdn(&policy.base_domain)
+    );
+    Ok(())
+}
+
+/// Reads an entry file (or stdin for `-`) and runs the registration checks; a rejection lists
+/// every problem, one per line, each prefixed with the file's name.
+pub fn read_checked_entry(
+    path: &std::path::Path,
+    policy: &gateway_render::Policy,
+) -> Result<gateway_render::Entry, CmdError> {
+    let (name, bytes) = read_input(path)?;
+    check_entry_bytes(&bytes, policy).map_err(|rejection| {
+        CmdError::failed(
             rejection
                 .problems
                 .iter()
                 .map(|p| format!("{name}: {p}"))
                 .collect::<Vec<_>>()
                 .join("\n"),
-        )),
-    }
+        )
+    })
 }
 
 /// Reads a file, or stdin for `-`. Returns the name to show in messages and the bytes. Reads at

@@ -44,3 +44,12 @@ impl From<anyhow::Error> for CmdError {
 }
 
 pub type CmdResult = Result<(), CmdError>;
+
+/// Runs an async command body on a runtime of its own (commands are one-shot).
+pub fn block_on<F: std::future::Future<Output = CmdResult>>(future: F) -> CmdResult {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CmdError::failed(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(future)
+}

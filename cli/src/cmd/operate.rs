@@ -3,7 +3,7 @@
 
 use super::common::{DomainArg, EnvoyArg, LoopbackArg};
 use super::registry::TableArg;
-use super::{CmdError, CmdResult};
+use super::{block_on, CmdError, CmdResult};
 use gateway_functions::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::operator::{self, diff_bundles, load_bundle, OperatorError};
@@ -525,12 +525,4 @@ pub fn resume(args: ResumeArgs) -> CmdResult {
         );
         Ok(())
     })
-}
-
-fn block_on<F: std::future::Future<Output = CmdResult>>(future: F) -> CmdResult {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::failed(format!("starting the async runtime: {e}")))?;
-    runtime.block_on(future)
 }

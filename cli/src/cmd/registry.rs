@@ -2,12 +2,11 @@
 //! registry table, from a terminal. AWS endpoints come from the standard SDK configuration
 //! (`AWS_ENDPOINT_URL`, region, profile), so the same commands work against AWS or moto.
 
-use super::check::read_input;
+use super::check::read_checked_entry;
 use super::common::{policy, DomainArg, LoopbackArg};
-use super::{CmdError, CmdResult};
+use super::{block_on, CmdError, CmdResult};
 use gateway_functions::aws::{dynamodb_client, sdk_config};
 use gateway_functions::registry::{DeregisterOutcome, DynamoRegistry, RegistryError, StoredEntry};
-use gateway_render::check::check_entry_bytes;
 use gateway_render::Policy;
 use serde_json::json;
 use std::path::PathBuf;
@@ -89,8 +88,15 @@ pub fn init(args: InitArgs) -> CmdResult {
         }
         if let Some(bucket) = &args.bucket {
             let conf = sdk_config().await;
-            let store = gateway_functions::store::S3Store::new(gateway_functions::store::s3_client(&conf), bucket.clone());
-            match store.create_bucket_if_absent().await.map_err(|e| CmdError::failed(e.to_string()))? {
+            let store = gateway_functions::store::S3Store::new(
+                gateway_functions::store::s3_client(&conf),
+                bucket.clone(),
+            );
+            match store
+                .create_bucket_if_absent()
+                .await
+                .map_err(|e| CmdError::failed(e.to_string()))?
+            {
                 true => println!("created bucket {bucket} (versioning on)"),
                 false => println!("bucket {bucket} already exists (versioning on)"),
             }
@@ -101,17 +107,7 @@ pub fn init(args: InitArgs) -> CmdResult {
 
 pub fn register(args: RegisterArgs) -> CmdResult {
     let policy = policy(&args.domain, &args.loopback)?;
-    let (name, bytes) = read_input(&args.entry)?;
-    let entry = check_entry_bytes(&bytes, &policy).map_err(|rejection| {
-        CmdError::failed(
-            rejection
-                .problems
-                .iter()
-                .map(|p| format!("{name}: {p}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        )
-    })?;
+    let entry = read_checked_entry(&args.entry, &policy)?;
     block_on(async {
         let registry = open(&args.table, policy).await;
         let outcome = registry.register(&entry).await.map_err(failed)?;
@@ -242,12 +238,4 @@ fn failed(err: RegistryError) -> CmdError {
 
 fn is_id(id: &str) -> bool {
     matches!(id.split_once('/'), Some((team, service)) if !team.is_empty() && !service.is_empty() && !service.contains('/'))
-}
-
-fn block_on<F: std::future::Future<Output = CmdResult>>(future: F) -> CmdResult {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CmdError::failed(format!("starting the async runtime: {e}")))?;
-    runtime.block_on(future)
 }
