@@ -2,6 +2,7 @@
 //! S3 config store, CloudWatch metrics). Binaries in `src/bin` are thin; everything else is here.
 
 pub mod aws;
+pub mod logs;
 pub mod metrics;
 pub mod operator;
 pub mod reconcile;

@@ -4,17 +4,14 @@ use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{handle, ReconcileConfig};
 use gateway_functions::registry::DynamoRegistry;
 use gateway_functions::store::{s3_client, S3Store};
-use gateway_functions::{aws, settings};
+use gateway_functions::{aws, logs, settings};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    logs::init_json();
     let table = settings::table()?;
     let bucket = settings::bucket()?;
     let domain = settings::domain()?;

@@ -6,16 +6,13 @@
 #![recursion_limit = "256"]
 
 use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::{aws, register, settings};
+use gateway_functions::{aws, logs, register, settings};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    logs::init_json();
     let table = settings::table()?;
     let domain = settings::domain()?;
     let policy = settings::policy(&domain);
