@@ -508,6 +508,10 @@ async fn a_failed_reconcile_is_a_function_error_and_the_next_event_recovers() {
         )
     };
     assert_eq!(error_type.as_deref(), Some("unhandled"), "{body}");
+    assert_eq!(
+        body["errorType"], "Reconcile.BucketUnavailable",
+        "a type that groups failures: {body}"
+    );
     let message = body["errorMessage"].as_str().unwrap_or_default();
     assert!(
         message.starts_with("bucket:"),
@@ -566,8 +570,8 @@ async fn the_reconcile_binary_without_gateway_table_fails_at_init_naming_it() {
     );
     let stderr = lambda.stderr_text();
     assert!(
-        stderr.contains("GATEWAY_TABLE"),
-        "the exit message names GATEWAY_TABLE: {}",
+        stderr.contains("GATEWAY_TABLE is not set"),
+        "the exit message names GATEWAY_TABLE in a sentence: {}",
         lambda.log_text()
     );
 }

@@ -6,12 +6,20 @@ use gateway_functions::registry::DynamoRegistry;
 use gateway_functions::store::{s3_client, S3Store};
 use gateway_functions::{aws, logs, settings};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() {
     logs::init_json();
+    // A bad setting stops the function at init with a sentence, not a debug dump.
+    if let Err(e) = run().await {
+        eprintln!("reconcile: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Error> {
     let table = settings::table()?;
     let bucket = settings::bucket()?;
     let domain = settings::domain()?;
@@ -33,7 +41,10 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         handle(&event.payload, registry, store, metrics, cfg)
             .await
-            .map_err(Error::from)
+            .map_err(|e| Diagnostic {
+                error_type: format!("Reconcile.{}", e.kind()),
+                error_message: e.to_string(),
+            })
     }))
     .await
 }

@@ -7,12 +7,20 @@
 
 use gateway_functions::registry::DynamoRegistry;
 use gateway_functions::{aws, logs, register, settings};
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 
 #[tokio::main]
-async fn main() -> Result<(), Error> {
+async fn main() {
     logs::init_json();
+    // A bad setting stops the function at init with a sentence, not a debug dump.
+    if let Err(e) = run().await {
+        eprintln!("register: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run() -> Result<(), Error> {
     let table = settings::table()?;
     let domain = settings::domain()?;
     let policy = settings::policy(&domain);
@@ -24,7 +32,10 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
         register::handle(registry, http, event.payload)
             .await
-            .map_err(Error::from)
+            .map_err(|e| Diagnostic {
+                error_type: format!("Register.{}", e.kind()),
+                error_message: e.to_string(),
+            })
     }))
     .await
 }

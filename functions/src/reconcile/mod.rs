@@ -40,6 +40,18 @@ pub enum ReconcileError {
     Validator(String),
 }
 
+impl ReconcileError {
+    /// A short, stable name for grouping failures (the Lambda error type).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReconcileError::Registry(_) => "RegistryUnavailable",
+            ReconcileError::Store(_) => "BucketUnavailable",
+            ReconcileError::LostStateRace { .. } => "LostStateRace",
+            ReconcileError::Validator(_) => "ValidatorFailed",
+        }
+    }
+}
+
 /// Runs once and emits the run's metrics. Infrastructure failures (a throttled table, an S3
 /// outage) are errors — nothing is half-published and the next run starts over; a rejected
 /// registry is an `Outcome`, so a stream does not retry it forever.
