@@ -75,7 +75,7 @@ impl S3Store {
                 Ok(_) => true,
                 Err(e) => match e.code() {
                     Some("BucketAlreadyOwnedByYou") | Some("BucketAlreadyExists") => false,
-                    _ => return Err(aws_error(e)),
+                    _ => return Err(aws_error(&self.bucket, e)),
                 },
             }
         };
@@ -89,12 +89,12 @@ impl S3Store {
             )
             .send()
             .await
-            .map_err(aws_error)?;
+            .map_err(|e| aws_error(&self.bucket, e))?;
         Ok(created)
     }
 }
 
-fn aws_error<E, R>(e: SdkError<E, R>) -> StoreError
+fn aws_error<E, R>(bucket: &str, e: SdkError<E, R>) -> StoreError
 where
     E: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
@@ -110,10 +110,11 @@ where
     }
     // A service error says what it is in its code and message; the raw response adds noise.
     match (&e, e.code(), e.message()) {
-        (SdkError::ServiceError(_), Some(code), message) => {
-            StoreError::Aws(format!("{code}: {}", message.unwrap_or("no message")))
-        }
-        _ => StoreError::Aws(DisplayErrorContext(&e).to_string()),
+        (SdkError::ServiceError(_), Some(code), message) => StoreError::Aws(format!(
+            "s3://{bucket}: {code}: {}",
+            message.unwrap_or("no message")
+        )),
+        _ => StoreError::Aws(format!("s3://{bucket}: {}", DisplayErrorContext(&e))),
     }
 }
 
@@ -181,7 +182,7 @@ impl ConfigStore for S3Store {
                         return Ok(None);
                     }
                 }
-                Err(aws_error(e))
+                Err(aws_error(&self.bucket, e))
             }
         }
     }
@@ -199,7 +200,7 @@ impl ConfigStore for S3Store {
                 SdkError::ServiceError(se) if se.err().is_not_found() => {
                     StoreError::NotFound(version_id.to_string())
                 }
-                _ => aws_error(e),
+                _ => aws_error(&self.bucket, e),
             })?;
         Ok(head_from(
             out.version_id(),
@@ -225,7 +226,7 @@ impl ConfigStore for S3Store {
                 {
                     StoreError::NotFound(version_id.to_string())
                 }
-                _ => aws_error(e),
+                _ => aws_error(&self.bucket, e),
             })?;
         let body =
             out.body.collect().await.map_err(|e| {
@@ -248,7 +249,7 @@ impl ConfigStore for S3Store {
             Precondition::Matches(etag) => req.if_match(etag),
             Precondition::None => req,
         };
-        let out = req.send().await.map_err(aws_error)?;
+        let out = req.send().await.map_err(|e| aws_error(&self.bucket, e))?;
         out.version_id().map(str::to_string).ok_or_else(|| {
             StoreError::Aws(format!(
                 "bucket {} returned no version id: is versioning on?",
@@ -265,7 +266,7 @@ impl ConfigStore for S3Store {
             .body(ByteStream::from(body.to_vec()))
             .send()
             .await
-            .map_err(aws_error)?;
+            .map_err(|e| aws_error(&self.bucket, e))?;
         Ok(())
     }
 
@@ -283,7 +284,7 @@ impl ConfigStore for S3Store {
                 .set_version_id_marker(version_marker.clone())
                 .send()
                 .await
-                .map_err(aws_error)?;
+                .map_err(|e| aws_error(&self.bucket, e))?;
             for v in out.versions() {
                 if v.key() == Some(BUNDLE_OBJECT) {
                     versions.push(BundleVersion {
@@ -336,7 +337,7 @@ impl ConfigStore for S3Store {
                 SdkError::ServiceError(se) if se.err().meta().code() == Some("NoSuchVersion") => {
                     StoreError::NotFound(version_id.to_string())
                 }
-                _ => aws_error(e),
+                _ => aws_error(&self.bucket, e),
             })?;
         out.version_id().map(str::to_string).ok_or_else(|| {
             StoreError::Aws(format!(
