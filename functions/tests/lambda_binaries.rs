@@ -5,16 +5,16 @@
 
 mod lambda_runtime_api;
 mod registry_support;
+mod response_url;
 mod support;
 
 use gateway_functions::reconcile::{seed, SeedOutcome};
 use gateway_render::{Bundle, Entry};
 use gateway_testkit::envoy_bin;
 use lambda_runtime_api::{Completion, LambdaProcess, RuntimeApi};
+use response_url::{response_url, Captured};
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 /// Every wait in this file is bounded by this.
@@ -55,59 +55,6 @@ fn log_fields(lambda: &LambdaProcess) -> Vec<Value> {
 
 // ---------------------------------------------------------------------------------------------
 // register
-
-/// One request received by the stand-in for CloudFormation's pre-signed ResponseURL.
-#[derive(Debug)]
-struct Captured {
-    method: String,
-    body: Value,
-}
-
-/// A loopback HTTP listener answering every request 200 and passing it on.
-async fn response_url() -> (String, mpsc::UnboundedReceiver<Captured>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!(
-        "http://{}/cfn-response/abc?X-Amz-Signature=sig",
-        listener.local_addr().expect("addr")
-    );
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            let (head, body) = loop {
-                let n = conn.read(&mut chunk).await.unwrap_or(0);
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                let length = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .and_then(|v| v.trim().parse::<usize>().ok())
-                    })
-                    .unwrap_or(0);
-                if buf.len() >= end + 4 + length {
-                    break (head, buf[end + 4..end + 4 + length].to_vec());
-                }
-            };
-            let method = head.split(' ').next().unwrap_or("").to_string();
-            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = tx.send(Captured { method, body });
-            let _ = conn
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                .await;
-            let _ = conn.shutdown().await;
-        }
-    });
-    (url, rx)
-}
 
 async fn cfn_answer(rx: &mut mpsc::UnboundedReceiver<Captured>) -> Captured {
     tokio::time::timeout(WAIT, rx.recv())
@@ -214,7 +161,7 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
     );
 
     // CloudFormation custom resource Create, answered at its ResponseURL.
-    let (url, mut calls) = response_url().await;
+    let (url, mut calls) = response_url(200).await;
     let catalog = registry_support::entry("catalog", "products", "catalog", &["/products"]);
     let got = answer(
         &api,

@@ -2,82 +2,14 @@
 //! answered at a local stand-in for the pre-signed ResponseURL, and SNS-wrapped events.
 
 mod registry_support;
+mod response_url;
 
 use gateway_functions::register::handle;
 use gateway_functions::registry::DynamoRegistry;
 use registry_support::{entry, invoices_api, registry};
+use response_url::{response_url, Captured};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-
-/// One request received by the stand-in ResponseURL.
-#[derive(Debug)]
-struct Captured {
-    method: String,
-    target: String,
-    content_type: Option<String>,
-    body: Value,
-}
-
-/// A loopback HTTP listener answering every request with `status`.
-async fn response_url(status: u16) -> (String, mpsc::UnboundedReceiver<Captured>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!(
-        "http://{}/cfn-response/abc?X-Amz-Signature=sig",
-        listener.local_addr().expect("addr")
-    );
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut conn, _)) = listener.accept().await {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 8192];
-            let (head, body) = loop {
-                let n = conn.read(&mut chunk).await.unwrap_or(0);
-                if n == 0 {
-                    break (String::new(), Vec::new());
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&buf[..end]).to_string();
-                let length = head
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().to_string())
-                    })
-                    .and_then(|v| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                if buf.len() >= end + 4 + length {
-                    break (head, buf[end + 4..end + 4 + length].to_vec());
-                }
-            };
-            let mut lines = head.lines();
-            let mut first = lines.next().unwrap_or("").split(' ');
-            let method = first.next().unwrap_or("").to_string();
-            let target = first.next().unwrap_or("").to_string();
-            let content_type = lines
-                .filter_map(|l| l.split_once(':'))
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-                .map(|(_, v)| v.trim().to_string());
-            let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let _ = tx.send(Captured {
-                method,
-                target,
-                content_type,
-                body,
-            });
-            let answer =
-                format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-            let _ = conn.write_all(answer.as_bytes()).await;
-            let _ = conn.shutdown().await;
-        }
-    });
-    (url, rx)
-}
 
 fn cfn_event(
     kind: &str,
