@@ -42,17 +42,7 @@ pub(crate) fn route_chains(rc: &Value, f: &mut Findings<'_>) -> Vec<Chain> {
             |n| format!("virtual host {n}"),
         );
         collect(vh.get("rate_limits"), None, &vh_label, &mut chains, f);
-        for (j, route) in vh
-            .get("routes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let label = match route.get("name").and_then(Value::as_str) {
-                Some(n) => format!("{vh_label}, route {n}"),
-                None => format!("{vh_label}, routes[{j}]"),
-            };
+        for (route, label) in super::labelled_routes(vh, &vh_label) {
             let action = route.get("route");
             let cluster = action
                 .and_then(|a| a.get("cluster"))

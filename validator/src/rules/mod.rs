@@ -86,6 +86,26 @@ pub fn validate_rules(view: &ConfigView<'_>) -> Result<(), Vec<RuleViolation>> {
     }
 }
 
+/// A virtual host's routes, each with the label violations name it by (`…, route NAME`, or
+/// `…, routes[j]` for an unnamed one).
+pub(crate) fn labelled_routes<'v>(
+    vh: &'v serde_json::Value,
+    vh_label: &'v str,
+) -> impl Iterator<Item = (&'v serde_json::Value, String)> + 'v {
+    vh.get("routes")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(move |(j, route)| {
+            let label = match route.get("name").and_then(serde_json::Value::as_str) {
+                Some(n) => format!("{vh_label}, route {n}"),
+                None => format!("{vh_label}, routes[{j}]"),
+            };
+            (route, label)
+        })
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;

@@ -79,17 +79,7 @@ pub(crate) fn check(rc: &Value, clusters: &BTreeSet<&str>, f: &mut Findings<'_>)
             }
         }
         no_kill_switch_override(vh, &vh_label, f);
-        for (j, route) in vh
-            .get("routes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
-            let route_label = match route.get("name").and_then(Value::as_str) {
-                Some(n) => format!("{vh_label}, route {n}"),
-                None => format!("{vh_label}, routes[{j}]"),
-            };
+        for (route, route_label) in super::labelled_routes(vh, &vh_label) {
             no_kill_switch_override(route, &route_label, f);
             targets_exist(route, clusters, &route_label, f);
         }
