@@ -272,6 +272,17 @@ pub fn envoy_mode_args(bucket: &str, dirs: &Dirs, admin: &str, extra: &[&str]) -
 /// The gateway's own bootstrap on these ports and directories. `ratelimit` is where the
 /// rate-limit service would be (nothing listens there in these tests).
 pub fn bootstrap_for(dirs: &Dirs, ratelimit: SocketAddr) -> impl Fn(EnvoyPorts) -> Value + '_ {
+    bootstrap_with(dirs, ratelimit, 0)
+}
+
+/// The gateway's bootstrap with the rate-limit service at `ratelimit` and `xff_hops` trusted
+/// proxies in front (1: the client address is the last X-Forwarded-For entry, as behind a load
+/// balancer).
+pub fn bootstrap_with(
+    dirs: &Dirs,
+    ratelimit: SocketAddr,
+    xff_hops: u32,
+) -> impl Fn(EnvoyPorts) -> Value + '_ {
     move |ports: EnvoyPorts| {
         let params = BootstrapParams {
             clusters_dir: dirs.clusters.clone(),
@@ -279,7 +290,7 @@ pub fn bootstrap_for(dirs: &Dirs, ratelimit: SocketAddr) -> impl Fn(EnvoyPorts) 
             listen: ports.listener,
             admin: ports.admin,
             ratelimit,
-            xff_num_trusted_hops: 0,
+            xff_num_trusted_hops: xff_hops,
         };
         gateway_bootstrap(&params).unwrap_or_else(|e| panic!("gateway bootstrap: {e}"))
     }
@@ -288,9 +299,19 @@ pub fn bootstrap_for(dirs: &Dirs, ratelimit: SocketAddr) -> impl Fn(EnvoyPorts) 
 /// Starts the real Envoy on the gateway's bootstrap, with the proxy's flags.
 pub fn start_envoy(dirs: &Dirs, ports: EnvoyPorts) -> EnvoyProcess {
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    start_envoy_with(dirs, ports, ratelimit, 0)
+}
+
+/// Starts the real Envoy with the rate-limit service at `ratelimit` and `xff_hops` trusted hops.
+pub fn start_envoy_with(
+    dirs: &Dirs,
+    ports: EnvoyPorts,
+    ratelimit: SocketAddr,
+    xff_hops: u32,
+) -> EnvoyProcess {
     EnvoyProcess::start_on(
         ports,
-        bootstrap_for(dirs, ratelimit),
+        bootstrap_with(dirs, ratelimit, xff_hops),
         &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
     )
 }

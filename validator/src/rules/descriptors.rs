@@ -194,7 +194,7 @@ fn resolve<'t>(tree: &'t RuleTree, entries: &[DescriptorEntry]) -> Result<&'t Ru
             ));
         };
         if i + 1 == entries.len() {
-            return if node.has_limit {
+            return if node.limit.is_some() {
                 Ok(node)
             } else {
                 Err(format!("rule {} has no rate_limit", node.path))
@@ -243,13 +243,13 @@ pub(crate) fn agree(chains: &[Chain], tree: &RuleTree, out: &mut Vec<RuleViolati
 
 fn unreached(level: &BTreeMap<String, RuleNode>, reached: &BTreeSet<&str>, f: &mut Findings<'_>) {
     for node in level.values() {
-        if node.has_limit && !reached.contains(node.path.as_str()) {
+        if node.limit.is_some() && !reached.contains(node.path.as_str()) {
             f.add(
                 &node.path,
                 "no route sends this descriptor: the rule can never apply",
             );
         }
-        if !node.has_limit && node.children.is_empty() {
+        if node.limit.is_none() && node.children.is_empty() {
             f.add(&node.path, "has neither rate_limit nor descriptors");
         }
         unreached(&node.children, reached, f);

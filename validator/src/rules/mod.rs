@@ -10,7 +10,9 @@ mod routes;
 use crate::ConfigView;
 use std::fmt;
 
-pub use ratelimit_yaml::VALID_UNITS;
+pub use ratelimit_yaml::{
+    load as load_rate_limit_rules, RuleLimit, RuleNode, RuleTree, VALID_UNITS,
+};
 
 /// One broken rule: the file, the object in it (virtual host, route, cluster or descriptor
 /// path), and why.

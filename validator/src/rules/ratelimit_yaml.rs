@@ -7,8 +7,9 @@
 //! descriptor has a key; `key` or `key_value` is unique among siblings; a `rate_limit` has a
 //! unit of second/minute/hour/day (any case) unless unlimited.
 
-use super::Findings;
-use gateway_render::contract::RATE_LIMIT_DOMAIN;
+use super::{Findings, RuleViolation};
+use gateway_render::contract::{RATE_LIMIT_DOMAIN, RATE_LIMIT_FILE};
+use gateway_render::Unit;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
 
@@ -32,18 +33,49 @@ const SERVICE_KEYS: &[&str] = &[
 pub const VALID_UNITS: &[&str] = &["second", "minute", "hour", "day"];
 
 /// A rule, by the service's composite key (`gateway.team_billing.service_x.route_y`).
-#[derive(Debug, Default)]
-pub(crate) struct RuleNode {
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RuleNode {
     pub path: String,
-    pub has_limit: bool,
+    /// The rule's limit, when it has one the service would use.
+    pub limit: Option<RuleLimit>,
     /// By final key: `key` or `key_value`, as the service indexes them.
     pub children: BTreeMap<String, RuleNode>,
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct RuleTree {
+/// A rule's `rate_limit`, as the service reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleLimit {
+    /// `None` only for an unlimited rule.
+    pub unit: Option<Unit>,
+    pub requests_per_unit: u32,
+    pub unlimited: bool,
+    /// Counted and reported, never refused.
+    pub shadow_mode: bool,
+}
+
+/// The rules file as the service loads it: the domain and its descriptor tree.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RuleTree {
     pub domain: String,
     pub children: BTreeMap<String, RuleNode>,
+}
+
+/// Loads a rules file with the service's rules: the tree, or every reason the service would
+/// refuse the whole file (it then keeps its old rules). The validator's layer 1 and the local
+/// rate-limit service both load through here, so they cannot disagree on what a file means.
+pub fn load(text: &str) -> Result<RuleTree, Vec<RuleViolation>> {
+    let mut out = Vec::new();
+    let tree = check(
+        text,
+        &mut Findings {
+            file: RATE_LIMIT_FILE,
+            out: &mut out,
+        },
+    );
+    match tree {
+        Some(tree) if out.is_empty() => Ok(tree),
+        _ => Err(out),
+    }
 }
 
 /// Checks the rules file; returns its rule tree when the structure could be read.
@@ -203,8 +235,15 @@ fn load_descriptors(
             path: path.clone(),
             ..RuleNode::default()
         };
+        let shadow_mode = d
+            .get("shadow_mode")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         if let Some(rl) = d.get("rate_limit") {
-            node.has_limit = check_rate_limit(rl, &path, f);
+            node.limit = check_rate_limit(rl, &path, f).map(|limit| RuleLimit {
+                shadow_mode,
+                ..limit
+            });
         }
         for flag in ["shadow_mode", "detailed_metric"] {
             if d.get(flag).is_some_and(|v| !v.is_bool()) {
@@ -224,8 +263,8 @@ fn load_descriptors(
     }
 }
 
-/// Returns whether the descriptor carries a usable limit.
-fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> bool {
+/// The descriptor's limit, when it carries a usable one.
+fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> Option<RuleLimit> {
     let Value::Mapping(rl) = rl else {
         f.add(
             path,
@@ -234,7 +273,7 @@ fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> bool {
                 show(rl)
             ),
         );
-        return false;
+        return None;
     };
     for misplaced in [
         "domain",
@@ -266,7 +305,9 @@ fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> bool {
         }
     };
     let unit = scalar(rl.get("unit")).unwrap_or_default();
-    let valid_unit = VALID_UNITS.iter().any(|u| u.eq_ignore_ascii_case(&unit));
+    let parsed_unit = parse_unit(&unit);
+    let valid_unit = parsed_unit.is_some();
+    let mut requests_per_unit = 0;
     if unlimited {
         if valid_unit {
             f.add(path, "should not specify rate limit unit when unlimited");
@@ -285,7 +326,7 @@ fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> bool {
             Some(Value::Number(n)) => match n.as_u64() {
                 Some(0) => f.add(path, "requests_per_unit is 0: every request would be refused"),
                 Some(n) if n > u64::from(u32::MAX) => f.add(path, format!("requests_per_unit {n} does not fit uint32")),
-                Some(_) => {}
+                Some(n) => requests_per_unit = n as u32,
                 None => f.add(path, format!("error loading config file: requests_per_unit {n} is not a uint32")),
             },
             Some(other) => f.add(path, format!("error loading config file: requests_per_unit {} is not a uint32", show(other))),
@@ -305,7 +346,19 @@ fn check_rate_limit(rl: &Value, path: &str, f: &mut Findings<'_>) -> bool {
             f.add(path, "replaces should not contain name of same descriptor");
         }
     }
-    true
+    Some(RuleLimit {
+        unit: parsed_unit,
+        requests_per_unit,
+        unlimited,
+        shadow_mode: false,
+    })
+}
+
+/// A unit as the service reads it (any case).
+fn parse_unit(unit: &str) -> Option<Unit> {
+    [Unit::Second, Unit::Minute, Unit::Hour, Unit::Day]
+        .into_iter()
+        .find(|u| u.as_str().eq_ignore_ascii_case(unit))
 }
 
 /// A scalar as the service's Go YAML decoder reads it into a string field.
@@ -351,7 +404,15 @@ mod tests {
         assert!(v.is_empty(), "{v:?}");
         let tree = tree.expect("tree");
         let route = &tree.children["team_billing"].children["route_r1"];
-        assert!(route.has_limit);
+        assert_eq!(
+            route.limit,
+            Some(RuleLimit {
+                unit: Some(Unit::Minute),
+                requests_per_unit: 100,
+                unlimited: false,
+                shadow_mode: false,
+            })
+        );
         assert_eq!(route.path, "gateway.team_billing.route_r1");
     }
 

@@ -1,0 +1,402 @@
+//! Global limits proven on a running system: the rendered descriptors (Envoy's rate-limit
+//! actions) and the rendered `ratelimit.yaml` (delivered by the rate-limit sidecar) must agree,
+//! or requests are counted wrongly. The real Envoy asks `gateway-ratelimit` (the local stand-in
+//! for envoyproxy/ratelimit, served over gRPC on loopback) for every request: per client address
+//! (the load balancer's X-Forwarded-For, one trusted hop), per route, per header value, every
+//! time unit, the strictest of several limits, a limit changed by a new publish, and fail-open
+//! when the service goes away.
+
+mod common;
+
+use common::*;
+use gateway_ratelimit::{serve, Listen, ServeOptions};
+use gateway_render::contract::RATE_LIMIT_FILE;
+use gateway_render::{Entry, Limit, Per, Unit};
+use gateway_testkit::backend::Backend;
+use gateway_testkit::envoy::EnvoyPorts;
+use gateway_testkit::{free_addr, MotoServer};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::oneshot;
+
+/// `gateway-ratelimit` served in this process on a loopback port, reading the rate-limit
+/// sidecar's directory.
+struct LocalLimiter {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), gateway_ratelimit::ServeError>>,
+}
+
+impl LocalLimiter {
+    async fn start(config_dir: &Path) -> LocalLimiter {
+        let addr = free_addr();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let options = ServeOptions {
+            config_dir: config_dir.to_path_buf(),
+            listen: Listen::Tcp(addr),
+            reload_every: Duration::from_millis(50),
+        };
+        let task = tokio::spawn(serve(options, async {
+            let _ = stopped.await;
+        }));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "gateway-ratelimit never listened on {addr}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        LocalLimiter {
+            addr,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let served = (&mut self.task).await.expect("limiter task");
+        served.expect("limiter served until stopped");
+    }
+}
+
+/// Publishes `entries`, runs both sidecar modes and the limiter, and starts Envoy behind one
+/// trusted hop, pointing its rate-limit cluster at the limiter.
+async fn start_stack(
+    moto: &MotoServer,
+    entries: &[Entry],
+) -> (Gateway, SidecarProcess, LocalLimiter) {
+    let bucket = Bucket::create(moto).await;
+    let (first_version, first_hash) = bucket.publish(entries).await;
+    let dirs = Dirs::new();
+    let ratelimit_sidecar = SidecarProcess::start(
+        moto,
+        &[
+            "--bucket".into(),
+            bucket.name.clone(),
+            "--ratelimit-dir".into(),
+            dirs.ratelimit.display().to_string(),
+            "--interval".into(),
+            "1".into(),
+        ],
+    );
+    ratelimit_sidecar
+        .wait_live(&first_hash, Duration::from_secs(30))
+        .await;
+    let limiter = LocalLimiter::start(&dirs.ratelimit).await;
+    let ports = EnvoyPorts::free();
+    let admin = format!("http://{}", ports.admin);
+    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+    wait_files(&dirs, Duration::from_secs(30)).await;
+    let envoy = start_envoy_with(&dirs, ports, limiter.addr, 1);
+    sidecar
+        .wait_live(&first_hash, Duration::from_secs(30))
+        .await;
+    let gw = Gateway {
+        bucket,
+        dirs,
+        sidecar,
+        envoy,
+        client: client(),
+        first_hash,
+        first_version,
+    };
+    (gw, ratelimit_sidecar, limiter)
+}
+
+struct Answer {
+    code: u16,
+    headers: reqwest::header::HeaderMap,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// One GET through Envoy to `billing`'s host with extra headers.
+async fn get(gw: &Gateway, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut request = gw
+        .client
+        .get(format!("http://{}{path}", gw.listener()))
+        .header(reqwest::header::HOST, format!("billing.{DOMAIN}"));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    Answer {
+        code: response.status().as_u16(),
+        headers: response.headers().clone(),
+    }
+}
+
+/// The status codes of `n` GETs in a row.
+async fn codes(gw: &Gateway, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<u16> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(get(gw, path, headers).await.code);
+    }
+    out
+}
+
+/// As the load balancer sends it: the client's address is the last X-Forwarded-For entry.
+fn from(client: &str) -> (&'static str, &str) {
+    ("x-forwarded-for", client)
+}
+
+fn unix_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+}
+
+/// Fixed windows start on the unit's boundary: wait until at least `need` seconds of the current
+/// minute remain, so a sequence of requests is counted in one window.
+async fn clear_of_minute_boundary(need: u64) {
+    while unix_now().as_secs() % 60 + need >= 60 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn global(per: Per, header: Option<&str>, requests: u32, every: Unit) -> Limit {
+    Limit::Global {
+        per,
+        header: header.map(str::to_string),
+        requests,
+        every,
+    }
+}
+
+fn billing(backend: &Backend, routes: Vec<gateway_render::Route>) -> Vec<Entry> {
+    vec![entry(
+        "billing",
+        "invoices",
+        "billing",
+        &backend.url(),
+        routes,
+    )]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_global_limit_is_counted_as_registered() {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let entries = billing(
+        &backend,
+        vec![
+            route(
+                "/per-ip",
+                None,
+                vec![global(Per::ClientIp, None, 3, Unit::Minute)],
+            ),
+            route(
+                "/per-route",
+                None,
+                vec![global(Per::Route, None, 2, Unit::Minute)],
+            ),
+            route(
+                "/per-header",
+                None,
+                vec![global(Per::Header, Some("x-api-key"), 2, Unit::Hour)],
+            ),
+            route(
+                "/per-second",
+                None,
+                vec![global(Per::Route, None, 2, Unit::Second)],
+            ),
+            route(
+                "/per-day",
+                None,
+                vec![global(Per::Route, None, 1, Unit::Day)],
+            ),
+            route(
+                "/strictest",
+                None,
+                vec![
+                    global(Per::Route, None, 4, Unit::Minute),
+                    global(Per::ClientIp, None, 2, Unit::Minute),
+                ],
+            ),
+        ],
+    );
+    let (gw, _rl_sidecar, _limiter) = start_stack(moto, &entries).await;
+    clear_of_minute_boundary(30).await;
+
+    // Per client address: each address has its own quota of 3.
+    let a = from("203.0.113.10");
+    let b = from("203.0.113.20");
+    assert_eq!(codes(&gw, "/per-ip", &[a], 3).await, [200, 200, 200]);
+    let before = backend.requests();
+    let refused = get(&gw, "/per-ip", &[a]).await;
+    assert_eq!(
+        refused.code, 429,
+        "the 4th request of one client in a minute"
+    );
+    assert_eq!(
+        backend.requests(),
+        before,
+        "a refused request never reaches the backend"
+    );
+    assert_eq!(refused.header("x-envoy-ratelimited"), Some("true"));
+    assert_eq!(refused.header("x-ratelimit-limit"), Some("3"));
+    assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
+    let reset: u64 = refused
+        .header("x-ratelimit-reset")
+        .and_then(|v| v.parse().ok())
+        .expect("x-ratelimit-reset");
+    assert!(
+        (1..=60).contains(&reset),
+        "a minute window resets within 60 s, said {reset}"
+    );
+    assert_eq!(
+        get(&gw, "/per-ip", &[b]).await.code,
+        200,
+        "another client is counted apart"
+    );
+    // A client cannot escape its bucket by writing its own X-Forwarded-For prefix: with one
+    // trusted hop the load balancer's last entry is the client.
+    let spoofed = ("x-forwarded-for", "198.51.100.1, 203.0.113.10");
+    assert_eq!(get(&gw, "/per-ip", &[spoofed]).await.code, 429);
+
+    // Per route: every client shares the quota of 2.
+    assert_eq!(codes(&gw, "/per-route", &[a], 1).await, [200]);
+    assert_eq!(codes(&gw, "/per-route", &[b], 2).await, [200, 429]);
+
+    // Per header value: each value has its own quota; requests without the header are not
+    // counted by this limit.
+    let k1 = ("x-api-key", "key-one");
+    let k2 = ("x-api-key", "key-two");
+    assert_eq!(codes(&gw, "/per-header", &[k1], 3).await, [200, 200, 429]);
+    assert_eq!(codes(&gw, "/per-header", &[k2], 1).await, [200]);
+    assert_eq!(codes(&gw, "/per-header", &[], 5).await, [200; 5]);
+    let hour_reset: u64 = get(&gw, "/per-header", &[k1])
+        .await
+        .header("x-ratelimit-reset")
+        .and_then(|v| v.parse().ok())
+        .expect("x-ratelimit-reset on the refused keyed request");
+    assert!((1..=3600).contains(&hour_reset), "{hour_reset}");
+
+    // Per day.
+    assert_eq!(codes(&gw, "/per-day", &[a], 2).await, [200, 429]);
+
+    // Several limits on one route: the strictest refuses, and each counts every request it
+    // sees (envoyproxy/ratelimit counts refused hits too). Route quota 4, client quota 2:
+    // a, a (route 2), a refused by its client limit (route 3), b (route 4), b refused by the
+    // route limit (route 5).
+    assert_eq!(codes(&gw, "/strictest", &[a], 2).await, [200, 200]);
+    let third = get(&gw, "/strictest", &[a]).await;
+    assert_eq!(third.code, 429);
+    assert_eq!(
+        third.header("x-ratelimit-limit"),
+        Some("2"),
+        "the client limit refused"
+    );
+    assert_eq!(codes(&gw, "/strictest", &[b], 2).await, [200, 429]);
+
+    // Per second: the window starts on the second; a new second has a new quota.
+    loop {
+        if unix_now().subsec_millis() < 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = unix_now().as_secs();
+    let burst = codes(&gw, "/per-second", &[a], 3).await;
+    if unix_now().as_secs() == second {
+        assert_eq!(burst, [200, 200, 429]);
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        codes(&gw, "/per-second", &[a], 1).await,
+        [200],
+        "a new second"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_changed_by_a_publish_applies_without_a_restart() {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let limited = |n: u32| {
+        billing(
+            &backend,
+            vec![route(
+                "/change",
+                None,
+                vec![global(Per::Route, None, n, Unit::Minute)],
+            )],
+        )
+    };
+    let (gw, rl_sidecar, _limiter) = start_stack(moto, &limited(1)).await;
+    let envoy_pid = gw.envoy.pid();
+    clear_of_minute_boundary(40).await;
+    assert_eq!(codes(&gw, "/change", &[], 2).await, [200, 429]);
+
+    // The same route at 3 a minute: the descriptors are unchanged, only the rules file changes.
+    let (_, hash) = gw.bucket.publish(&limited(3)).await;
+    rl_sidecar.wait_live(&hash, Duration::from_secs(30)).await;
+    let delivered =
+        std::fs::read_to_string(gw.dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules");
+    assert!(delivered.contains("requests_per_unit: 3"), "{delivered}");
+    // The service looks at the file every 50 ms.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The window's count carries on: it is 2 (one passed, one refused); 3 is the new limit.
+    assert_eq!(codes(&gw, "/change", &[], 2).await, [200, 429]);
+    assert_eq!(gw.envoy.pid(), envoy_pid, "Envoy was not restarted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limiter_going_away_fails_open_and_is_reported() {
+    // Its own moto: RateLimiterErrors is checked in CloudWatch, which is not per bucket.
+    let moto = MotoServer::start();
+    let backend = Backend::start("billing");
+    let entries = billing(
+        &backend,
+        vec![route(
+            "/limited",
+            None,
+            vec![global(Per::Route, None, 1, Unit::Minute)],
+        )],
+    );
+    let (gw, _rl_sidecar, limiter) = start_stack(&moto, &entries).await;
+    clear_of_minute_boundary(20).await;
+    assert_eq!(
+        codes(&gw, "/limited", &[], 2).await,
+        [200, 429],
+        "the limiter is counting"
+    );
+
+    limiter.stop().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let code = get(&gw, "/limited", &[]).await.code;
+        assert_eq!(code, 200, "a down limiter must not block");
+        let status = gw.sidecar.status().await.expect("sidecar status");
+        if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "RateLimiterErrors never reported; /status {status}\n{}",
+            gw.sidecar.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cw = aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await);
+    let listed = cw
+        .list_metrics()
+        .namespace("Gateway")
+        .metric_name("RateLimiterErrors")
+        .send()
+        .await
+        .expect("list_metrics");
+    assert_eq!(listed.metrics().len(), 1, "{listed:?}");
+}
