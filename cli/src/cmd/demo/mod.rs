@@ -11,6 +11,7 @@ mod moto;
 mod plan;
 mod processes;
 mod progress;
+mod ratelimit;
 mod reconciler;
 mod samples;
 mod sidecar;
@@ -45,6 +46,12 @@ pub struct Args {
     /// The sidecar's health and status server
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9902")]
     pub sidecar_listen: SocketAddr,
+    /// gateway-ratelimit, the local rate-limit service Envoy asks for global limits (gRPC)
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8081")]
+    pub ratelimit_listen: SocketAddr,
+    /// The rate-limit sidecar's health and status server
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9903")]
+    pub ratelimit_sidecar_listen: SocketAddr,
     /// Port of moto's server (DynamoDB, S3, CloudWatch) on 127.0.0.1
     #[arg(long, value_name = "PORT", default_value_t = 4566)]
     pub moto_port: u16,
@@ -65,6 +72,9 @@ pub struct Args {
     /// gateway-sidecar binary (default: next to this gatewayctl)
     #[arg(long, value_name = "PATH")]
     pub sidecar_bin: Option<PathBuf>,
+    /// gateway-ratelimit binary (default: next to this gatewayctl)
+    #[arg(long, value_name = "PATH")]
+    pub ratelimit_bin: Option<PathBuf>,
     /// The repository checkout: scripts/, examples/demo/, .venv (default: the one gatewayctl was built from)
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,

@@ -22,10 +22,12 @@ pub struct Plan {
     /// Where Envoy's global limiter would call the rate-limit service. Nothing listens there:
     /// the demo does not run that service, and the limiter fails open.
     pub ratelimit: SocketAddr,
+    pub ratelimit_sidecar_listen: SocketAddr,
     pub backend_ports: Option<Vec<u16>>,
     /// `--envoy-bin`/`ENVOY_BIN`; None means the repository's `.venv/bin/envoy`.
     pub envoy_bin: Option<PathBuf>,
     pub sidecar_bin: PathBuf,
+    pub ratelimit_bin: PathBuf,
     pub gatewayctl: PathBuf,
     pub wait: std::time::Duration,
 }
@@ -37,8 +39,13 @@ pub struct RunFiles {
     pub routes_dir: PathBuf,
     pub bootstrap: PathBuf,
     pub sidecar_state: PathBuf,
+    /// The rate-limit sidecar delivers `ratelimit.yaml` here; gateway-ratelimit serves it.
+    pub ratelimit_dir: PathBuf,
+    pub ratelimit_sidecar_state: PathBuf,
     pub envoy_log: PathBuf,
     pub sidecar_log: PathBuf,
+    pub ratelimit_sidecar_log: PathBuf,
+    pub ratelimit_log: PathBuf,
     pub moto_log: PathBuf,
 }
 
@@ -64,13 +71,17 @@ impl Plan {
         let run_dir = absolute(&run_dir)?;
         let exe = std::env::current_exe()
             .map_err(|e| CmdError::failed(format!("locating gatewayctl itself: {e}")))?;
-        let sidecar_bin = match args.sidecar_bin {
-            Some(bin) => bin,
-            None => exe
-                .parent()
-                .map(|d| d.join("gateway-sidecar"))
-                .unwrap_or_else(|| PathBuf::from("gateway-sidecar")),
+        let beside_gatewayctl = |name: &str| {
+            exe.parent()
+                .map(|d| d.join(name))
+                .unwrap_or_else(|| PathBuf::from(name))
         };
+        let sidecar_bin = args
+            .sidecar_bin
+            .unwrap_or_else(|| beside_gatewayctl("gateway-sidecar"));
+        let ratelimit_bin = args
+            .ratelimit_bin
+            .unwrap_or_else(|| beside_gatewayctl("gateway-ratelimit"));
         let domain = args.domain.trim().to_string();
         if domain.is_empty() {
             return Err(CmdError::usage("--domain (GATEWAY_DOMAIN) is empty"));
@@ -82,7 +93,6 @@ impl Plan {
             )));
         }
         let moto = SocketAddr::from((Ipv4Addr::LOCALHOST, args.moto_port));
-        let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, unused_port()?));
         let plan = Plan {
             check: args.check,
             repo,
@@ -92,10 +102,12 @@ impl Plan {
             admin: args.admin,
             sidecar_listen: args.sidecar_listen,
             moto,
-            ratelimit,
+            ratelimit: args.ratelimit_listen,
+            ratelimit_sidecar_listen: args.ratelimit_sidecar_listen,
             backend_ports: args.backend_ports,
             envoy_bin: args.envoy_bin.filter(|b| !b.as_os_str().is_empty()),
             sidecar_bin,
+            ratelimit_bin,
             gatewayctl: exe,
             wait: std::time::Duration::from_secs(args.wait),
         };
@@ -114,6 +126,16 @@ impl Plan {
                 "--sidecar-listen",
             ),
             (self.moto, "moto's server", "--moto-port"),
+            (
+                self.ratelimit,
+                "the rate-limit service",
+                "--ratelimit-listen",
+            ),
+            (
+                self.ratelimit_sidecar_listen,
+                "the rate-limit sidecar's health server",
+                "--ratelimit-sidecar-listen",
+            ),
         ]
     }
 
@@ -143,8 +165,12 @@ impl Plan {
             routes_dir: d.join("rds"),
             bootstrap: d.join("envoy.json"),
             sidecar_state: d.join("sidecar-state.json"),
+            ratelimit_dir: d.join("ratelimit"),
+            ratelimit_sidecar_state: d.join("ratelimit-sidecar-state.json"),
             envoy_log: d.join("envoy.log"),
             sidecar_log: d.join("sidecar.log"),
+            ratelimit_sidecar_log: d.join("ratelimit-sidecar.log"),
+            ratelimit_log: d.join("ratelimit.log"),
             moto_log: d.join("moto.log"),
         }
     }
@@ -170,7 +196,7 @@ impl RunFiles {
     pub fn prepare(&self, run_dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(run_dir)
             .map_err(|e| format!("creating {}: {e}", run_dir.display()))?;
-        for dir in [&self.clusters_dir, &self.routes_dir] {
+        for dir in [&self.clusters_dir, &self.routes_dir, &self.ratelimit_dir] {
             if dir.exists() {
                 std::fs::remove_dir_all(dir)
                     .map_err(|e| format!("removing {}: {e}", dir.display()))?;
@@ -180,8 +206,11 @@ impl RunFiles {
         for file in [
             &self.bootstrap,
             &self.sidecar_state,
+            &self.ratelimit_sidecar_state,
             &self.envoy_log,
             &self.sidecar_log,
+            &self.ratelimit_sidecar_log,
+            &self.ratelimit_log,
             &self.moto_log,
         ] {
             match std::fs::remove_file(file) {
@@ -207,13 +236,6 @@ fn absolute(path: &Path) -> Result<PathBuf, CmdError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CmdError::failed(format!("reading the current directory: {e}")))?;
     Ok(cwd.join(path))
-}
-
-fn unused_port() -> Result<u16, CmdError> {
-    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| CmdError::failed(format!("finding a free loopback port: {e}")))
 }
 
 #[cfg(test)]

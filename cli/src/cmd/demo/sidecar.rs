@@ -10,13 +10,7 @@ use tokio::process::Command;
 pub const INTERVAL_SECONDS: u64 = 2;
 
 pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
-    if !plan.sidecar_bin.is_file() {
-        return Err(format!(
-            "{} does not exist: build it with `cargo build -p gateway-sidecar` (scripts/demo.sh builds it), or pass --sidecar-bin PATH",
-            plan.sidecar_bin.display()
-        ));
-    }
-    let mut cmd = Command::new(&plan.sidecar_bin);
+    let mut cmd = command(plan)?;
     cmd.arg("--bucket")
         .arg(BUCKET)
         .arg("--clusters-dir")
@@ -31,9 +25,42 @@ pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
         .arg(plan.sidecar_listen.to_string())
         .arg("--state-file")
         .arg(&files.sidecar_state);
+    Managed::spawn("the sidecar", cmd, &files.sidecar_log, false)
+}
+
+/// The same binary in its rate-limit mode: delivers `ratelimit.yaml` for gateway-ratelimit.
+pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
+    let mut cmd = command(plan)?;
+    cmd.arg("--bucket")
+        .arg(BUCKET)
+        .arg("--ratelimit-dir")
+        .arg(&files.ratelimit_dir)
+        .arg("--interval")
+        .arg(INTERVAL_SECONDS.to_string())
+        .arg("--listen")
+        .arg(plan.ratelimit_sidecar_listen.to_string())
+        .arg("--state-file")
+        .arg(&files.ratelimit_sidecar_state);
+    Managed::spawn(
+        "the rate-limit sidecar",
+        cmd,
+        &files.ratelimit_sidecar_log,
+        false,
+    )
+}
+
+/// `gateway-sidecar` with the demo's AWS environment (moto).
+fn command(plan: &Plan) -> Result<Command, String> {
+    if !plan.sidecar_bin.is_file() {
+        return Err(format!(
+            "{} does not exist: build it with `cargo build -p gateway-sidecar` (scripts/demo.sh builds it), or pass --sidecar-bin PATH",
+            plan.sidecar_bin.display()
+        ));
+    }
+    let mut cmd = Command::new(&plan.sidecar_bin);
     for var in moto::CHILD_ENV_REMOVED {
         cmd.env_remove(var);
     }
     cmd.envs(moto::child_env(plan.moto)).env("RUST_LOG", "info");
-    Managed::spawn("the sidecar", cmd, &files.sidecar_log, false)
+    Ok(cmd)
 }

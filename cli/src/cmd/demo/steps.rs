@@ -9,8 +9,8 @@ use super::processes::Processes;
 use super::progress::{Failure, Progress};
 use super::reconciler::{self, Reconciler};
 use super::samples::{self, Sample};
-use super::waits::{through_envoy, wait_ok};
-use super::{envoy, moto, sidecar};
+use super::waits::{global_limit, through_envoy, wait_listening, wait_ok, wait_same_live};
+use super::{envoy, moto, ratelimit, sidecar};
 use gateway_functions::aws::dynamodb_client;
 use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{seed, ReconcileConfig};
@@ -22,7 +22,7 @@ use gateway_validator::{EnvoyOptions, ValidateOptions};
 use std::path::PathBuf;
 use tokio::process::Command;
 
-pub const TOTAL: usize = 11;
+pub const TOTAL: usize = 13;
 
 /// Everything the demo started, stopped together whatever way the demo ends.
 #[derive(Default)]
@@ -163,6 +163,29 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     ));
 
     p.step(format!(
+        "starting the rate-limit sidecar (delivers ratelimit.yaml into {}) and gateway-ratelimit on {}",
+        plan.display(&files.ratelimit_dir),
+        plan.ratelimit
+    ));
+    let child = sidecar::spawn_ratelimit(plan, &files).map_err(|e| p.fail(e))?;
+    demo.processes.add(child);
+    wait_ok(
+        demo,
+        &client,
+        &format!("http://{}/healthz", plan.ratelimit_sidecar_listen),
+        p,
+    )
+    .await?;
+    let child = ratelimit::spawn(plan, &files).map_err(|e| p.fail(e))?;
+    demo.processes.add(child);
+    wait_listening(demo, plan.ratelimit, p).await?;
+    p.note(format!(
+        "serving the delivered rules over gRPC; log {}, rate-limit sidecar status http://{}/status",
+        plan.display(&files.ratelimit_log),
+        plan.ratelimit_sidecar_listen
+    ));
+
+    p.step(format!(
         "starting Envoy on {} (admin {}) with the gateway's bootstrap",
         plan.listen, plan.admin
     ));
@@ -210,6 +233,19 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     ));
     through_envoy(demo, plan, &client, &samples, p).await?;
 
+    let shown = global_limit_sample(&samples);
+    p.step(match &shown {
+        Some((s, path, quota)) => format!(
+            "showing a global limit: GET http://{}{path} allows {quota} requests a minute per client, then 429",
+            s.entry.fqdn(&plan.domain)
+        ),
+        None => "showing a global limit: no sample has a small per-client limit on a GET route".into(),
+    });
+    if let Some((s, path, quota)) = &shown {
+        wait_same_live(demo, &client, plan, p).await?;
+        global_limit(demo, plan, &client, &s.entry.fqdn(&plan.domain), path, *quota, p).await?;
+    }
+
     Ok(Up { samples, envoy_bin })
 }
 
@@ -246,4 +282,28 @@ async fn python_env(plan: &Plan, p: &mut Progress) -> Result<PathBuf, Failure> {
         ));
     }
     Ok(bin)
+}
+
+/// The sample route that shows a global limit best: a GET route with a per-client limit of at
+/// most 20 a minute (a few requests reach it).
+pub fn global_limit_sample(samples: &[Sample]) -> Option<(&Sample, String, u32)> {
+    use gateway_render::{Limit, Per, Unit};
+    samples.iter().find_map(|s| {
+        s.entry.routes.iter().find_map(|r| {
+            let get = r
+                .methods
+                .as_ref()
+                .is_none_or(|m| m.iter().any(|m| m == "GET"));
+            let quota = r.limits.iter().find_map(|l| match l {
+                Limit::Global {
+                    per: Per::ClientIp,
+                    requests,
+                    every: Unit::Minute,
+                    ..
+                } if *requests <= 20 => Some(*requests),
+                _ => None,
+            })?;
+            get.then(|| (s, r.path.clone(), quota))
+        })
+    })
 }

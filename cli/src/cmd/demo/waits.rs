@@ -40,6 +40,108 @@ pub async fn wait_ok(
     }
 }
 
+/// Waits until something accepts connections on `addr` (a gRPC server answers no plain GET).
+pub async fn wait_listening(
+    demo: &mut Demo,
+    addr: std::net::SocketAddr,
+    p: &Progress,
+) -> Result<(), Failure> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        demo.processes.check_alive().map_err(|e| p.fail(e))?;
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(p.fail(format!(
+                "nothing listened on {addr} within {} s",
+                START_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until the rate-limit sidecar serves the bundle Envoy's sidecar delivered, so the
+/// limiter counts with the rules of the routes Envoy runs.
+pub async fn wait_same_live(
+    demo: &mut Demo,
+    client: &reqwest::Client,
+    plan: &Plan,
+    p: &Progress,
+) -> Result<(), Failure> {
+    let live = |addr: std::net::SocketAddr| async move {
+        let status: serde_json::Value = client
+            .get(format!("http://{addr}/status"))
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        status["live"]["hash"].as_str().map(str::to_string)
+    };
+    let deadline = Instant::now() + plan.wait;
+    loop {
+        demo.processes.check_alive().map_err(|e| p.fail(e))?;
+        let envoy_side = live(plan.sidecar_listen).await;
+        if envoy_side.is_some() && envoy_side == live(plan.ratelimit_sidecar_listen).await {
+            // gateway-ratelimit looks at its file five times a second.
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(p.fail(format!(
+                "the rate-limit sidecar did not deliver the bundle Envoy runs within {} s; see http://{}/status",
+                plan.wait.as_secs(),
+                plan.ratelimit_sidecar_listen
+            )));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Sends GETs from this machine until the limiter refuses one: the first `quota` must pass and
+/// a 429 must follow within another `quota` + 1 (a window can end in between).
+pub async fn global_limit(
+    demo: &mut Demo,
+    plan: &Plan,
+    client: &reqwest::Client,
+    host: &str,
+    path: &str,
+    quota: u32,
+    p: &Progress,
+) -> Result<(), Failure> {
+    demo.processes.check_alive().map_err(|e| p.fail(e))?;
+    let mut codes = Vec::new();
+    for _ in 0..(2 * quota + 1) {
+        let code = match http::through_envoy(client, plan.listen, host, path).await {
+            Ok((code, _)) => code,
+            Err(e) => return Err(p.fail(format!("GET http://{host}{path}: {e}"))),
+        };
+        codes.push(code.to_string());
+        if code == 429 {
+            break;
+        }
+    }
+    let passed_quota = codes.iter().take(quota as usize).all(|c| c == "200");
+    if passed_quota && codes.last().is_some_and(|c| c == "429") {
+        p.note(format!(
+            "GET http://{host}{path} × {}: {} (429 from the rate-limit service)",
+            codes.len(),
+            codes.join(" ")
+        ));
+        Ok(())
+    } else {
+        Err(p.fail(format!(
+            "GET http://{host}{path} answered {}; expected {quota} × 200 then 429. See {} and http://{}/status",
+            codes.join(" "),
+            plan.display(&plan.run_dir.join("ratelimit.log")),
+            plan.ratelimit_sidecar_listen
+        )))
+    }
+}
+
 /// Requests each sample's host and path until its own backend answers.
 pub async fn through_envoy(
     demo: &mut Demo,
