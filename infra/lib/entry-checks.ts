@@ -220,12 +220,18 @@ function backendProblem(url: string, options: CheckOptions): string | undefined 
   }
   if (port !== undefined && !/^[1-9]\d{0,4}$/.test(port)) return `port "${port}" must be a number 1-65535 without leading zeros`;
   if (port !== undefined && Number(port) > 65535) return `port "${port}" must be a number 1-65535 without leading zeros`;
+  const portNumber = port === undefined ? (url.startsWith('https://') ? 443 : 80) : Number(port);
+  if (portNumber >= PROXY_RESERVED_PORTS.first && portNumber <= PROXY_RESERVED_PORTS.last) {
+    return `port ${portNumber} is reserved for the proxy task's own services (ports ${PROXY_RESERVED_PORTS.first}-${PROXY_RESERVED_PORTS.last}); use another port`;
+  }
 
   switch (kind) {
     case 'link-local':
       return `${host} is a link-local/metadata address; the gateway never routes to it`;
     case 'multicast':
       return `${host} is a multicast or broadcast address, not a backend`;
+    case 'site-local':
+      return `${host} is a site-local address (fec0::/10, deprecated by RFC 3879), not a backend`;
     case 'gateway':
       return `${host} is the gateway itself (under the base domain); routing the gateway to itself makes a loop`;
     case 'loopback':
@@ -236,7 +242,10 @@ function backendProblem(url: string, options: CheckOptions): string | undefined 
   }
 }
 
-type AddressKind = 'loopback' | 'link-local' | 'unspecified' | 'multicast' | 'gateway' | 'other';
+type AddressKind = 'loopback' | 'link-local' | 'unspecified' | 'multicast' | 'site-local' | 'gateway' | 'other';
+
+/** Loopback ports of the proxy task's own services (render's PROXY_RESERVED_PORTS). */
+export const PROXY_RESERVED_PORTS = { first: 15000, last: 15019 } as const;
 
 /** Instance-metadata endpoints; the link-local ones are caught by their range too. */
 const METADATA_V4 = ['169.254.169.254', '169.254.170.2', '100.100.100.200', '168.63.129.16'];
@@ -286,17 +295,40 @@ function ipv4Kind([a, b, c, d]: number[]): AddressKind {
 }
 
 function ipv6Kind(g: number[]): AddressKind {
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) reach the IPv4 address inside.
-  const embedded = () => [g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff];
-  if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) return ipv4Kind(embedded());
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return ipv4Kind(embedded());
+  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
+  if (g.every((x) => x === 0)) return 'unspecified';
   if ((g[0] & 0xffc0) === 0xfe80) return 'link-local';
   // fd00:ec2::254 is the instance metadata service over IPv6.
   if (g[0] === 0xfd00 && g[1] === 0x0ec2 && g.slice(2, 7).every((x) => x === 0) && g[7] === 0x254) return 'link-local';
+  if ((g[0] & 0xffc0) === 0xfec0) return 'site-local';
   if ((g[0] & 0xff00) === 0xff00) return 'multicast';
-  if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
-  if (g.every((x) => x === 0)) return 'unspecified';
-  return 'other';
+  // Forms carrying an IPv4 address are judged by it; the most severe one wins.
+  const order: AddressKind[] = ['link-local', 'multicast', 'loopback', 'unspecified'];
+  const kinds = carriedV4(g).map(ipv4Kind);
+  return order.find((k) => kinds.includes(k)) ?? 'other';
+}
+
+/** The IPv4 addresses an IPv6 address may deliver to (render/src/check/address.rs). */
+function carriedV4(g: number[]): number[][] {
+  const v4 = (hi: number, lo: number) => [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff];
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  const found: number[][] = [];
+  if (zero(0, 5) && g[5] === 0xffff) found.push(v4(g[6], g[7])); // IPv4-mapped
+  if (zero(0, 6)) found.push(v4(g[6], g[7])); // IPv4-compatible
+  if (zero(0, 4) && g[4] === 0xffff && g[5] === 0) found.push(v4(g[6], g[7])); // SIIT
+  if (g[0] === 0x2002) found.push(v4(g[1], g[2])); // 6to4
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) found.push(v4(g[6], g[7])); // NAT64
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) {
+    // Local-use NAT64: the /48 and the /96 positions; all-zero is the other length's unused one.
+    for (const c of [[g[3] >> 8, g[3] & 0xff, g[4] & 0xff, g[5] >> 8], v4(g[6], g[7])]) {
+      if (c.some((o) => o !== 0)) found.push(c);
+    }
+  }
+  if (g[0] === 0x2001 && g[1] === 0) {
+    found.push(v4(g[2], g[3])); // Teredo server
+    found.push(v4(~g[6] & 0xffff, ~g[7] & 0xffff)); // Teredo client, inverted
+  }
+  return found;
 }
 
 /** Eight 16-bit groups (a dotted IPv4 tail counts for two), or undefined. */
@@ -533,13 +565,16 @@ function headerProblem(h: string): string | undefined {
   if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)) return `"${h}": only RFC 9110 token characters are allowed in a header name`;
   if (/[A-Z]/.test(h)) return `"${h}" must be lowercase: write "${h.toLowerCase()}"`;
   if (h.length > MAX_HEADER_NAME_LEN) return `is ${h.length} characters long; at most ${MAX_HEADER_NAME_LEN}`;
-  if (['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate'].includes(h)) {
+  if (['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate'].includes(h)) {
     return `"${h}" cannot be a rate-limit key: it is a hop-by-hop header, consumed before routing`;
   }
   if (['x-forwarded-for', 'forwarded', 'x-real-ip'].includes(h)) {
     return `"${h}" cannot be a rate-limit key: a client sets it freely; use per "client-ip"`;
   }
-  if (h === 'cookie') return '"cookie" cannot be a rate-limit key: it holds session secrets; key on a dedicated header';
+  // A limit's key is stored in the rate-limit service's counters and logs: never a credential.
+  if (['authorization', 'proxy-authorization', 'cookie', 'x-amz-security-token'].includes(h)) {
+    return `"${h}" cannot be a rate-limit key: it carries a credential; key on a dedicated, non-secret header`;
+  }
   if (h.startsWith('x-envoy-')) return `"${h}" cannot be a rate-limit key: Envoy sets and strips x-envoy- headers itself`;
   return undefined;
 }

@@ -138,7 +138,15 @@ test.each([
   ['169.254.170.2', 'link-local'],
   ['[ff02::1]', 'multicast'],
   ['10.0.0.1', 'other'],
-  ['[fec0::1]', 'other'],
+  ['[fec0::1]', 'site-local'],
+  ['[::169.254.169.254]', 'link-local'],
+  ['[::ffff:0:169.254.169.254]', 'link-local'],
+  ['[2002:a9fe:a9fe::1]', 'link-local'],
+  ['[64:ff9b:1::a9fe:a9fe]', 'link-local'],
+  ['[2001:0:a9fe:a9fe::1]', 'link-local'],
+  ['[::127.0.0.1]', 'loopback'],
+  ['[64:ff9b:1::a00:1]', 'other'],
+  ['[2001:db8::1]', 'other'],
   ['invoices.internal.example', 'other'],
 ])('address %s is %s', (host, kind) => {
   expect(addressKind(host)).toBe(kind);
@@ -158,4 +166,5 @@ test('numeric spellings a URL parser would normalise to a link-local address are
   expect(fields({ ...sample(), backend: 'http://2852039166/' })).toEqual(['backend']);
   expect(fields({ ...sample(), backend: 'http://[::ffff:169.254.169.254]' })).toEqual(['backend']);
   expect(fields({ ...sample(), backend: 'http://10.0.0.1:8080/' })).toEqual([]);
+  expect(fields({ ...sample(), backend: 'http://10.0.0.1:15001' })).toEqual(['backend']);
 });

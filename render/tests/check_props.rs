@@ -110,7 +110,10 @@ fn backend() -> impl Strategy<Value = String> {
     (
         prop::bool::ANY,
         host,
-        prop::option::of(1u16..=65535),
+        // The proxy task's own ports are refused (PROXY_RESERVED_PORTS).
+        prop::option::of((1u16..=65535).prop_filter("reserved port", |p| {
+            !gateway_render::check::PROXY_RESERVED_PORTS.contains(p)
+        })),
         prop::bool::ANY,
     )
         .prop_map(|(tls, host, port, slash)| {

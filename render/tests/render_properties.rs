@@ -162,7 +162,7 @@ proptest! {
     #[test]
     fn every_render_verifies_and_actions_match_rules(entries in registry()) {
         // The generator stays inside what the registration checks accept.
-        let policy = gateway_render::Policy { base_domain: render_support::BASE_DOMAIN.into(), allow_loopback_backends: false };
+        let policy = gateway_render::Policy::new(render_support::BASE_DOMAIN, false);
         for entry in &entries {
             let value = serde_json::to_value(entry).expect("entry serialises");
             let checked = gateway_render::check::check_entry_value(&value, &policy);

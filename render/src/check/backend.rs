@@ -2,11 +2,13 @@
 //! The URL is parsed by hand and strictly, because every lenient URL parser is a way to smuggle
 //! an address past the policy (`http://0x7f.1`, `http://127.1`, `http://evil@169.254.169.254`).
 
+use super::address::check_address;
+use super::cidr::under_domains;
 use super::identifiers::check_dns_name;
 use super::report::quote;
 use super::Policy;
 use std::fmt;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// A checked backend URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,36 +38,64 @@ impl fmt::Display for BackendHost {
     }
 }
 
-/// Instance-metadata endpoints of the clouds a gateway may run in. Link-local ones are caught by
-/// their range too; these are named so the message says what they are.
-const METADATA_V4: [Ipv4Addr; 4] = [
-    Ipv4Addr::new(169, 254, 169, 254), // AWS, GCP, Azure IMDS
-    Ipv4Addr::new(169, 254, 170, 2),   // ECS task metadata and credentials
-    Ipv4Addr::new(100, 100, 100, 200), // Alibaba Cloud metadata
-    Ipv4Addr::new(168, 63, 129, 16),   // Azure wire server
-];
-/// AWS IMDS over IPv6 (Nitro).
-const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+/// Cloud metadata services by name; their addresses are refused by `check_address`.
 const METADATA_NAMES: [&str; 3] = [
     "metadata.google.internal",
     "instance-data.ec2.internal",
     "instance-data",
 ];
 
-const LINK_LOCAL: &str = "is a link-local/metadata address; the gateway never routes to it";
-const LOOPBACK: &str =
-    "is a loopback address: from the gateway it reaches the gateway's own task, not your service \
-     (allowed only where GATEWAY_ALLOW_LOOPBACK_BACKENDS=true, for local runs and tests)";
-const UNSPECIFIED: &str =
-    "is an unspecified address: connecting to it reaches the gateway's own task \
-     (allowed only where GATEWAY_ALLOW_LOOPBACK_BACKENDS=true, for local runs and tests)";
-const MULTICAST: &str = "is a multicast or broadcast address, not a backend";
+/// Loopback ports of the proxy task's own services (the rate-limit service's gRPC, HTTP and
+/// debug ports, the sidecars' health and status servers; infra's `PROXY_PORTS`). A backend on
+/// one of them would reach those services wherever its name leads to the task itself, so they
+/// are refused whatever the address.
+pub const PROXY_RESERVED_PORTS: std::ops::RangeInclusive<u16> = 15000..=15019;
 
 /// Parses and judges a backend URL against the policy.
 pub fn check_backend(url: &str, policy: &Policy) -> Result<Backend, String> {
     let backend = parse_backend(url)?;
     judge(&backend.host, policy)?;
+    if PROXY_RESERVED_PORTS.contains(&backend.port) {
+        return Err(format!(
+            "port {} is reserved for the proxy task's own services (ports {}-{}); use another port",
+            backend.port,
+            PROXY_RESERVED_PORTS.start(),
+            PROXY_RESERVED_PORTS.end()
+        ));
+    }
     Ok(backend)
+}
+
+/// Judges what a backend name resolved to where the check ran: every address must pass
+/// `check_address`. `answer` is the resolver's addresses or why it found none; a name without
+/// addresses passes unless the policy requires backends to resolve. The message names the name,
+/// the address and why.
+pub fn check_resolved(
+    name: &str,
+    answer: &Result<Vec<IpAddr>, String>,
+    policy: &Policy,
+) -> Result<(), String> {
+    let addresses = match answer {
+        Ok(addresses) if !addresses.is_empty() => addresses,
+        Ok(_) | Err(_) if !policy.require_resolvable_backends => return Ok(()),
+        Ok(_) => {
+            return Err(format!(
+                "{name} resolves to no address, and backends must resolve (GATEWAY_REQUIRE_RESOLVABLE_BACKENDS=true)"
+            ))
+        }
+        Err(why) => {
+            return Err(format!(
+                "{name} does not resolve ({why}), and backends must resolve (GATEWAY_REQUIRE_RESOLVABLE_BACKENDS=true)"
+            ))
+        }
+    };
+    let mut sorted = addresses.clone();
+    sorted.sort();
+    sorted.dedup();
+    for ip in sorted {
+        check_address(ip, policy).map_err(|why| format!("{name} resolves to {why}"))?;
+    }
+    Ok(())
 }
 
 /// Parses `http[s]://host[:port][/]` and nothing else.
@@ -241,59 +271,27 @@ fn parse_port(p: &str) -> Result<u16, String> {
     p.parse::<u16>().ok().filter(|n| *n > 0).ok_or_else(bad)
 }
 
-/// Where the gateway must not send traffic.
+/// Where the gateway must not send traffic, as far as the URL alone tells.
 fn judge(host: &BackendHost, policy: &Policy) -> Result<(), String> {
-    let verdict = match host {
-        BackendHost::V4(ip) => judge_v4(*ip),
-        BackendHost::V6(ip) => judge_v6(*ip),
-        BackendHost::Name(name) => return judge_name(name, policy),
-    };
-    match verdict {
-        None => Ok(()),
-        Some(why) if policy.allow_loopback_backends && (why == LOOPBACK || why == UNSPECIFIED) => {
-            Ok(())
-        }
-        Some(why) => Err(format!("{host} {why}")),
+    match host {
+        BackendHost::V4(ip) => judge_literal(IpAddr::V4(*ip), policy),
+        BackendHost::V6(ip) => judge_literal(IpAddr::V6(*ip), policy),
+        BackendHost::Name(name) => judge_name(name, policy),
     }
 }
 
-fn judge_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    if ip.is_link_local() || METADATA_V4.contains(&ip) {
-        Some(LINK_LOCAL)
-    } else if ip.is_multicast() || ip.is_broadcast() {
-        Some(MULTICAST)
-    } else if ip.is_loopback() {
-        Some(LOOPBACK)
-    } else if ip.octets()[0] == 0 {
-        // 0.0.0.0/8 ("this network"): Linux connects 0.0.0.0 to the local host.
-        Some(UNSPECIFIED)
-    } else {
-        None
+fn judge_literal(ip: IpAddr, policy: &Policy) -> Result<(), String> {
+    check_address(ip, policy)?;
+    // Passing here but not under the strict policy: an allowed loopback of a local run.
+    let loopback_allowed =
+        policy.allow_loopback_backends && check_address(ip, &Policy::new("", false)).is_err();
+    if !policy.backend_domains.is_empty() && policy.backend_cidrs.is_empty() && !loopback_allowed {
+        return Err(format!(
+            "{ip} is an IP address, but backends must be names under GATEWAY_BACKEND_DOMAINS ({})",
+            policy.backend_domains.join(", ")
+        ));
     }
-}
-
-fn judge_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    // An IPv4-mapped address (::ffff:a.b.c.d) reaches a.b.c.d; so does the NAT64 well-known
-    // prefix (64:ff9b::/96) wherever a NAT64 gateway is on the path.
-    let seg = ip.segments();
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return judge_v4(v4);
-    }
-    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let ([a, b], [c, d]) = (seg[6].to_be_bytes(), seg[7].to_be_bytes());
-        return judge_v4(Ipv4Addr::new(a, b, c, d));
-    }
-    if (seg[0] & 0xffc0) == 0xfe80 || ip == METADATA_V6 {
-        Some(LINK_LOCAL)
-    } else if ip.is_multicast() {
-        Some(MULTICAST)
-    } else if ip.is_loopback() {
-        Some(LOOPBACK)
-    } else if ip.is_unspecified() {
-        Some(UNSPECIFIED)
-    } else {
-        None
-    }
+    Ok(())
 }
 
 fn judge_name(name: &str, policy: &Policy) -> Result<(), String> {
@@ -302,8 +300,9 @@ fn judge_name(name: &str, policy: &Policy) -> Result<(), String> {
             "{name} is a cloud metadata endpoint; the gateway never routes to it"
         ));
     }
-    if (name == "localhost" || name.ends_with(".localhost")) && !policy.allow_loopback_backends {
-        return Err(format!("{name} {LOOPBACK}"));
+    let localhost = name == "localhost" || name.ends_with(".localhost");
+    if localhost && !policy.allow_loopback_backends {
+        return Err(format!("{name} {}", super::address::LOOPBACK));
     }
     let base = policy
         .base_domain
@@ -314,11 +313,21 @@ fn judge_name(name: &str, policy: &Policy) -> Result<(), String> {
             "{name} is the gateway itself (under the base domain {base}); routing the gateway to itself makes a loop"
         ));
     }
+    if !localhost
+        && !policy.backend_domains.is_empty()
+        && !under_domains(name, &policy.backend_domains)
+    {
+        return Err(format!(
+            "{name} is not under the domains backends may be in (GATEWAY_BACKEND_DOMAINS: {})",
+            policy.backend_domains.join(", ")
+        ));
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::address::LINK_LOCAL;
     use super::*;
 
     fn strict() -> Policy {
@@ -502,6 +511,109 @@ mod tests {
         ] {
             assert!(check_backend(url, &strict()).is_ok(), "{url}");
         }
+    }
+
+    #[test]
+    fn ipv6_spellings_of_refused_ipv4_are_refused() {
+        for url in [
+            "http://[::169.254.169.254]",
+            "http://[::ffff:0:169.254.169.254]",
+            "http://[2002:a9fe:a9fe::1]",
+            "http://[64:ff9b:1::a9fe:a9fe]",
+            "http://[2001:0:a9fe:a9fe::1]",
+        ] {
+            let e = rejected(url, &local());
+            assert!(
+                e.contains("169.254.169.254") && e.ends_with(LINK_LOCAL),
+                "{url}: {e}"
+            );
+        }
+        for url in [
+            "http://[::127.0.0.1]",
+            "http://[::ffff:0:127.0.0.1]",
+            "http://[2002:7f00:1::1]",
+        ] {
+            assert!(rejected(url, &strict()).contains("loopback"), "{url}");
+        }
+        assert!(rejected("http://[fec0::1]", &local()).contains("site-local"));
+    }
+
+    #[test]
+    fn the_proxy_tasks_own_ports_are_refused() {
+        let e = rejected("http://10.0.0.1:15001", &strict());
+        assert!(e.contains("port 15001 is reserved"), "{e}");
+        assert!(rejected("http://127.0.0.1:15019", &local()).contains("reserved"));
+        assert!(check_backend("http://10.0.0.1:15020", &strict()).is_ok());
+        assert!(check_backend("http://10.0.0.1:8081", &strict()).is_ok());
+    }
+
+    #[test]
+    fn operator_domains_and_cidrs_restrict_literal_backends() {
+        let p = strict()
+            .with_backend_rules("internal.example", "")
+            .expect("valid");
+        assert!(check_backend("https://a.internal.example", &p).is_ok());
+        let e = rejected("https://a.other.example", &p);
+        assert!(
+            e.contains("GATEWAY_BACKEND_DOMAINS: internal.example"),
+            "{e}"
+        );
+        assert!(rejected("http://10.0.0.1", &p).contains("must be names"));
+        let p = strict()
+            .with_backend_rules("internal.example", "10.0.0.0/8")
+            .expect("valid");
+        assert!(check_backend("http://10.0.0.1", &p).is_ok());
+        assert!(rejected("http://192.168.0.1", &p).contains("GATEWAY_BACKEND_CIDRS"));
+        let local = local()
+            .with_backend_rules("internal.example", "")
+            .expect("valid");
+        assert!(check_backend("http://127.0.0.1:8080", &local).is_ok());
+        assert!(check_backend("http://localhost:8080", &local).is_ok());
+    }
+
+    #[test]
+    fn resolved_addresses_are_judged_naming_name_address_and_reason() {
+        let answer = Ok(vec![
+            "10.0.0.5".parse().expect("ip"),
+            "127.0.0.1".parse().expect("ip"),
+        ]);
+        assert_eq!(
+            check_resolved("sneaky.example", &answer, &strict()),
+            Err(format!(
+                "sneaky.example resolves to 127.0.0.1 {}",
+                super::super::address::LOOPBACK
+            ))
+        );
+        assert!(check_resolved("sneaky.example", &answer, &local()).is_ok());
+        let imds = Ok(vec!["::ffff:169.254.169.254".parse().expect("ip")]);
+        let e = check_resolved("meta.example", &imds, &local()).expect_err("imds");
+        assert!(
+            e.starts_with("meta.example resolves to ::ffff:169.254.169.254 is an IPv4-mapped"),
+            "{e}"
+        );
+        let nx: Result<Vec<IpAddr>, String> = Err("no such name".into());
+        assert!(check_resolved("private.example", &nx, &strict()).is_ok());
+        assert!(check_resolved("private.example", &Ok(vec![]), &strict()).is_ok());
+        let mut must = strict();
+        must.require_resolvable_backends = true;
+        let e = check_resolved("private.example", &nx, &must).expect_err("must resolve");
+        assert!(
+            e.contains("no such name") && e.contains("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS"),
+            "{e}"
+        );
+        let cidrs = strict()
+            .with_backend_rules("", "10.0.0.0/8")
+            .expect("valid");
+        let e = check_resolved(
+            "pub.example",
+            &Ok(vec!["8.8.8.8".parse().expect("ip")]),
+            &cidrs,
+        )
+        .expect_err("outside");
+        assert!(
+            e.contains("pub.example resolves to 8.8.8.8 is outside"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -227,7 +227,6 @@ fn unusable_header(h: &str) -> Option<&'static str> {
         | "te"
         | "trailer"
         | "upgrade"
-        | "proxy-authorization"
         | "proxy-authenticate" => Some(
             "it is a hop-by-hop header, consumed before routing, so the limit would never apply",
         ),
@@ -236,10 +235,11 @@ fn unusable_header(h: &str) -> Option<&'static str> {
         "x-forwarded-for" | "forwarded" | "x-real-ip" => Some(
             "a client sets it freely and escapes its bucket by changing it; use per \"client-ip\"",
         ),
-        // One header carries every cookie and changes whenever any of them does; the values are
-        // session secrets that would become counter keys in the rate-limit store.
-        "cookie" => Some(
-            "it holds session secrets and changes with every cookie; key on a dedicated header",
+        // Credentials: a limit's key is stored in the rate-limit service's counters (Redis keys)
+        // and may appear in its logs, so a bearer token or a session cookie would be copied
+        // there in clear.
+        "authorization" | "proxy-authorization" | "cookie" | "x-amz-security-token" => Some(
+            "it carries a credential, and a limit's key is stored in the rate-limit service's counters and logs; key on a dedicated, non-secret header",
         ),
         _ if h.starts_with("x-envoy-") => Some("Envoy sets and strips x-envoy- headers itself"),
         _ => None,
@@ -401,7 +401,6 @@ mod tests {
             "x-api-key",
             "host",
             "x-tenant_id",
-            "authorization",
             "user-agent",
             "x.a!b#c$d%e&f'g*h+i^j`k|l~m",
         ] {
@@ -420,7 +419,13 @@ mod tests {
             ("connection", "hop-by-hop"),
             ("transfer-encoding", "hop-by-hop"),
             ("x-forwarded-for", "client-ip"),
-            ("cookie", "session"),
+            ("cookie", "credential"),
+            (
+                "authorization",
+                "\"authorization\" cannot be a rate-limit key: it carries a credential",
+            ),
+            ("proxy-authorization", "credential"),
+            ("x-amz-security-token", "credential"),
             ("x-envoy-original-path", "Envoy"),
         ];
         for (bad, why) in cases {

@@ -5,7 +5,9 @@
 //! keys), then the hand-written walk of `check_entry_value`, which builds the typed `Entry`
 //! only when nothing is wrong. The checked entry is canonical: methods sorted.
 
+mod address;
 mod backend;
+mod cidr;
 mod fields;
 mod host;
 mod identifiers;
@@ -16,7 +18,11 @@ mod path;
 mod report;
 mod walk;
 
-pub use backend::{check_backend, parse_backend, Backend, BackendHost};
+pub use address::check_address;
+pub use backend::{
+    check_backend, check_resolved, parse_backend, Backend, BackendHost, PROXY_RESERVED_PORTS,
+};
+pub use cidr::{parse_cidrs, parse_domains, Cidr};
 pub use host::{check_host, MAX_FQDN_LEN};
 pub use identifiers::{check_dns_label, check_identifier};
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
@@ -46,6 +52,14 @@ pub struct Policy {
     pub base_domain: String,
     /// `GATEWAY_ALLOW_LOOPBACK_BACKENDS=true`: local runs and tests only. Link-local stays rejected.
     pub allow_loopback_backends: bool,
+    /// `GATEWAY_BACKEND_DOMAINS`: when not empty, backend names must be under one of these.
+    pub backend_domains: Vec<String>,
+    /// `GATEWAY_BACKEND_CIDRS`: when not empty, backend addresses (literal or resolved) must be
+    /// inside one of these.
+    pub backend_cidrs: Vec<Cidr>,
+    /// `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS=true`: a name that does not resolve where the check
+    /// runs is refused (by default it passes: private zones may resolve only inside the VPC).
+    pub require_resolvable_backends: bool,
 }
 
 impl Policy {
@@ -53,7 +67,18 @@ impl Policy {
         Policy {
             base_domain: base_domain.into(),
             allow_loopback_backends,
+            backend_domains: Vec::new(),
+            backend_cidrs: Vec::new(),
+            require_resolvable_backends: false,
         }
+    }
+
+    /// The operators' backend restrictions from the settings' values (comma-separated lists;
+    /// empty means unrestricted). The error names the setting and the bad item.
+    pub fn with_backend_rules(mut self, domains: &str, cidrs: &str) -> Result<Self, String> {
+        self.backend_domains = parse_domains(domains)?;
+        self.backend_cidrs = parse_cidrs(cidrs)?;
+        Ok(self)
     }
 }
 
@@ -61,6 +86,11 @@ impl Policy {
 /// library does not). Only exactly `true` or `1` allow loopback backends: anything else,
 /// including an unset variable, `TRUE`, `yes` or ` true`, keeps production's safe default.
 pub fn allow_loopback_from_env_value(value: Option<&str>) -> bool {
+    flag_from_env_value(value)
+}
+
+/// A boolean setting (`GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`, …): only exactly `true` or `1` is on.
+pub fn flag_from_env_value(value: Option<&str>) -> bool {
     matches!(value, Some("true" | "1"))
 }
 

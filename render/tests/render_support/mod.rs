@@ -32,10 +32,7 @@ pub fn example_entries() -> Vec<Entry> {
         .map(|p| {
             let text = std::fs::read_to_string(p)
                 .unwrap_or_else(|e| panic!("reading {}: {e}", p.display()));
-            let policy = gateway_render::Policy {
-                base_domain: BASE_DOMAIN.into(),
-                allow_loopback_backends: false,
-            };
+            let policy = gateway_render::Policy::new(BASE_DOMAIN, false);
             gateway_render::check::check_entry_bytes(text.as_bytes(), &policy).unwrap_or_else(
                 |rejection| panic!("{} is rejected by the checks:\n{rejection}", p.display()),
             )
