@@ -87,13 +87,17 @@ mod tests {
             "/etc/envoy/rds"
         );
         assert_eq!(hcm(&b)["use_remote_address"], true);
-        assert_eq!(hcm(&b)["xff_num_trusted_hops"], 2);
+        assert_eq!(hcm(&b)["xff_num_trusted_hops"], 1);
+        assert_eq!(
+            b["admin"]["address"],
+            serde_json::json!({"pipe": {"path": "/run/envoy/admin.sock", "mode": 0o666}})
+        );
     }
 
     #[test]
     fn refuses_public_admin() {
         let mut p = BootstrapParams::production();
-        p.admin = "10.0.0.1:9901".parse().expect("literal");
+        p.admin = crate::AdminAddress::Tcp("10.0.0.1:9901".parse().expect("literal"));
         assert!(matches!(
             gateway_bootstrap(&p),
             Err(BootstrapError::AdminNotLoopback(_))

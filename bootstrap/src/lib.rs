@@ -14,7 +14,9 @@ pub use args::{proxy_args, PRODUCTION_BOOTSTRAP_PATH};
 pub use error::BootstrapError;
 pub use gateway::gateway_bootstrap;
 pub use json::to_pretty_json;
-pub use params::BootstrapParams;
+pub use params::{
+    AdminAddress, BootstrapParams, PRODUCTION_ADMIN_SOCKET, PRODUCTION_RATE_LIMIT_PORT,
+};
 pub use validation::{validation_bootstrap, ValidationBootstrap};
 
 /// The Envoy release the gateway runs, validates with and tests against. `bootstrap/ENVOY_VERSION`

@@ -3,7 +3,7 @@
 //! built from these functions so that validation judges the listener the proxy really runs.
 
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
-use crate::{BootstrapError, BootstrapParams};
+use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
     GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
@@ -12,6 +12,10 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::Path;
 
+/// Read/write for every user that can reach the file: who can reach it is decided by its
+/// directory, a task volume mounted only into the Envoy and sidecar containers (which run as
+/// different users).
+const ADMIN_SOCKET_MODE: u32 = 0o666;
 /// Name of the gateway's listener and of the node.
 pub(crate) const GATEWAY_NAME: &str = "gateway";
 /// The global limiter's budget per request: beyond it the request passes (failure_mode_deny
@@ -30,6 +34,16 @@ pub(crate) enum RouteSource<'a> {
 
 pub(crate) fn socket_address(addr: SocketAddr) -> Value {
     json!({ "socket_address": { "address": addr.ip().to_string(), "port_value": addr.port() } })
+}
+
+/// Envoy's admin address: a pipe or a loopback socket address.
+fn admin_address(admin: &AdminAddress) -> Result<Value, BootstrapError> {
+    Ok(match admin {
+        AdminAddress::Unix(path) => {
+            json!({ "pipe": { "path": path_str("admin", path)?, "mode": ADMIN_SOCKET_MODE } })
+        }
+        AdminAddress::Tcp(addr) => socket_address(*addr),
+    })
 }
 
 pub(crate) fn path_str<'p>(field: &'static str, path: &'p Path) -> Result<&'p str, BootstrapError> {
@@ -61,7 +75,7 @@ pub(crate) fn common_top(
     params.check()?;
     let top = json!({
         "node": { "id": GATEWAY_NAME, "cluster": GATEWAY_NAME },
-        "admin": { "address": socket_address(params.admin) },
+        "admin": { "address": admin_address(&params.admin)? },
         // The admin layer is what `POST /runtime_modify` writes to; without it the level-1
         // kill switch cannot be thrown.
         "layered_runtime": { "layers": [

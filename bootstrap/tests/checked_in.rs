@@ -7,8 +7,9 @@ use gateway_bootstrap::{
 use std::path::Path;
 
 const REGENERATE: &str =
-    "regenerate with: cargo run -p gatewayctl -- bootstrap --production > bootstrap/envoy.json \
-     && cargo run -p gatewayctl -- bootstrap --production --args > bootstrap/envoy.args";
+    "regenerate with: cargo run -p gatewayctl -- bootstrap > bootstrap/envoy.json \
+     && cargo run -p gatewayctl -- bootstrap --xff-num-trusted-hops 2 > bootstrap/envoy.behind-cdn.json \
+     && cargo run -p gatewayctl -- bootstrap --args > bootstrap/envoy.args";
 
 fn checked_in(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
@@ -24,6 +25,19 @@ fn envoy_json_is_the_generator_output() {
     assert!(
         checked_in("envoy.json") == generated,
         "bootstrap/envoy.json differs from the generator; {REGENERATE}"
+    );
+}
+
+/// The image's bootstrap when a CDN sits in front of the load balancer (infra picks it when it
+/// deploys one): two trusted hops, everything else the same.
+#[test]
+fn envoy_behind_cdn_json_is_the_generator_output() {
+    let mut params = BootstrapParams::production();
+    params.xff_num_trusted_hops = 2;
+    let generated = to_pretty_json(&gateway_bootstrap(&params).expect("production params"));
+    assert!(
+        checked_in("envoy.behind-cdn.json") == generated,
+        "bootstrap/envoy.behind-cdn.json differs from the generator; {REGENERATE}"
     );
 }
 

@@ -40,7 +40,7 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
                 clusters_dir: clusters_dir.clone(),
                 routes_dir: routes_dir.clone(),
                 listen: ports.listener,
-                admin: ports.admin,
+                admin: ports.admin.into(),
                 ratelimit,
                 xff_num_trusted_hops: 2,
             };

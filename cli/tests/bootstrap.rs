@@ -14,12 +14,36 @@ fn checked_in(name: &str) -> String {
 
 #[test]
 fn production_output_is_the_checked_in_bootstrap() {
-    let r = run(&["bootstrap", "--production"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stdout == checked_in("envoy.json"),
-        "bootstrap/envoy.json differs from `gatewayctl bootstrap --production`; {REGENERATE}"
+    for args in [&["bootstrap"][..], &["bootstrap", "--production"][..]] {
+        let r = run(args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stdout == checked_in("envoy.json"),
+            "bootstrap/envoy.json differs from `gatewayctl {}`; {REGENERATE}",
+            args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn the_default_admin_is_a_unix_socket_and_one_flag_changes_one_place() {
+    let r = run(&["bootstrap"]);
+    let b: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(
+        b["admin"]["address"]["pipe"]["path"],
+        "/run/envoy/admin.sock"
     );
+    let r = run(&["bootstrap", "--admin", "unix:/tmp/x/admin.sock"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let b: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    assert_eq!(b["admin"]["address"]["pipe"]["path"], "/tmp/x/admin.sock");
+    assert_eq!(
+        b["dynamic_resources"]["cds_config"]["path_config_source"]["path"],
+        "/etc/envoy/cds/clusters.json"
+    );
+    let r = run(&["bootstrap", "--admin", "unix:relative.sock"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("absolute"), "{}", r.stderr);
 }
 
 #[test]
@@ -78,8 +102,8 @@ fn custom_places_are_used() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let r = run(&["bootstrap", "--clusters-dir", "/a"]);
-    assert_eq!(r.code, 2, "missing flags: {}", r.stderr);
+    let r = run(&["bootstrap", "--clusters-dir", "/etc/envoy/rds"]);
+    assert_eq!(r.code, 2, "one directory for CDS and RDS: {}", r.stderr);
     let r = run(&["bootstrap", "--production", "--listen", "0.0.0.0:1"]);
     assert_eq!(
         r.code, 2,

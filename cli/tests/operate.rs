@@ -266,7 +266,7 @@ fn runtime_kill_switch_flips_a_running_envoy() {
                 clusters_dir: cds.clone(),
                 routes_dir: rds.clone(),
                 listen: ports.listener,
-                admin: ports.admin,
+                admin: ports.admin.into(),
                 ratelimit,
                 xff_num_trusted_hops: 2,
             };

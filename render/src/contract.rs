@@ -11,6 +11,13 @@ pub const RATE_LIMIT_CLUSTER: &str = "ratelimit";
 pub const KILL_SWITCH_RUNTIME_KEY: &str = "gateway.kill_switch.abort_percent";
 /// Name of the catch-all virtual host that answers a JSON 404 for unknown hosts.
 pub const CATCH_ALL_VHOST: &str = "gateway-catch-all";
+/// The load balancer's health check: `GET /healthz` on a host no team holds (the catch-all)
+/// answers 200 under both kill-switch levels, so a kill switch never makes tasks "unhealthy"
+/// (ECS would replace them and forget a level-1 switch). It tells nothing about teams' routes.
+pub const HEALTH_CHECK_PATH: &str = "/healthz";
+/// Name of the catch-all's health-check route: the only route allowed to switch the kill-switch
+/// filter off, and only for its own fixed 200.
+pub const HEALTH_CHECK_ROUTE: &str = "gateway-health-check";
 
 /// File names inside a bundle and in the watched directories.
 pub const CLUSTERS_FILE: &str = "clusters.json";

@@ -3,7 +3,8 @@
 
 use crate::clusters::backend_of;
 use crate::contract::{
-    CATCH_ALL_VHOST, LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL,
+    CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER,
+    LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL,
 };
 use crate::entry::{Entry, Limit, Route};
 use crate::names;
@@ -56,16 +57,40 @@ pub fn route_config_resource(virtual_hosts: Vec<Value>) -> Value {
     ])
 }
 
-/// The gateway's single `*` virtual host, answering every request with `status` and `body`.
+/// The gateway's single `*` virtual host, answering every request with `status` and `body`,
+/// except the load balancer's health check.
 pub fn catch_all_virtual_host(status: u16, body: &str) -> Value {
     object([
         ("name", json!(CATCH_ALL_VHOST)),
         ("domains", json!(["*"])),
         (
             "routes",
-            Value::Array(vec![json_response_route(CATCH_ALL_VHOST, status, body)]),
+            Value::Array(vec![
+                health_check_route(),
+                json_response_route(CATCH_ALL_VHOST, status, body),
+            ]),
         ),
     ])
+}
+
+/// `GET /healthz` → 200 on hosts no team holds, with the level-1 kill switch's filter off for
+/// this one route (a kill switch must not make the load balancer replace the tasks). The kill
+/// switch's level 2 renders the same catch-all, so this route survives it too.
+fn health_check_route() -> Value {
+    json!({
+        "name": HEALTH_CHECK_ROUTE,
+        "match": {
+            "path": HEALTH_CHECK_PATH,
+            "headers": [{ "name": ":method", "string_match": { "exact": "GET" } }]
+        },
+        "direct_response": { "status": 200, "body": { "inline_string": "ok\n" } },
+        "typed_per_filter_config": {
+            KILL_SWITCH_FILTER: {
+                "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                "disabled": true
+            }
+        }
+    })
 }
 
 /// `{"error":"…"}` plus a newline, for direct responses.

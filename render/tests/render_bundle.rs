@@ -157,11 +157,14 @@ fn kill_switch_render_answers_503_everywhere_with_no_clusters() {
     assert_eq!(vhosts.len(), 1);
     assert_eq!(vhosts[0]["domains"], serde_json::json!(["*"]));
     let routes = vhosts[0]["routes"].as_array().unwrap();
-    assert_eq!(routes.len(), 1);
-    assert_eq!(routes[0]["match"]["prefix"], "/");
-    assert_eq!(routes[0]["direct_response"]["status"], 503);
+    // The load balancer's health check first (200 under the kill switch), then 503 for the rest.
+    assert_eq!(routes.len(), 2);
+    assert_eq!(routes[0]["match"]["path"], "/healthz");
+    assert_eq!(routes[0]["direct_response"]["status"], 200);
+    assert_eq!(routes[1]["match"]["prefix"], "/");
+    assert_eq!(routes[1]["direct_response"]["status"], 503);
     let body: Value = serde_json::from_str(
-        routes[0]["direct_response"]["body"]["inline_string"]
+        routes[1]["direct_response"]["body"]["inline_string"]
             .as_str()
             .unwrap(),
     )

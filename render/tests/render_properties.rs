@@ -184,7 +184,8 @@ proptest! {
         for vhost in rendered.route_config["virtual_hosts"].as_array().expect("virtual_hosts") {
             let keys: Vec<(usize, bool)> = vhost["routes"].as_array().expect("routes").iter().map(|r| {
                 let m = &r["match"];
-                let path = m.get("path_separated_prefix").or_else(|| m.get("prefix")).and_then(|p| p.as_str()).expect("a prefix match");
+                // An exact path (the catch-all's health check) is more specific than any prefix.
+                let path = m.get("path_separated_prefix").or_else(|| m.get("prefix")).or_else(|| m.get("path")).and_then(|p| p.as_str()).expect("a path match");
                 (path.len(), m.get("headers").is_none())
             }).collect();
             for pair in keys.windows(2) {

@@ -56,16 +56,18 @@ fn one_virtual_host_per_team_host_then_the_catch_all() {
     );
     let catch_all = vhost(&rendered, CATCH_ALL_VHOST);
     assert_eq!(catch_all["domains"], json!(["*"]));
-    assert_eq!(catch_all["routes"][0]["direct_response"]["status"], 404);
+    assert_eq!(catch_all["routes"][0]["match"]["path"], "/healthz");
+    assert_eq!(catch_all["routes"][0]["direct_response"]["status"], 200);
+    assert_eq!(catch_all["routes"][1]["direct_response"]["status"], 404);
     let body: Value = serde_json::from_str(
-        catch_all["routes"][0]["direct_response"]["body"]["inline_string"]
+        catch_all["routes"][1]["direct_response"]["body"]["inline_string"]
             .as_str()
             .unwrap(),
     )
     .unwrap();
     assert!(body["error"].is_string());
     assert_eq!(
-        catch_all["routes"][0]["response_headers_to_add"][0]["header"],
+        catch_all["routes"][1]["response_headers_to_add"][0]["header"],
         json!({ "key": "content-type", "value": "application/json" })
     );
     // Three billing/invoices-api routes, three billing/payments-api routes, two catalog routes.
@@ -256,11 +258,19 @@ fn burst_becomes_a_local_token_bucket_refilled_every_second() {
         get.get("typed_per_filter_config").is_none(),
         "no burst, no local bucket"
     );
-    for file in rendered.files.values() {
-        assert!(
-            !file.contains(KILL_SWITCH_FILTER),
-            "no route config may override the kill switch"
-        );
+    // Only the gateway's own health-check route switches the kill switch off, for its own 200.
+    for vh in rendered.route_config["virtual_hosts"].as_array().unwrap() {
+        for r in vh["routes"].as_array().unwrap() {
+            if r["typed_per_filter_config"]
+                .get(KILL_SWITCH_FILTER)
+                .is_some()
+            {
+                assert_eq!(vh["name"], CATCH_ALL_VHOST);
+                assert_eq!(r["name"], "gateway-health-check");
+                assert_eq!(r["direct_response"]["status"], 200);
+            }
+        }
+        assert!(vh.get("typed_per_filter_config").is_none());
     }
 }
 

@@ -288,7 +288,7 @@ pub fn bootstrap_with(
             clusters_dir: dirs.clusters.clone(),
             routes_dir: dirs.routes.clone(),
             listen: ports.listener,
-            admin: ports.admin,
+            admin: ports.admin.into(),
             ratelimit,
             xff_num_trusted_hops: xff_hops,
         };

@@ -2,7 +2,9 @@
 //! host, one catch-all, every target known, and no route able to switch the kill switch off.
 
 use super::Findings;
-use gateway_render::contract::{KILL_SWITCH_FILTER, ROUTE_CONFIG_NAME};
+use gateway_render::contract::{
+    CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER, ROUTE_CONFIG_NAME,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -80,10 +82,25 @@ pub(crate) fn check(rc: &Value, clusters: &BTreeSet<&str>, f: &mut Findings<'_>)
         }
         no_kill_switch_override(vh, &vh_label, f);
         for (route, route_label) in super::labelled_routes(vh, &vh_label) {
-            no_kill_switch_override(route, &route_label, f);
+            if !is_gateway_health_check(vh, route) {
+                no_kill_switch_override(route, &route_label, f);
+            }
             targets_exist(route, clusters, &route_label, f);
         }
     }
+}
+
+/// The gateway's own health-check route on the catch-all: a fixed 200 to `GET /healthz`, the
+/// one route the kill switch leaves alone (the load balancer must not replace killed tasks).
+fn is_gateway_health_check(vh: &Value, route: &Value) -> bool {
+    vh.get("name").and_then(Value::as_str) == Some(CATCH_ALL_VHOST)
+        && route.get("name").and_then(Value::as_str) == Some(HEALTH_CHECK_ROUTE)
+        && route.pointer("/match/path").and_then(Value::as_str) == Some(HEALTH_CHECK_PATH)
+        && route
+            .pointer("/direct_response/status")
+            .and_then(Value::as_u64)
+            == Some(200)
+        && route.get("route").is_none()
 }
 
 /// The kill switch's fault filter must answer to the runtime key alone; a per-route config
@@ -231,5 +248,36 @@ mod tests {
             "virtual host billing: typed_per_filter_config overrides gateway.kill_switch"
         ));
         assert!(found[1].contains("virtual host billing, route billing-r: typed_per_filter_config"));
+    }
+
+    #[test]
+    fn only_the_catch_alls_health_check_may_leave_the_kill_switch() {
+        let rendered = gateway_render::render_kill_switch(&gateway_render::RenderConfig::new(
+            "api.example.com",
+        ));
+        assert_eq!(
+            violations(&rendered.route_config, &[]),
+            Vec::<String>::new()
+        );
+        // The same route under a team's virtual host, or routing to a cluster, is a violation.
+        let health = rendered.route_config["virtual_hosts"][0]["routes"][0].clone();
+        let mut team = vh("billing", &["x.api.example.com"], "c1");
+        team["routes"] = json!([health.clone()]);
+        let found = violations(&rc(json!([team])), &["c1"]);
+        assert!(
+            found
+                .iter()
+                .any(|v| v.contains("overrides gateway.kill_switch")),
+            "{found:?}"
+        );
+        let mut sneaky = rendered.route_config.clone();
+        sneaky["virtual_hosts"][0]["routes"][0]["route"] = json!({"cluster": "c1"});
+        let found = violations(&sneaky, &["c1"]);
+        assert!(
+            found
+                .iter()
+                .any(|v| v.contains("overrides gateway.kill_switch")),
+            "{found:?}"
+        );
     }
 }

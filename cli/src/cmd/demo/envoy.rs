@@ -83,7 +83,7 @@ pub fn spawn(plan: &Plan, files: &RunFiles, bin: &Path) -> Result<Managed, Strin
         clusters_dir: files.clusters_dir.clone(),
         routes_dir: files.routes_dir.clone(),
         listen: plan.listen,
-        admin: plan.admin,
+        admin: plan.admin.into(),
         ratelimit: plan.ratelimit,
         // Nothing sits in front of the demo's Envoy: the client's address is the peer's.
         xff_num_trusted_hops: 0,
