@@ -2,22 +2,20 @@
 //! it refused a file, and whether the global rate limiter is failing open.
 
 use crate::error::SidecarError;
+use gateway_envoy_admin::{encode_query_value, AdminClient, AdminEndpoint};
 use gateway_render::contract::ROUTE_CONFIG_NAME;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// CDS: the `version_info` of the last clusters file Envoy accepted, and its refusals.
 pub const CDS_VERSION: &str = "cluster_manager.cds.version_text";
 pub const CDS_REJECTED: &str = "cluster_manager.cds.update_rejected";
 
-/// Admin answers in milliseconds; a slow answer means a stuck Envoy, not a reason to hang.
-const ADMIN_TIMEOUT: Duration = Duration::from_secs(3);
-
+/// Envoy's admin, on a Unix socket (`unix:/PATH`, production) or loopback (`http://HOST:PORT`).
 #[derive(Debug, Clone)]
 pub struct EnvoyAdmin {
     base: String,
-    http: reqwest::Client,
+    client: AdminClient,
 }
 
 /// One reading of the stats the sidecar needs.
@@ -29,17 +27,15 @@ pub struct Stats {
 
 impl EnvoyAdmin {
     pub fn new(base: &str) -> Result<Self, SidecarError> {
-        let http = reqwest::Client::builder()
-            .timeout(ADMIN_TIMEOUT)
-            .no_proxy()
-            .build()
-            .map_err(|e| SidecarError::Admin {
+        let endpoint: AdminEndpoint = base.parse().map_err(|e: gateway_envoy_admin::AdminError| {
+            SidecarError::Admin {
                 url: base.to_string(),
                 reason: e.to_string(),
-            })?;
+            }
+        })?;
         Ok(EnvoyAdmin {
-            base: base.trim_end_matches('/').to_string(),
-            http,
+            base: endpoint.to_string(),
+            client: AdminClient::new(endpoint),
         })
     }
 
@@ -60,17 +56,17 @@ impl EnvoyAdmin {
             reason,
         };
         let response = self
-            .http
-            .get(&url)
-            .query(&[("format", "json"), ("filter", filter.as_str())])
-            .send()
+            .client
+            .get(&format!(
+                "/stats?format=json&filter={}",
+                encode_query_value(&filter)
+            ))
             .await
             .map_err(|e| err(e.to_string()))?;
-        if !response.status().is_success() {
-            return Err(err(format!("HTTP {}", response.status())));
+        if !response.is_success() {
+            return Err(err(format!("HTTP {}", response.status)));
         }
-        let body = response.bytes().await.map_err(|e| err(e.to_string()))?;
-        Stats::parse(&body).map_err(err)
+        Stats::parse(&response.body).map_err(err)
     }
 }
 

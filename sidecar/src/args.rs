@@ -21,7 +21,8 @@ pub struct Args {
     /// Envoy's RDS watched directory (routes.json).
     #[arg(long)]
     pub routes_dir: Option<PathBuf>,
-    /// Envoy's admin endpoint, read for applied versions and refusals.
+    /// Envoy's admin endpoint, read for applied versions and refusals: unix:/PATH (production:
+    /// unix:/run/envoy/admin.sock) or http://HOST:PORT on loopback (local runs).
     #[arg(long, default_value = "http://127.0.0.1:9901")]
     pub envoy_admin: String,
     /// Seconds between polls.
@@ -90,6 +91,9 @@ impl Args {
                     return Err(usage(
                         "--clusters-dir and --routes-dir must differ: CDS and RDS watch separate directories",
                     ));
+                }
+                if let Err(e) = self.envoy_admin.parse::<gateway_envoy_admin::AdminEndpoint>() {
+                    return Err(SidecarError::Usage(format!("--envoy-admin: {e}")));
                 }
                 Mode::Envoy {
                     clusters_dir,

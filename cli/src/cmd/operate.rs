@@ -117,7 +117,8 @@ pub struct KillSwitchArgs {
     /// Level 1: set the kill-switch runtime flag through this Envoy's admin endpoint
     #[arg(long, requires = "admin")]
     pub runtime: bool,
-    /// Envoy admin URL for --runtime, e.g. http://127.0.0.1:9901
+    /// Envoy's admin for --runtime: unix:/PATH (production: unix:/run/envoy/admin.sock, through
+    /// ECS Exec) or http://127.0.0.1:9901 (local runs)
     #[arg(long, value_name = "URL")]
     pub admin: Option<String>,
     /// Lift the level-1 flag (with --runtime)
@@ -437,23 +438,20 @@ fn confirm(question: &str) -> Result<bool, CmdError> {
 pub fn kill_switch(args: KillSwitchArgs) -> CmdResult {
     if args.runtime {
         let admin = args.admin.clone().unwrap_or_default();
+        let endpoint: gateway_envoy_admin::AdminEndpoint = admin
+            .parse()
+            .map_err(|e: gateway_envoy_admin::AdminError| CmdError::usage(format!("--admin: {e}")))?;
         let value = if args.off { 0 } else { 100 };
         return block_on(async move {
-            let url = format!(
-                "{}/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}={value}",
-                admin.trim_end_matches('/')
-            );
-            let resp = reqwest::Client::new()
-                .post(&url)
-                .send()
-                .await
-                .map_err(|e| {
-                    CmdError::failed(format!("{url}: {e}\nis Envoy's admin listening there?"))
-                })?;
-            if !resp.status().is_success() {
+            let path = format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}={value}");
+            let client = gateway_envoy_admin::AdminClient::new(endpoint.clone());
+            let resp = client.post(&path).await.map_err(|e| {
+                CmdError::failed(format!("{e}\nis Envoy's admin listening there?"))
+            })?;
+            if !resp.is_success() {
                 return Err(CmdError::failed(format!(
-                    "{url}: Envoy answered {}",
-                    resp.status()
+                    "{endpoint}{path}: Envoy answered {}",
+                    resp.status
                 )));
             }
             let state = if value == 100 {
