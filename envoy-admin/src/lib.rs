@@ -35,12 +35,15 @@ impl FromStr for AdminEndpoint {
         if let Some(path) = s.strip_prefix("unix:") {
             let path = PathBuf::from(path);
             if !path.is_absolute() {
-                return Err(bad("a Unix socket path must be absolute, e.g. unix:/run/envoy/admin.sock"));
+                return Err(bad(
+                    "a Unix socket path must be absolute, e.g. unix:/run/envoy/admin.sock",
+                ));
             }
             return Ok(AdminEndpoint::Unix(path));
         }
         let rest = s.strip_prefix("http://").unwrap_or(s).trim_end_matches('/');
-        if rest.is_empty() || rest.contains('/') || !rest.contains(':') || s.starts_with("https://") {
+        if rest.is_empty() || rest.contains('/') || !rest.contains(':') || s.starts_with("https://")
+        {
             return Err(bad("expected unix:/PATH, HOST:PORT or http://HOST:PORT"));
         }
         Ok(AdminEndpoint::Tcp(rest.to_string()))
@@ -160,7 +163,9 @@ impl AdminClient {
         };
         match &self.endpoint {
             AdminEndpoint::Unix(path) => {
-                let stream = tokio::net::UnixStream::connect(path).await.map_err(connect)?;
+                let stream = tokio::net::UnixStream::connect(path)
+                    .await
+                    .map_err(connect)?;
                 self.send(stream, "localhost", method, path_and_query).await
             }
             AdminEndpoint::Tcp(addr) => {
@@ -205,7 +210,12 @@ impl AdminClient {
         let result = async {
             let response = sender.send_request(request).await.map_err(http)?;
             let status = response.status().as_u16();
-            let body = response.into_body().collect().await.map_err(http)?.to_bytes();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(http)?
+                .to_bytes();
             Ok(AdminResponse { status, body })
         }
         .await;
@@ -233,12 +243,24 @@ mod tests {
     #[test]
     fn endpoints_parse_and_print() {
         let unix: AdminEndpoint = "unix:/run/envoy/admin.sock".parse().expect("unix");
-        assert_eq!(unix, AdminEndpoint::Unix(PathBuf::from("/run/envoy/admin.sock")));
+        assert_eq!(
+            unix,
+            AdminEndpoint::Unix(PathBuf::from("/run/envoy/admin.sock"))
+        );
         assert_eq!(unix.to_string(), "unix:/run/envoy/admin.sock");
         let tcp: AdminEndpoint = "http://127.0.0.1:9901/".parse().expect("tcp");
         assert_eq!(tcp, AdminEndpoint::Tcp("127.0.0.1:9901".into()));
-        assert_eq!("127.0.0.1:9901".parse::<AdminEndpoint>().expect("bare"), tcp);
-        for bad in ["unix:admin.sock", "https://127.0.0.1:9901", "http://h:1/x", "", "nohost"] {
+        assert_eq!(
+            "127.0.0.1:9901".parse::<AdminEndpoint>().expect("bare"),
+            tcp
+        );
+        for bad in [
+            "unix:admin.sock",
+            "https://127.0.0.1:9901",
+            "http://h:1/x",
+            "",
+            "nohost",
+        ] {
             assert!(bad.parse::<AdminEndpoint>().is_err(), "{bad}");
         }
     }

@@ -27,12 +27,12 @@ pub struct Stats {
 
 impl EnvoyAdmin {
     pub fn new(base: &str) -> Result<Self, SidecarError> {
-        let endpoint: AdminEndpoint = base.parse().map_err(|e: gateway_envoy_admin::AdminError| {
-            SidecarError::Admin {
-                url: base.to_string(),
-                reason: e.to_string(),
-            }
-        })?;
+        let endpoint: AdminEndpoint =
+            base.parse()
+                .map_err(|e: gateway_envoy_admin::AdminError| SidecarError::Admin {
+                    url: base.to_string(),
+                    reason: e.to_string(),
+                })?;
         Ok(EnvoyAdmin {
             base: endpoint.to_string(),
             client: AdminClient::new(endpoint),

@@ -92,7 +92,10 @@ impl Args {
                         "--clusters-dir and --routes-dir must differ: CDS and RDS watch separate directories",
                     ));
                 }
-                if let Err(e) = self.envoy_admin.parse::<gateway_envoy_admin::AdminEndpoint>() {
+                if let Err(e) = self
+                    .envoy_admin
+                    .parse::<gateway_envoy_admin::AdminEndpoint>()
+                {
                     return Err(SidecarError::Usage(format!("--envoy-admin: {e}")));
                 }
                 Mode::Envoy {

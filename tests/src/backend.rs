@@ -83,6 +83,9 @@ impl Drop for Backend {
     }
 }
 
+/// Request headers a backend echoes back as `echo-<name>` response headers.
+pub const ECHOED: [&str; 2] = ["x-forwarded-for", "x-envoy-external-address"];
+
 /// The body a backend answers `method path` with.
 pub fn expected_body(backend: &str, method: &str, path: &str) -> serde_json::Value {
     serde_json::json!({ "backend": backend, "method": method, "path": path })
@@ -122,12 +125,25 @@ fn serve(
                     served.fetch_add(1, Ordering::SeqCst);
                     let body =
                         expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
+                    // What the proxy told the backend about the client, echoed back as
+                    // `echo-<name>` response headers.
+                    let echoed: Vec<_> = ECHOED
+                        .iter()
+                        .filter_map(|h| Some((*h, req.headers().get(*h)?.clone())))
+                        .collect();
                     async move {
                         let mut response = Response::new(Full::new(Bytes::from(body)));
                         response.headers_mut().insert(
                             hyper::header::CONTENT_TYPE,
                             hyper::header::HeaderValue::from_static("application/json"),
                         );
+                        for (name, value) in echoed {
+                            if let Ok(echo) = hyper::header::HeaderName::from_bytes(
+                                format!("echo-{name}").as_bytes(),
+                            ) {
+                                response.headers_mut().insert(echo, value);
+                            }
+                        }
                         Ok::<_, Infallible>(response)
                     }
                 });

@@ -5,7 +5,7 @@
 use crate::{envoy_bin, free_port, http};
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,8 @@ impl EnvoyPorts {
 pub struct EnvoyProcess {
     child: Child,
     ports: EnvoyPorts,
+    /// Set when the admin endpoint is a Unix socket (`ports.admin` is then unused).
+    admin_socket: Option<PathBuf>,
     log: tempfile::NamedTempFile,
     _bootstrap: tempfile::NamedTempFile,
 }
@@ -75,8 +77,40 @@ impl EnvoyProcess {
             .unwrap_or_else(|why| panic!("Envoy did not start: {why}"))
     }
 
+    /// Like `start_with_args`, with Envoy's admin on the Unix socket `admin_socket` (the
+    /// production shape): readiness and `admin_get`/`admin_post` go through the socket.
+    pub fn start_with_admin_socket(
+        admin_socket: &Path,
+        bootstrap: impl Fn(EnvoyPorts) -> serde_json::Value,
+        args: impl Fn(&Path) -> Vec<String>,
+    ) -> EnvoyProcess {
+        let mut last_failure = String::new();
+        for _ in 0..3 {
+            let _ = std::fs::remove_file(admin_socket);
+            match EnvoyProcess::try_start_on(
+                EnvoyPorts::free(),
+                Some(admin_socket.to_path_buf()),
+                &bootstrap,
+                &args,
+            ) {
+                Ok(envoy) => return envoy,
+                Err(why) => last_failure = why,
+            }
+        }
+        panic!("Envoy did not start: {last_failure}");
+    }
+
     fn try_start(
         ports: EnvoyPorts,
+        bootstrap: &dyn Fn(EnvoyPorts) -> serde_json::Value,
+        args: &dyn Fn(&Path) -> Vec<String>,
+    ) -> Result<EnvoyProcess, String> {
+        EnvoyProcess::try_start_on(ports, None, bootstrap, args)
+    }
+
+    fn try_start_on(
+        ports: EnvoyPorts,
+        admin_socket: Option<PathBuf>,
         bootstrap: &dyn Fn(EnvoyPorts) -> serde_json::Value,
         args: &dyn Fn(&Path) -> Vec<String>,
     ) -> Result<EnvoyProcess, String> {
@@ -103,6 +137,7 @@ impl EnvoyProcess {
         let mut envoy = EnvoyProcess {
             child,
             ports,
+            admin_socket,
             log,
             _bootstrap: file,
         };
@@ -118,7 +153,7 @@ impl EnvoyProcess {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("Envoy exited with {status}"));
             }
-            if http_get(self.ports.admin, "/ready").map(|(code, _)| code) == Some(200) {
+            if self.admin_get("/ready").map(|(code, _)| code) == Some(200) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -164,12 +199,27 @@ impl EnvoyProcess {
 
     /// One admin GET (`/stats?filter=…`, `/ready`, …): status code and body.
     pub fn admin_get(&self, path_and_query: &str) -> Option<(u16, String)> {
-        http_get(self.ports.admin, path_and_query)
+        self.admin_request("GET", path_and_query)
     }
 
     /// One admin POST (`/runtime_modify?key=value`, …): status code and body.
     pub fn admin_post(&self, path_and_query: &str) -> Option<(u16, String)> {
-        http_request(self.ports.admin, "POST", path_and_query)
+        self.admin_request("POST", path_and_query)
+    }
+
+    fn admin_request(&self, method: &str, path_and_query: &str) -> Option<(u16, String)> {
+        match &self.admin_socket {
+            Some(socket) => {
+                http::request_unix(socket, method, path_and_query).map(|r| (r.status, r.body))
+            }
+            None => http_request(self.ports.admin, method, path_and_query),
+        }
+    }
+
+    /// The TCP ports this process listens on (LISTEN sockets it holds, IPv4 and IPv6), read
+    /// from `/proc`: its socket inodes matched against the kernel's TCP tables.
+    pub fn listening_tcp_ports(&self) -> Vec<u16> {
+        listening_tcp_ports(self.child.id())
     }
 }
 
@@ -178,6 +228,38 @@ impl Drop for EnvoyProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn listening_tcp_ports(pid: u32) -> Vec<u16> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/fd: {e}"));
+    let inodes: std::collections::BTreeSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let t = target.to_string_lossy().into_owned();
+            Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // local_address is HEXIP:HEXPORT; st 0A is LISTEN; the inode is column 9.
+            if cols.len() > 9 && cols[3] == "0A" && inodes.contains(cols[9]) {
+                if let Some(port) = cols[1]
+                    .rsplit(':')
+                    .next()
+                    .and_then(|p| u16::from_str_radix(p, 16).ok())
+                {
+                    ports.push(port);
+                }
+            }
+        }
+    }
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }
 
 /// `-c FILE --disable-hot-restart EXTRA…`: hot restart would tie Envoy's life to the process
@@ -193,6 +275,7 @@ fn default_args(file: &Path, extra_args: &[&str]) -> Vec<String> {
 }
 
 /// Admin requests carry `Host: 127.0.0.1`.
+#[cfg(test)]
 fn http_get(addr: SocketAddr, path_and_query: &str) -> Option<(u16, String)> {
     http_request(addr, "GET", path_and_query)
 }

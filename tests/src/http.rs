@@ -4,6 +4,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::Duration;
 
 /// A connect to a loopback port that nothing listens on fails at once; this bounds the rare
@@ -40,11 +42,43 @@ pub fn request(
     host: &str,
     path_and_query: &str,
 ) -> Option<Response> {
-    let mut stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).ok()?;
+    request_with_headers(addr, method, host, path_and_query, &[])
+}
+
+/// `request` with extra request headers (`("x-forwarded-for", "6.6.6.6")`).
+pub fn request_with_headers(
+    addr: SocketAddr,
+    method: &str,
+    host: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+) -> Option<Response> {
+    let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).ok()?;
     stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    exchange(stream, method, host, path_and_query, headers)
+}
+
+/// `request` over a Unix socket (Envoy's admin in production shape).
+pub fn request_unix(socket: &Path, method: &str, path_and_query: &str) -> Option<Response> {
+    let stream = UnixStream::connect(socket).ok()?;
+    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
+    exchange(stream, method, "localhost", path_and_query, &[])
+}
+
+fn exchange(
+    mut stream: impl Read + Write,
+    method: &str,
+    host: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+) -> Option<Response> {
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path_and_query} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path_and_query} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut answer = String::new();

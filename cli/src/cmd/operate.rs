@@ -438,16 +438,20 @@ fn confirm(question: &str) -> Result<bool, CmdError> {
 pub fn kill_switch(args: KillSwitchArgs) -> CmdResult {
     if args.runtime {
         let admin = args.admin.clone().unwrap_or_default();
-        let endpoint: gateway_envoy_admin::AdminEndpoint = admin
-            .parse()
-            .map_err(|e: gateway_envoy_admin::AdminError| CmdError::usage(format!("--admin: {e}")))?;
+        let endpoint: gateway_envoy_admin::AdminEndpoint =
+            admin
+                .parse()
+                .map_err(|e: gateway_envoy_admin::AdminError| {
+                    CmdError::usage(format!("--admin: {e}"))
+                })?;
         let value = if args.off { 0 } else { 100 };
         return block_on(async move {
             let path = format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}={value}");
             let client = gateway_envoy_admin::AdminClient::new(endpoint.clone());
-            let resp = client.post(&path).await.map_err(|e| {
-                CmdError::failed(format!("{e}\nis Envoy's admin listening there?"))
-            })?;
+            let resp = client
+                .post(&path)
+                .await
+                .map_err(|e| CmdError::failed(format!("{e}\nis Envoy's admin listening there?")))?;
             if !resp.is_success() {
                 return Err(CmdError::failed(format!(
                     "{endpoint}{path}: Envoy answered {}",
