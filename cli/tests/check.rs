@@ -93,3 +93,133 @@ fn an_unreadable_file_fails_naming_it() {
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("/nonexistent/entry.json"), "{}", r.stderr);
 }
+
+fn with_backend(backend: &str) -> String {
+    serde_json::json!({"team": "billing", "service": "invoices-api", "host": "invoices",
+        "backend": backend, "routes": [{"path": "/invoices"}]})
+    .to_string()
+}
+
+/// Names in /etc/hosts that lead to loopback (other than localhost, refused by its name).
+fn loopback_names_in_etc_hosts() -> Vec<String> {
+    std::fs::read_to_string("/etc/hosts")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("127.") || l.starts_with("::1"))
+        .flat_map(|l| {
+            l.split_whitespace()
+                .skip(1)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|n| {
+            !n.starts_with('#')
+                && n != "localhost"
+                && !n.ends_with(".localhost")
+                && n.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        })
+        .collect()
+}
+
+#[test]
+fn a_backend_name_is_judged_by_what_it_resolves_to() {
+    // localhost resolves through /etc/hosts on every machine; --require-resolvable makes sure
+    // the lookup really happened for a name that does not.
+    for name in loopback_names_in_etc_hosts() {
+        let r = run_with_stdin(
+            &["check", "-", "--domain", "api.example.com"],
+            &with_backend(&format!("http://{name}:9901")),
+        );
+        assert_eq!(r.code, 1, "{name}: {}", r.stdout);
+        assert!(
+            r.stderr
+                .contains(&format!("<stdin>: backend: {name} resolves to 127."))
+                || r.stderr
+                    .contains(&format!("<stdin>: backend: {name} resolves to ::1")),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("loopback"), "{}", r.stderr);
+        // Local runs allow loopback.
+        let ok = run_with_stdin(
+            &[
+                "check",
+                "-",
+                "--domain",
+                "api.example.com",
+                "--allow-loopback-backends",
+            ],
+            &with_backend(&format!("http://{name}:9901")),
+        );
+        assert_eq!(ok.code, 0, "{}", ok.stderr);
+    }
+    let nowhere = with_backend("http://no-such-name.invalid");
+    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], &nowhere);
+    assert_eq!(
+        r.code, 0,
+        "an unresolvable name passes by default: {}",
+        r.stderr
+    );
+    let mut must = command(&["check", "-", "--domain", "api.example.com"]);
+    must.env("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS", "true");
+    let r = run_command_with_stdin(must, &nowhere);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("no-such-name.invalid does not resolve")
+            && r.stderr.contains("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn operator_domains_and_cidrs_are_enforced_and_bad_lists_are_usage_errors() {
+    let r = run_with_stdin(
+        &[
+            "check",
+            "-",
+            "--domain",
+            "api.example.com",
+            "--backend-domains",
+            "corp.example",
+        ],
+        &with_backend("https://invoices.other.example"),
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("GATEWAY_BACKEND_DOMAINS: corp.example"),
+        "{}",
+        r.stderr
+    );
+    let r = run_with_stdin(
+        &[
+            "check",
+            "-",
+            "--domain",
+            "api.example.com",
+            "--backend-cidrs",
+            "10.0.0.0/8",
+        ],
+        &with_backend("http://192.168.1.1"),
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("GATEWAY_BACKEND_CIDRS: 10.0.0.0/8"),
+        "{}",
+        r.stderr
+    );
+    let r = run_with_stdin(
+        &[
+            "check",
+            "-",
+            "--domain",
+            "api.example.com",
+            "--backend-cidrs",
+            "10.0.0.0/99",
+        ],
+        &with_backend("http://10.1.1.1"),
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("GATEWAY_BACKEND_CIDRS"), "{}", r.stderr);
+}

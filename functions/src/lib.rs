@@ -8,5 +8,6 @@ pub mod operator;
 pub mod reconcile;
 pub mod register;
 pub mod registry;
+pub mod resolve;
 pub mod settings;
 pub mod store;

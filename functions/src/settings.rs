@@ -2,7 +2,7 @@
 //! `GATEWAY_BUCKET`, `GATEWAY_DOMAIN`, `ENVOY_BIN`, `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, and
 //! `GATEWAY_UPSTREAM_CA_FILE` for the renderer.
 
-use gateway_render::check::{allow_loopback_from_env_value, Policy};
+use gateway_render::check::{allow_loopback_from_env_value, flag_from_env_value, Policy};
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -43,10 +43,34 @@ pub fn envoy_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("envoy"))
 }
 
-pub fn policy(domain: &str) -> Policy {
-    let allow = std::env::var("GATEWAY_ALLOW_LOOPBACK_BACKENDS").ok();
-    Policy::new(domain, allow_loopback_from_env_value(allow.as_deref()))
+/// The registration policy from `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, `GATEWAY_BACKEND_DOMAINS`,
+/// `GATEWAY_BACKEND_CIDRS` and `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`. A bad list stops the
+/// function at init, naming the setting.
+pub fn policy(domain: &str) -> Result<Policy, InvalidSetting> {
+    let var = |name: &str| std::env::var(name).ok();
+    policy_from(domain, &var)
 }
+
+fn policy_from(
+    domain: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Policy, InvalidSetting> {
+    let allow = var("GATEWAY_ALLOW_LOOPBACK_BACKENDS");
+    let mut policy = Policy::new(domain, allow_loopback_from_env_value(allow.as_deref()))
+        .with_backend_rules(
+            &var("GATEWAY_BACKEND_DOMAINS").unwrap_or_default(),
+            &var("GATEWAY_BACKEND_CIDRS").unwrap_or_default(),
+        )
+        .map_err(InvalidSetting)?;
+    policy.require_resolvable_backends =
+        flag_from_env_value(var("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS").as_deref());
+    Ok(policy)
+}
+
+/// A setting whose value cannot be used; the message names it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSetting(pub String);
 
 /// The render settings: the base domain and, from `GATEWAY_UPSTREAM_CA_FILE`, the CA bundle that
 /// https backends' certificates are validated against (default: the system bundle). Envoy parses
@@ -73,7 +97,39 @@ fn render_config_with(
 
 #[cfg(test)]
 mod tests {
-    use super::render_config_with;
+    use super::{policy_from, render_config_with};
+
+    #[test]
+    fn backend_rules_come_from_the_environment_and_bad_lists_name_the_setting() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let p = policy_from(
+            "api.example.com",
+            &env(&[
+                ("GATEWAY_BACKEND_DOMAINS", "internal.example"),
+                ("GATEWAY_BACKEND_CIDRS", "10.0.0.0/8"),
+                ("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS", "true"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(p.backend_domains, ["internal.example"]);
+        assert_eq!(p.backend_cidrs.len(), 1);
+        assert!(p.require_resolvable_backends && !p.allow_loopback_backends);
+        let unset = policy_from("api.example.com", &env(&[])).expect("valid");
+        assert!(unset.backend_domains.is_empty() && !unset.require_resolvable_backends);
+        let e = policy_from(
+            "api.example.com",
+            &env(&[("GATEWAY_BACKEND_CIDRS", "10.0.0.0/33")]),
+        )
+        .expect_err("bad");
+        assert!(e.to_string().starts_with("GATEWAY_BACKEND_CIDRS:"), "{e}");
+    }
 
     #[test]
     fn the_upstream_ca_file_is_the_system_bundle_unless_set() {

@@ -2,6 +2,7 @@
 
 use super::common::{policy, DomainArg, LoopbackArg};
 use super::{CmdError, CmdResult};
+use gateway_functions::resolve::BackendLookup;
 use gateway_render::check::check_entry_bytes;
 use std::io::Read;
 use std::path::PathBuf;
@@ -9,7 +10,8 @@ use std::path::PathBuf;
 /// Run the registration checks on one entry, offline
 ///
 /// Exit 0 and print `accepted TEAM/SERVICE`, or exit 1 with every problem on stderr, one per
-/// line, each naming its field. Conflicts with other teams' entries need the registry and are
+/// line, each naming its field. The backend's name is resolved here and every address it leads
+/// to is judged (a name that does not resolve passes unless --require-resolvable-backends). Conflicts with other teams' entries need the registry and are
 /// checked by `register`, not here.
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -25,6 +27,28 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let policy = policy(&args.domain, &args.loopback)?;
     let entry = read_checked_entry(&args.entry, &policy)?;
+    // The backend is judged by where its name leads too, as registration does.
+    let name = if args.entry.as_os_str() == "-" {
+        "<stdin>".to_string()
+    } else {
+        args.entry.display().to_string()
+    };
+    let resolved = super::block_on(async {
+        let problems = BackendLookup::default()
+            .problems(std::slice::from_ref(&entry), &policy)
+            .await;
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(CmdError::failed(
+            problems
+                .iter()
+                .map(|(_, p)| format!("{name}: {p}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ))
+    });
+    resolved?;
     println!(
         "accepted {} ({})",
         entry.id(),

@@ -37,6 +37,30 @@ pub struct LoopbackArg {
         default_missing_value = "true"
     )]
     pub allow_loopback_backends: Option<String>,
+    /// Backend names must be under one of these domain suffixes (comma-separated; empty: any)
+    #[arg(
+        long = "backend-domains",
+        env = "GATEWAY_BACKEND_DOMAINS",
+        value_name = "SUFFIX,..."
+    )]
+    pub backend_domains: Option<String>,
+    /// Backend addresses, literal or resolved, must be in one of these CIDR blocks
+    /// (comma-separated; empty: any)
+    #[arg(
+        long = "backend-cidrs",
+        env = "GATEWAY_BACKEND_CIDRS",
+        value_name = "CIDR,..."
+    )]
+    pub backend_cidrs: Option<String>,
+    /// Refuse backend names that do not resolve where the check runs
+    #[arg(
+        long = "require-resolvable-backends",
+        env = "GATEWAY_REQUIRE_RESOLVABLE_BACKENDS",
+        value_name = "true|false",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub require_resolvable_backends: Option<String>,
 }
 
 impl LoopbackArg {
@@ -45,11 +69,26 @@ impl LoopbackArg {
             self.allow_loopback_backends.as_deref(),
         )
     }
+
+    /// The registration policy for the gateway at `domain`: loopback, the operators' backend
+    /// domains and CIDRs, and whether backend names must resolve. A bad list is a usage error
+    /// naming the setting.
+    pub fn policy(&self, domain: &str) -> Result<Policy, CmdError> {
+        let mut policy = Policy::new(domain, self.allowed())
+            .with_backend_rules(
+                self.backend_domains.as_deref().unwrap_or(""),
+                self.backend_cidrs.as_deref().unwrap_or(""),
+            )
+            .map_err(CmdError::usage)?;
+        policy.require_resolvable_backends =
+            gateway_render::check::flag_from_env_value(self.require_resolvable_backends.as_deref());
+        Ok(policy)
+    }
 }
 
 /// The registration policy for these flags.
 pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Result<Policy, CmdError> {
-    Ok(Policy::new(domain.get()?, loopback.allowed()))
+    loopback.policy(domain.get()?)
 }
 
 /// The pinned Envoy binary used by validation.

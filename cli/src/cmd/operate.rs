@@ -197,6 +197,7 @@ fn reconcile_config(domain: &str, policy: Policy, envoy: &EnvoyArg) -> Reconcile
             envoy: EnvoyOptions::new(envoy.envoy_bin.clone()),
             skip_envoy: false,
         },
+        backends: Default::default(),
     }
 }
 
@@ -229,7 +230,7 @@ fn when(epoch: Option<i64>) -> String {
 
 pub fn seed(args: SeedArgs) -> CmdResult {
     let domain = args.domain.get()?.to_string();
-    let policy = Policy::new(&domain, args.loopback.allowed());
+    let policy = args.loopback.policy(&domain)?;
     let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
     block_on(async {
         let c = clients(&args.target, policy, true).await;
@@ -243,7 +244,7 @@ pub fn seed(args: SeedArgs) -> CmdResult {
 
 pub fn reconcile(args: ReconcileArgs) -> CmdResult {
     let domain = args.domain.get()?.to_string();
-    let policy = Policy::new(&domain, args.loopback.allowed());
+    let policy = args.loopback.policy(&domain)?;
     let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
     block_on(async {
         let c = clients(&args.target, policy, true).await;

@@ -26,6 +26,9 @@ pub fn command(args: &[&str]) -> Command {
     cmd.args(args)
         .env_remove("GATEWAY_DOMAIN")
         .env_remove("GATEWAY_ALLOW_LOOPBACK_BACKENDS")
+        .env_remove("GATEWAY_BACKEND_DOMAINS")
+        .env_remove("GATEWAY_BACKEND_CIDRS")
+        .env_remove("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS")
         .env("ENVOY_BIN", envoy_bin());
     cmd
 }

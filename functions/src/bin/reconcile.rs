@@ -24,18 +24,20 @@ async fn run() -> Result<(), Error> {
     let bucket = settings::bucket()?;
     let domain = settings::domain()?;
     let conf = aws::sdk_config().await;
+    let policy = settings::policy(&domain)?;
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
-        .with_policy(settings::policy(&domain));
+        .with_policy(policy.clone());
     let store =
         S3Store::new(s3_client(&conf), bucket).with_identity(aws::caller_identity(&conf).await);
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let cfg = ReconcileConfig {
         render: settings::render_config(&domain),
-        policy: settings::policy(&domain),
+        policy,
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(settings::envoy_bin()),
             skip_envoy: false,
         },
+        backends: Default::default(),
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

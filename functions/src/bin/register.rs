@@ -23,7 +23,7 @@ async fn main() {
 async fn run() -> Result<(), Error> {
     let table = settings::table()?;
     let domain = settings::domain()?;
-    let policy = settings::policy(&domain);
+    let policy = settings::policy(&domain)?;
     let conf = aws::sdk_config().await;
     let registry =
         DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone()).with_policy(policy);

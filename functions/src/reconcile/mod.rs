@@ -12,6 +12,7 @@ pub use outcome::{Outcome, Stage};
 
 use crate::metrics::{Metric, MetricsSink};
 use crate::registry::{PublishedState, Registry, RegistryError, StoredEntry};
+use crate::resolve::BackendLookup;
 use crate::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
@@ -26,6 +27,9 @@ pub struct ReconcileConfig {
     pub render: RenderConfig,
     pub policy: Policy,
     pub validate: ValidateOptions,
+    /// How backend names are resolved and judged on every run (a name may have been repointed
+    /// since it was registered).
+    pub backends: BackendLookup,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +106,7 @@ where
     S: ConfigStore + Sync,
     M: MetricsSink + Sync,
 {
-    let entries = match read_all(registry, &cfg.policy).await? {
+    let entries = match read_all(registry, &cfg.policy, &cfg.backends).await? {
         Ok(entries) => entries,
         Err(reason) => return reject(store, Stage::Registry, reason, None).await,
     };
@@ -153,10 +157,12 @@ where
 }
 
 /// Reads every entry and re-checks it: an entry written straight into the table is held to the
-/// same rules as one that came through the register function.
+/// same rules as one that came through the register function, and every backend name is
+/// resolved again and judged by where it leads now.
 async fn read_all<R: Registry>(
     registry: &R,
     policy: &Policy,
+    backends: &BackendLookup,
 ) -> Result<Result<Vec<Entry>, String>, ReconcileError> {
     let snapshot = registry.read_all_entries().await?;
     let mut problems: Vec<String> = snapshot
@@ -174,6 +180,9 @@ async fn read_all<R: Registry>(
                 }
             }
         }
+    }
+    for (id, p) in backends.problems(&entries, policy).await {
+        problems.push(format!("{id}: {p}"));
     }
     if !problems.is_empty() {
         return Ok(Err(problems.join("\n")));
@@ -353,7 +362,7 @@ where
             version_id: live.version_id,
         });
     }
-    let entries = match read_all(registry, &cfg.policy).await? {
+    let entries = match read_all(registry, &cfg.policy, &cfg.backends).await? {
         Ok(entries) => entries,
         Err(reason) => return Err(ReconcileError::Validator(format!("cannot seed: {reason}"))),
     };

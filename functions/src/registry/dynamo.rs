@@ -10,6 +10,7 @@ use super::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError, RegistrySnapshot,
     StoredEntry,
 };
+use crate::resolve::BackendLookup;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
@@ -28,6 +29,7 @@ pub struct DynamoRegistry {
     client: aws_sdk_dynamodb::Client,
     table: String,
     policy: Policy,
+    backends: BackendLookup,
 }
 
 impl DynamoRegistry {
@@ -43,7 +45,14 @@ impl DynamoRegistry {
             client,
             table: table.into(),
             policy: Policy::new(&base_domain, false),
+            backends: BackendLookup::default(),
         }
+    }
+
+    /// Replaces how backend names are resolved at registration (the system resolver by default).
+    pub fn with_backend_lookup(mut self, backends: BackendLookup) -> Self {
+        self.backends = backends;
+        self
     }
 
     /// Replaces the checks' policy (its base domain becomes the registry's).
@@ -152,6 +161,15 @@ impl DynamoRegistry {
     /// so nothing reaches the table without them. Re-registering an identical entry writes nothing.
     pub async fn register(&self, entry: &Entry) -> Result<RegisterOutcome, RegistryError> {
         check_entry(entry, &self.policy).map_err(RegistryError::Rejected)?;
+        let resolved = self
+            .backends
+            .problems(std::slice::from_ref(entry), &self.policy)
+            .await;
+        if !resolved.is_empty() {
+            return Err(RegistryError::Rejected(Rejection {
+                problems: resolved.into_iter().map(|(_, p)| p).collect(),
+            }));
+        }
         let json = serde_json::to_string(entry).map_err(|e| {
             RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))
         })?;

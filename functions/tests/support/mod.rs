@@ -142,6 +142,7 @@ impl Harness {
                 envoy: EnvoyOptions::new(envoy_bin()),
                 skip_envoy: false,
             },
+            backends: Default::default(),
         };
         Harness {
             moto,

@@ -135,6 +135,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
             envoy: EnvoyOptions::new(&envoy_bin),
             skip_envoy: false,
         },
+        backends: Default::default(),
     };
     let seeded = seed(&reg, &store, &cfg)
         .await
