@@ -1,5 +1,6 @@
 //! The pure core: the entry model, the registration checks and the renderer. No I/O.
 
+pub mod bounds;
 pub mod bundle;
 pub mod canonical;
 pub mod check;
@@ -15,6 +16,7 @@ pub mod routes;
 mod transcode;
 mod value;
 
+pub use bounds::Bounds;
 pub use bundle::{compute_hash, Bundle, BundleError};
 pub use check::{Policy, Problem, Rejection};
 pub use entry::{Entry, Limit, Per, Route, Unit};

@@ -46,6 +46,10 @@ pub struct Args {
     /// GET this URL and exit 0 on a 200, else 1 (the container health check).
     #[arg(long)]
     pub probe: Option<String>,
+    /// Largest bundle.json the sidecar downloads; a bigger one is refused unread (it would be
+    /// held in memory whole) [default: 134217728, the reconciler's own cap]
+    #[arg(long, env = "GATEWAY_MAX_BUNDLE_BYTES", value_name = "BYTES")]
+    pub max_bundle_bytes: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +74,7 @@ pub struct Config {
     pub once: bool,
     pub state_file: Option<PathBuf>,
     pub apply_timeout: Duration,
+    pub max_bundle_bytes: usize,
 }
 
 impl Args {
@@ -137,7 +142,12 @@ impl Args {
                 )));
             }
         }
+        let max_bundle_bytes =
+            gateway_render::Bounds::from_values(None, None, self.max_bundle_bytes.as_deref())
+                .map_err(|e| SidecarError::Usage(format!("--max-bundle-bytes: {e}")))?
+                .max_bundle_bytes;
         Ok(Config {
+            max_bundle_bytes,
             bucket,
             mode,
             interval: Duration::from_secs(self.interval),

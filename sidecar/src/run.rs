@@ -17,7 +17,8 @@ pub fn build(
     config: &Config,
     sdk: &aws_config::SdkConfig,
 ) -> Result<Sidecar<CloudWatchMetrics>, SidecarError> {
-    let source = BundleSource::new(s3_client(sdk), config.bucket.clone());
+    let source = BundleSource::new(s3_client(sdk), config.bucket.clone())
+        .with_max_bytes(config.max_bundle_bytes);
     let (target, mode) = match &config.mode {
         Mode::Envoy {
             clusters_dir,

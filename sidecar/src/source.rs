@@ -13,6 +13,7 @@ const META_HASH: &str = "hash";
 pub struct BundleSource {
     client: aws_sdk_s3::Client,
     bucket: String,
+    max_bytes: usize,
 }
 
 /// What the live `bundle.json` is.
@@ -44,7 +45,14 @@ impl BundleSource {
         BundleSource {
             client,
             bucket: bucket.into(),
+            max_bytes: gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES,
         }
+    }
+
+    /// The largest bundle this source downloads (GATEWAY_MAX_BUNDLE_BYTES).
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     pub fn bucket(&self) -> &str {
@@ -97,16 +105,31 @@ impl BundleSource {
         let expected_len = out.content_length();
         let meta_hash = out.metadata().and_then(|m| m.get(META_HASH)).cloned();
         let etag = out.e_tag().unwrap_or(&live.etag).to_string();
-        let bytes = out
-            .body
-            .collect()
-            .await
-            .map_err(|e| self.error(action(), e))?
-            .into_bytes();
         let unverified = |reason: String| SidecarError::Unverified {
             version_id: live.version_id.clone(),
             reason,
         };
+        let too_big = |bytes: usize| {
+            unverified(format!(
+                "bundle.json is {bytes} bytes or more; at most {} (GATEWAY_MAX_BUNDLE_BYTES)",
+                self.max_bytes
+            ))
+        };
+        if let Some(len) = expected_len.and_then(|l| usize::try_from(l).ok()) {
+            if len > self.max_bytes {
+                return Err(too_big(len));
+            }
+        }
+        // Read at most one byte past the cap whatever the length header said.
+        let mut body = out.body;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| self.error(action(), e))?;
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > self.max_bytes {
+                return Err(too_big(bytes.len()));
+            }
+        }
         if let Some(len) = expected_len {
             if usize::try_from(len).ok() != Some(bytes.len()) {
                 return Err(unverified(format!(

@@ -74,6 +74,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
             skip_envoy: false,
         },
         backends: Default::default(),
+        bounds: Default::default(),
     };
 
     let (billing, billing_v2, catalog) = (

@@ -269,6 +269,43 @@ async fn a_download_that_does_not_verify_is_never_written() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bundle_beyond_the_byte_cap_is_refused_unread_naming_the_limit() {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let bucket = Bucket::create(moto).await;
+    let dirs = Dirs::new();
+    let admin = format!("http://{}", EnvoyPorts::free().admin);
+    let good = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
+    let size = good.to_json().len();
+    let (version, _) = bucket.put(&good, Writer::Reconciler).await;
+    let cap = (size - 1).to_string();
+    let sidecar = SidecarProcess::start(
+        moto,
+        &envoy_mode_args(&bucket.name, &dirs, &admin, &["--max-bundle-bytes", &cap]),
+    );
+    let status = sidecar
+        .wait_status(
+            Duration::from_secs(30),
+            "the oversized bundle refused",
+            |s| {
+                s["last_error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&version))
+            },
+        )
+        .await;
+    let message = status["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)")),
+        "{status}"
+    );
+    assert!(
+        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
+        "nothing written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_mode_writes_only_the_rules_file() {
     let moto = shared_moto();
     let backend = Backend::start("billing");

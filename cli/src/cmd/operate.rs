@@ -189,8 +189,14 @@ async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -> S3
     }
 }
 
-fn reconcile_config(domain: &str, policy: Policy, envoy: &EnvoyArg) -> ReconcileConfig {
-    ReconcileConfig {
+fn reconcile_config(
+    domain: &str,
+    policy: Policy,
+    envoy: &EnvoyArg,
+) -> Result<ReconcileConfig, CmdError> {
+    let bounds =
+        gateway_functions::settings::bounds().map_err(|e| CmdError::usage(e.to_string()))?;
+    Ok(ReconcileConfig {
         render: gateway_functions::settings::render_config(domain),
         policy,
         validate: ValidateOptions {
@@ -198,7 +204,8 @@ fn reconcile_config(domain: &str, policy: Policy, envoy: &EnvoyArg) -> Reconcile
             skip_envoy: false,
         },
         backends: Default::default(),
-    }
+        bounds,
+    })
 }
 
 fn op_failed(err: OperatorError) -> CmdError {
@@ -231,7 +238,7 @@ fn when(epoch: Option<i64>) -> String {
 pub fn seed(args: SeedArgs) -> CmdResult {
     let domain = args.domain.get()?.to_string();
     let policy = args.loopback.policy(&domain)?;
-    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
+    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy)?;
     block_on(async {
         let c = clients(&args.target, policy, true).await;
         let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
@@ -245,7 +252,7 @@ pub fn seed(args: SeedArgs) -> CmdResult {
 pub fn reconcile(args: ReconcileArgs) -> CmdResult {
     let domain = args.domain.get()?.to_string();
     let policy = args.loopback.policy(&domain)?;
-    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy);
+    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy)?;
     block_on(async {
         let c = clients(&args.target, policy, true).await;
         let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)

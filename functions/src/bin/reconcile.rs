@@ -25,8 +25,10 @@ async fn run() -> Result<(), Error> {
     let domain = settings::domain()?;
     let conf = aws::sdk_config().await;
     let policy = settings::policy(&domain)?;
+    let bounds = settings::bounds()?;
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
-        .with_policy(policy.clone());
+        .with_policy(policy.clone())
+        .with_bounds(bounds);
     let store =
         S3Store::new(s3_client(&conf), bucket).with_identity(aws::caller_identity(&conf).await);
     let metrics = CloudWatchMetrics::from_conf(&conf);
@@ -38,6 +40,7 @@ async fn run() -> Result<(), Error> {
             skip_envoy: false,
         },
         backends: Default::default(),
+        bounds,
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

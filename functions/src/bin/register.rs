@@ -25,8 +25,9 @@ async fn run() -> Result<(), Error> {
     let domain = settings::domain()?;
     let policy = settings::policy(&domain)?;
     let conf = aws::sdk_config().await;
-    let registry =
-        DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone()).with_policy(policy);
+    let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
+        .with_policy(policy)
+        .with_bounds(settings::bounds()?);
     let http = reqwest::Client::new();
     let (registry, http) = (&registry, &http);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

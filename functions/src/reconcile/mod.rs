@@ -16,7 +16,7 @@ use crate::resolve::BackendLookup;
 use crate::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
-use gateway_render::{render, Bundle, Entry, RenderConfig, Rendered};
+use gateway_render::{render, Bounds, Bundle, Entry, RenderConfig, Rendered};
 use gateway_validator::{validate_all, ConfigView, ValidateOptions};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::{info, warn};
@@ -30,6 +30,8 @@ pub struct ReconcileConfig {
     /// How backend names are resolved and judged on every run (a name may have been repointed
     /// since it was registered).
     pub backends: BackendLookup,
+    /// Entries per team, routes, bundle bytes: a registry beyond them is not published.
+    pub bounds: Bounds,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +118,12 @@ where
                 .into(),
         });
     }
+    // Registration refuses these one at a time; concurrent registrations or rows written
+    // around the register function could still pass it, so the reconciler holds the line.
+    let beyond = cfg.bounds.registry_problems(&entries);
+    if !beyond.is_empty() {
+        return reject(store, Stage::Registry, beyond.join("\n"), None).await;
+    }
     let rendered = match render(&entries, &cfg.render) {
         Ok(r) => r,
         Err(e) => return reject(store, Stage::Render, e.to_string(), None).await,
@@ -145,11 +153,17 @@ where
     }
 
     let bundle = Bundle::new(&rendered, &entries);
+    let body = bundle.to_json();
+    if let Some(reason) = cfg.bounds.bundle_problem(body.len()) {
+        // Every sidecar would refuse to download it: keep the render for diagnosis instead.
+        return reject(store, Stage::Render, reason, Some(&rendered)).await;
+    }
     publish(
         registry,
         store,
         state.as_ref(),
         &bundle,
+        &body,
         precondition,
         rendered.route_count,
     )
@@ -318,10 +332,10 @@ async fn publish<R: Registry, S: ConfigStore>(
     store: &S,
     state: Option<&PublishedState>,
     bundle: &Bundle,
+    body: &str,
     precondition: Precondition,
     routes: usize,
 ) -> Result<Outcome, ReconcileError> {
-    let body = bundle.to_json();
     let version_id = store
         .put_bundle(PutBundle {
             body: body.as_bytes(),

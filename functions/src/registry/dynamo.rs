@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::types::{
     StreamSpecification, StreamViewType, TableStatus,
 };
 use gateway_render::check::{check_entry, check_entry_value, Policy};
-use gateway_render::{Entry, Problem, Rejection};
+use gateway_render::{Bounds, Entry, Problem, Rejection};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,6 +30,7 @@ pub struct DynamoRegistry {
     table: String,
     policy: Policy,
     backends: BackendLookup,
+    bounds: Bounds,
 }
 
 impl DynamoRegistry {
@@ -46,7 +47,14 @@ impl DynamoRegistry {
             table: table.into(),
             policy: Policy::new(&base_domain, false),
             backends: BackendLookup::default(),
+            bounds: Bounds::default(),
         }
+    }
+
+    /// Replaces the bounds on entries per team and routes in the registry.
+    pub fn with_bounds(mut self, bounds: Bounds) -> Self {
+        self.bounds = bounds;
+        self
     }
 
     /// Replaces how backend names are resolved at registration (the system resolver by default).
@@ -147,6 +155,47 @@ impl DynamoRegistry {
         }
     }
 
+    /// Entries per team and routes in the registry, counted on a consistent read of the table.
+    /// Only growth is refused: a team may always shrink or change an entry within its count.
+    async fn check_bounds(&self, entry: &Entry) -> Result<(), RegistryError> {
+        let snapshot = self.list().await?;
+        let id = entry.id();
+        let current = snapshot.entries.iter().find(|s| s.entry.id() == id);
+        let mut problems = Vec::new();
+        if current.is_none() {
+            let team_entries = 1 + snapshot
+                .entries
+                .iter()
+                .filter(|s| s.entry.team == entry.team)
+                .count();
+            if team_entries > self.bounds.max_entries_per_team {
+                problems.push(Problem {
+                    field: "team".into(),
+                    reason: self.bounds.entries_problem(&entry.team, team_entries),
+                });
+            }
+        }
+        let others: usize = snapshot
+            .entries
+            .iter()
+            .filter(|s| s.entry.id() != id)
+            .map(|s| s.entry.routes.len())
+            .sum();
+        let before = others + current.map_or(0, |c| c.entry.routes.len());
+        let after = others + entry.routes.len();
+        if after > self.bounds.max_routes && after > before {
+            problems.push(Problem {
+                field: "routes".into(),
+                reason: self.bounds.routes_problem(after),
+            });
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(RegistryError::Rejected(Rejection { problems }))
+        }
+    }
+
     /// Checks raw JSON input and registers it. Rejected input writes nothing.
     pub async fn register_value(
         &self,
@@ -170,6 +219,7 @@ impl DynamoRegistry {
                 problems: resolved.into_iter().map(|(_, p)| p).collect(),
             }));
         }
+        self.check_bounds(entry).await?;
         let json = serde_json::to_string(entry).map_err(|e| {
             RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))
         })?;

@@ -143,6 +143,7 @@ impl Harness {
                 skip_envoy: false,
             },
             backends: Default::default(),
+            bounds: Default::default(),
         };
         Harness {
             moto,

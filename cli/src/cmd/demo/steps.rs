@@ -136,6 +136,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
             skip_envoy: false,
         },
         backends: Default::default(),
+        bounds: Default::default(),
     };
     let seeded = seed(&reg, &store, &cfg)
         .await

@@ -1,0 +1,104 @@
+//! Bounds on what one registrant can cost: entries per team and routes at registration, and
+//! the same plus bundle bytes at every reconcile. Against moto's server and the real Envoy.
+
+mod support;
+
+use gateway_functions::reconcile::{Outcome, Stage};
+use gateway_functions::registry::{DynamoRegistry, RegistryError};
+use gateway_functions::store::ConfigStore;
+use gateway_render::Bounds;
+use support::{entry, Harness, DOMAIN};
+
+fn rejection(err: RegistryError) -> Vec<String> {
+    match err {
+        RegistryError::Rejected(r) => r.problems.iter().map(ToString::to_string).collect(),
+        other => panic!("expected a rejection, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
+    let h = Harness::start().await;
+    let bounds = Bounds {
+        max_entries_per_team: 2,
+        max_routes: 5,
+        ..Bounds::default()
+    };
+    let registry = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
+        .with_policy(h.cfg.policy.clone())
+        .with_bounds(bounds);
+    registry
+        .register(&entry("billing", "a", "billing", &["/a"]))
+        .await
+        .expect("first");
+    registry
+        .register(&entry("billing", "b", "billing", &["/b", "/b2"]))
+        .await
+        .expect("second");
+    let third = registry
+        .register(&entry("billing", "c", "billing", &["/c"]))
+        .await
+        .expect_err("a third entry");
+    assert_eq!(
+        rejection(third),
+        ["team: team billing has 3 entries; at most 2 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)"]
+    );
+    // Another team is not held to billing's count, but to the registry's routes.
+    let big = registry
+        .register(&entry("shop", "cart", "shop", &["/x", "/y", "/z"]))
+        .await
+        .expect_err("6 routes");
+    assert_eq!(
+        rejection(big),
+        ["routes: the registry would hold 6 routes; at most 5 (GATEWAY_MAX_ROUTES)"]
+    );
+    registry
+        .register(&entry("shop", "cart", "shop", &["/x", "/y"]))
+        .await
+        .expect("5 routes fit");
+    // Changing an entry within its count is always allowed.
+    registry
+        .register(&entry("billing", "b", "billing", &["/b"]))
+        .await
+        .expect("shrinks");
+}
+
+#[tokio::test]
+async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
+    let mut h = Harness::start().await;
+    h.register(entry("billing", "a", "billing", &["/a"])).await;
+    h.register(entry("billing", "b", "billing", &["/b"])).await;
+    h.cfg.bounds = Bounds {
+        max_entries_per_team: 1,
+        ..Bounds::default()
+    };
+    let over = h.reconcile().await;
+    let Outcome::Rejected { stage, reason, .. } = &over else {
+        panic!("expected a rejection, got {over}")
+    };
+    assert_eq!(*stage, Stage::Registry);
+    assert_eq!(
+        reason,
+        "team billing has 2 entries; at most 1 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)"
+    );
+    h.cfg.bounds = Bounds {
+        max_bundle_bytes: 1000,
+        ..Bounds::default()
+    };
+    let big = h.reconcile().await;
+    let Outcome::Rejected { stage, reason, .. } = &big else {
+        panic!("expected a rejection, got {big}")
+    };
+    assert_eq!(*stage, Stage::Render);
+    assert!(
+        reason.starts_with("bundle.json is ")
+            && reason.ends_with("at most 1000 (GATEWAY_MAX_BUNDLE_BYTES)"),
+        "{reason}"
+    );
+    assert!(
+        h.store.head_live().await.expect("head").is_none(),
+        "nothing published"
+    );
+    h.cfg.bounds = Bounds::default();
+    assert!(matches!(h.reconcile().await, Outcome::Published { .. }));
+}

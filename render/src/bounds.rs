@@ -1,0 +1,174 @@
+//! Bounds on what one registrant can cost the shared gateway: entries per team, routes in the
+//! whole registry, and the bytes of a bundle (what the reconciler publishes and every sidecar
+//! downloads and holds in memory). Operators set them (`GATEWAY_MAX_ENTRIES_PER_TEAM`,
+//! `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_BUNDLE_BYTES`); every refusal names the limit.
+
+use crate::entry::Entry;
+use std::collections::BTreeMap;
+
+/// Entries (services) one team may register.
+pub const DEFAULT_MAX_ENTRIES_PER_TEAM: usize = 100;
+/// Team routes in the whole registry. Validation of 50k routes takes ~8 s and ~0.8 GB in Envoy
+/// (docs/benchmarks.md); 20k leaves room on the reconciler and on every proxy.
+pub const DEFAULT_MAX_ROUTES: usize = 20_000;
+/// Bytes of `bundle.json`: about 2.5 KB per route, so the default route cap fits with room.
+pub const DEFAULT_MAX_BUNDLE_BYTES: usize = 128 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub max_entries_per_team: usize,
+    pub max_routes: usize,
+    pub max_bundle_bytes: usize,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_entries_per_team: DEFAULT_MAX_ENTRIES_PER_TEAM,
+            max_routes: DEFAULT_MAX_ROUTES,
+            max_bundle_bytes: DEFAULT_MAX_BUNDLE_BYTES,
+        }
+    }
+}
+
+impl Bounds {
+    /// Bounds from the settings' values (`None`: the default). A value must be a positive
+    /// integer; the error names the setting.
+    pub fn from_values(
+        entries_per_team: Option<&str>,
+        routes: Option<&str>,
+        bundle_bytes: Option<&str>,
+    ) -> Result<Bounds, String> {
+        let d = Bounds::default();
+        Ok(Bounds {
+            max_entries_per_team: parse(
+                "GATEWAY_MAX_ENTRIES_PER_TEAM",
+                entries_per_team,
+                d.max_entries_per_team,
+            )?,
+            max_routes: parse("GATEWAY_MAX_ROUTES", routes, d.max_routes)?,
+            max_bundle_bytes: parse("GATEWAY_MAX_BUNDLE_BYTES", bundle_bytes, d.max_bundle_bytes)?,
+        })
+    }
+
+    /// Every bound the registry `entries` breaks, one sentence each, naming the team and the
+    /// limit.
+    pub fn registry_problems(&self, entries: &[Entry]) -> Vec<String> {
+        let mut per_team: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in entries {
+            *per_team.entry(e.team.as_str()).or_default() += 1;
+        }
+        let mut problems: Vec<String> = per_team
+            .into_iter()
+            .filter(|(_, n)| *n > self.max_entries_per_team)
+            .map(|(team, n)| self.entries_problem(team, n))
+            .collect();
+        let routes: usize = entries.iter().map(|e| e.routes.len()).sum();
+        if routes > self.max_routes {
+            problems.push(self.routes_problem(routes));
+        }
+        problems
+    }
+
+    pub fn entries_problem(&self, team: &str, entries: usize) -> String {
+        format!(
+            "team {team} has {entries} entries; at most {} per team (GATEWAY_MAX_ENTRIES_PER_TEAM)",
+            self.max_entries_per_team
+        )
+    }
+
+    pub fn routes_problem(&self, routes: usize) -> String {
+        format!(
+            "the registry would hold {routes} routes; at most {} (GATEWAY_MAX_ROUTES)",
+            self.max_routes
+        )
+    }
+
+    /// A bundle of `bytes` is too big to publish or to download.
+    pub fn bundle_problem(&self, bytes: usize) -> Option<String> {
+        (bytes > self.max_bundle_bytes).then(|| {
+            format!(
+                "bundle.json is {bytes} bytes; at most {} (GATEWAY_MAX_BUNDLE_BYTES)",
+                self.max_bundle_bytes
+            )
+        })
+    }
+}
+
+fn parse(name: &str, value: Option<&str>, default: usize) -> Result<usize, String> {
+    match value.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(default),
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{name}: {v:?} is not a positive integer")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Route;
+
+    fn entry(team: &str, service: &str, routes: usize) -> Entry {
+        Entry {
+            team: team.into(),
+            service: service.into(),
+            host: team.into(),
+            backend: "http://10.0.0.1".into(),
+            routes: (0..routes)
+                .map(|i| Route {
+                    path: format!("/{service}/{i}"),
+                    methods: None,
+                    limits: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_team_and_the_limit() {
+        let b = Bounds {
+            max_entries_per_team: 2,
+            max_routes: 10,
+            max_bundle_bytes: 100,
+        };
+        let entries = [
+            entry("a", "s1", 3),
+            entry("a", "s2", 3),
+            entry("b", "s1", 3),
+        ];
+        assert!(b.registry_problems(&entries).is_empty());
+        let more = [&entries[..], &[entry("a", "s3", 2)]].concat();
+        assert_eq!(
+            b.registry_problems(&more),
+            [
+                "team a has 3 entries; at most 2 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)",
+                "the registry would hold 11 routes; at most 10 (GATEWAY_MAX_ROUTES)"
+            ]
+        );
+        assert_eq!(b.bundle_problem(100), None);
+        assert_eq!(
+            b.bundle_problem(101).as_deref(),
+            Some("bundle.json is 101 bytes; at most 100 (GATEWAY_MAX_BUNDLE_BYTES)")
+        );
+    }
+
+    #[test]
+    fn settings_parse_with_defaults_and_name_a_bad_value() {
+        assert_eq!(
+            Bounds::from_values(None, None, Some(" ")),
+            Ok(Bounds::default())
+        );
+        let b = Bounds::from_values(Some("5"), Some("1000"), Some("4096")).expect("valid");
+        assert_eq!(
+            (b.max_entries_per_team, b.max_routes, b.max_bundle_bytes),
+            (5, 1000, 4096)
+        );
+        for bad in ["0", "-1", "ten", "1.5"] {
+            let e = Bounds::from_values(None, Some(bad), None).expect_err(bad);
+            assert!(e.starts_with("GATEWAY_MAX_ROUTES:"), "{e}");
+        }
+    }
+}
