@@ -319,3 +319,50 @@ fn runtime_kill_switch_flips_a_running_envoy() {
     assert_eq!(nowhere.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&nowhere.stderr).contains("is Envoy's admin listening there?"));
 }
+
+/// Production shape: admin on a Unix socket; `--admin unix:PATH` reaches it (operators run it
+/// through ECS Exec in the Envoy container).
+#[test]
+fn runtime_kill_switch_over_the_admin_unix_socket() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
+    std::fs::create_dir_all(&cds).expect("cds dir");
+    std::fs::create_dir_all(&rds).expect("rds dir");
+    let rendered = render(&[], &RenderConfig::new("api.example.com")).expect("render");
+    std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
+    std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
+    let socket = dir.path().join("admin.sock");
+    let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    let envoy = EnvoyProcess::start_with_admin_socket(
+        &socket,
+        |ports| {
+            let mut params = BootstrapParams::production();
+            params.clusters_dir = cds.clone();
+            params.routes_dir = rds.clone();
+            params.listen = ports.listener;
+            params.admin = gateway_bootstrap::AdminAddress::Unix(socket.clone());
+            params.ratelimit = ratelimit;
+            gateway_bootstrap(&params).expect("bootstrap")
+        },
+        |file| gateway_bootstrap::proxy_args(file, true),
+    );
+    let addr = envoy.listener_addr();
+    assert_eq!(wait_status(addr, 404), Some(404));
+    let admin = format!("unix:{}", socket.display());
+    let ctl = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .args(args)
+            .output()
+            .expect("gatewayctl runs")
+    };
+    let on = ctl(&["kill-switch", "--runtime", "--admin", &admin]);
+    assert!(on.status.success(), "{}", String::from_utf8_lossy(&on.stderr));
+    assert_eq!(wait_status(addr, 503), Some(503), "every request fails fast");
+    let off = ctl(&["kill-switch", "--runtime", "--admin", &admin, "--off"]);
+    assert!(off.status.success(), "{}", String::from_utf8_lossy(&off.stderr));
+    assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
+    let relative = ctl(&["kill-switch", "--runtime", "--admin", "unix:admin.sock"]);
+    assert_eq!(relative.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&relative.stderr).contains("absolute"));
+}
