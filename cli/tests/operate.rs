@@ -357,10 +357,22 @@ fn runtime_kill_switch_over_the_admin_unix_socket() {
             .expect("gatewayctl runs")
     };
     let on = ctl(&["kill-switch", "--runtime", "--admin", &admin]);
-    assert!(on.status.success(), "{}", String::from_utf8_lossy(&on.stderr));
-    assert_eq!(wait_status(addr, 503), Some(503), "every request fails fast");
+    assert!(
+        on.status.success(),
+        "{}",
+        String::from_utf8_lossy(&on.stderr)
+    );
+    assert_eq!(
+        wait_status(addr, 503),
+        Some(503),
+        "every request fails fast"
+    );
     let off = ctl(&["kill-switch", "--runtime", "--admin", &admin, "--off"]);
-    assert!(off.status.success(), "{}", String::from_utf8_lossy(&off.stderr));
+    assert!(
+        off.status.success(),
+        "{}",
+        String::from_utf8_lossy(&off.stderr)
+    );
     assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
     let relative = ctl(&["kill-switch", "--runtime", "--admin", "unix:admin.sock"]);
     assert_eq!(relative.status.code(), Some(2));

@@ -43,6 +43,31 @@ impl EnvoyAdmin {
         &self.base
     }
 
+    /// For an admin on a Unix socket: makes sure the socket's directory exists and that Envoy,
+    /// which runs as its own user, can create the socket there. In the proxy task the directory
+    /// is a task volume shared only by Envoy and this sidecar, and Fargate creates task volumes
+    /// root-owned; the sidecar starts first (Envoy waits for it to be healthy), so it opens the
+    /// directory up (1777, like /tmp) for the one container that shares it.
+    pub fn prepare_socket_dir(&self) -> Result<(), SidecarError> {
+        use std::os::unix::fs::PermissionsExt;
+        let AdminEndpoint::Unix(path) = self.client.endpoint() else {
+            return Ok(());
+        };
+        let Some(dir) = path.parent() else {
+            return Ok(());
+        };
+        let fail = |e: std::io::Error| SidecarError::Admin {
+            url: self.base.clone(),
+            reason: format!("preparing the socket directory {}: {e}", dir.display()),
+        };
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        let mode = std::fs::metadata(dir).map_err(fail)?.permissions().mode() & 0o7777;
+        if mode != 0o1777 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777)).map_err(fail)?;
+        }
+        Ok(())
+    }
+
     /// `GET /stats?format=json` filtered to the stats below (the full list is large at 10k
     /// clusters; Envoy filters with RE2 before serialising).
     pub async fn stats(&self) -> Result<Stats, SidecarError> {

@@ -24,15 +24,22 @@ pub fn build(
             clusters_dir,
             routes_dir,
             admin,
-        } => (
-            Target::Envoy(EnvoyTarget {
-                clusters_dir: clusters_dir.clone(),
-                routes_dir: routes_dir.clone(),
-                admin: EnvoyAdmin::new(admin)?,
-                apply_timeout: config.apply_timeout,
-            }),
-            "envoy",
-        ),
+        } => {
+            let admin = EnvoyAdmin::new(admin)?;
+            if let Err(e) = admin.prepare_socket_dir() {
+                // Envoy may still manage (the directory may already be writable for it).
+                tracing::warn!(error = %e, "could not prepare Envoy's admin socket directory");
+            }
+            (
+                Target::Envoy(EnvoyTarget {
+                    clusters_dir: clusters_dir.clone(),
+                    routes_dir: routes_dir.clone(),
+                    admin,
+                    apply_timeout: config.apply_timeout,
+                }),
+                "envoy",
+            )
+        }
         Mode::RateLimit { dir } => (Target::RateLimit { dir: dir.clone() }, "ratelimit"),
     };
     let status = SharedStatus::new(Status {
