@@ -34,6 +34,12 @@ export interface GatewayStackProps extends StackProps {
   readonly rateLimitImage?: string;
   /** Who may assume the break-glass role; default this account's principals with MFA. */
   readonly operatorPrincipal?: iam.IPrincipal;
+  /** CIDR blocks backends may be in: proxy egress and GATEWAY_BACKEND_CIDRS. Default: the VPC's. */
+  readonly backendCidrs?: string[];
+  /** Domain suffixes backend names must be under (GATEWAY_BACKEND_DOMAINS). Default: any. */
+  readonly backendDomains?: string[];
+  /** Proxies in front of Envoy appending to X-Forwarded-For: 1 (the load balancer, default) or 2. */
+  readonly trustedProxies?: number;
 }
 
 /** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
@@ -92,7 +98,19 @@ export class GatewayStack extends Stack {
       ingressPeer: props.ingressPeer,
       desiredCount: props.desiredCount,
       rateLimitImage: props.rateLimitImage,
+      backendCidrs: props.backendCidrs,
+      trustedProxies: props.trustedProxies,
     });
+    // Registration and every reconcile hold backends to what the proxies' egress allows.
+    const backendRules: Record<string, string> = {
+      GATEWAY_BACKEND_CIDRS: ProxyService.backendCidrs({ vpc, backendCidrs: props.backendCidrs }).join(','),
+      GATEWAY_BACKEND_DOMAINS: (props.backendDomains ?? []).join(','),
+    };
+    for (const fn of [this.register.function, this.reconcile.function]) {
+      for (const [name, value] of Object.entries(backendRules)) {
+        fn.addEnvironment(name, value);
+      }
+    }
     // No proxy starts before a bundle exists.
     this.proxy.service.node.addDependency(this.seed);
 

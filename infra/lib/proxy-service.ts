@@ -1,4 +1,4 @@
-import { Annotations, Duration, Validations } from 'aws-cdk-lib';
+import { Annotations, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
@@ -7,6 +7,7 @@ import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { BUNDLE_OBJECT, METRIC_NAMESPACE } from './metrics';
 import { envoyArgs, IMAGE_CONTEXT_EXCLUDES } from './pins';
@@ -18,16 +19,39 @@ import { RateLimitRedis } from './rate-limit-redis';
  */
 export const DEFAULT_RATE_LIMIT_IMAGE = 'envoyproxy/ratelimit:3fb70258';
 
-/** Loopback addresses inside the task (all containers share the task's network namespace). */
+/**
+ * Ports inside the task (all containers share the task's network namespace). Everything but the
+ * listener is on loopback and inside 15000-15019, the range the registration checks refuse as a
+ * backend port (render's PROXY_RESERVED_PORTS): whatever a backend name resolves to, no route
+ * reaches the rate-limit service or the sidecars.
+ */
 export const PROXY_PORTS = {
   listener: 8080,
-  envoyAdmin: 9901,
-  sidecarStatus: 9902,
-  rateLimitSidecarStatus: 9903,
-  rateLimitGrpc: 8081,
-  rateLimitHttp: 8082,
-  rateLimitDebug: 6070,
+  rateLimitGrpc: 15001,
+  rateLimitHttp: 15002,
+  rateLimitDebug: 15003,
+  sidecarStatus: 15004,
+  rateLimitSidecarStatus: 15005,
 } as const;
+
+/** The range of `PROXY_PORTS` the checks refuse as backend ports (entry-checks.ts has the same). */
+export const PROXY_RESERVED_PORTS = { first: 15000, last: 15019 } as const;
+
+/**
+ * Envoy's admin: a Unix socket (bootstrap/envoy.json), in a task volume shared only with the
+ * sidecar. No route can reach a socket file; operators reach it with ECS Exec.
+ */
+export const ENVOY_ADMIN = { volume: 'envoy-admin', dir: '/run/envoy', socket: '/run/envoy/admin.sock' } as const;
+
+/**
+ * The checked-in bootstrap for the proxies in front of Envoy that append to X-Forwarded-For:
+ * the load balancer alone (1), or a CDN in front of it (2). One too many lets a client pick its
+ * own address for per-client-ip limits.
+ */
+export const BOOTSTRAP_FOR_TRUSTED_PROXIES: Record<number, string> = {
+  1: 'envoy.json',
+  2: 'envoy.behind-cdn.json',
+};
 
 /** Watched directories, shared between a deliverer and its reader as task volumes. */
 export const WATCHED_DIRS = {
@@ -51,6 +75,19 @@ export interface ProxyServiceProps {
   readonly desiredCount?: number;
   readonly rateLimitImage?: string;
   readonly redisNodeType?: string;
+  /**
+   * Where backends may be: the proxy tasks' egress is open to these CIDR blocks only (plus the
+   * AWS endpoints they need). Default: the VPC's own CIDR. The same list is the register and
+   * reconcile functions' GATEWAY_BACKEND_CIDRS.
+   */
+  readonly backendCidrs?: string[];
+  /** Proxies in front of Envoy appending to X-Forwarded-For: 1 (load balancer alone, default) or 2 (a CDN too). */
+  readonly trustedProxies?: number;
+  /**
+   * Create the interface endpoints the tasks need (ECR, CloudWatch Logs and metrics, Secrets
+   * Manager, SSM messages for ECS Exec). Default true; set false when the VPC has them already.
+   */
+  readonly interfaceEndpoints?: boolean;
 }
 
 /**
@@ -75,14 +112,15 @@ export class ProxyService extends Construct {
     this.taskSecurityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
       vpc: props.vpc,
       description: 'Gateway proxy tasks',
-      // Backends are the teams' own and anywhere; Envoy needs to reach them.
-      allowAllOutbound: true,
+      // Egress is opened rule by rule: the backends' networks and the AWS endpoints.
+      allowAllOutbound: false,
     });
     this.redis = new RateLimitRedis(this, 'Redis', {
       vpc: props.vpc,
       clients: this.taskSecurityGroup,
       nodeType: props.redisNodeType,
     });
+    this.restrictEgress(props);
     this.taskDefinition = this.buildTask(props);
 
     this.service = new ecs.FargateService(this, 'Service', {
@@ -95,12 +133,102 @@ export class ProxyService extends Construct {
       securityGroups: [this.taskSecurityGroup],
       vpcSubnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
       assignPublicIp: false,
-      // Kill switch level 1 is a POST to Envoy's loopback admin: operators reach it with ECS Exec.
+      // Kill switch level 1 is a POST to Envoy's admin socket: operators reach it with ECS Exec
+      // into the envoy container (infra/README.md).
       enableExecuteCommand: true,
       healthCheckGracePeriod: Duration.seconds(60),
     });
 
     this.loadBalancer = this.buildLoadBalancer(props);
+  }
+
+  /** Backend CIDRs for this deployment (the functions enforce the same list). */
+  static backendCidrs(props: Pick<ProxyServiceProps, 'vpc' | 'backendCidrs'>): string[] {
+    return props.backendCidrs ?? [props.vpc.vpcCidrBlock];
+  }
+
+  /** The checked-in bootstrap for this many trusted proxies; anything else is refused at synth. */
+  static bootstrapFile(trustedProxies: number = 1): string {
+    const file = BOOTSTRAP_FOR_TRUSTED_PROXIES[trustedProxies];
+    if (!file) {
+      throw new Error(
+        `trustedProxies ${trustedProxies}: the gateway ships bootstraps for 1 (load balancer alone) or 2 (a CDN in front of it)`,
+      );
+    }
+    return file;
+  }
+
+  /**
+   * Envoy re-resolves backend names at run time, so the registration checks cannot see a name
+   * repointed later (DNS rebinding). The network closes that: the tasks reach the backend CIDRs,
+   * Redis, S3 (its gateway endpoint's prefix list) and the interface endpoints, nothing else.
+   */
+  private restrictEgress(props: ProxyServiceProps): void {
+    const sg = this.taskSecurityGroup;
+    for (const cidr of ProxyService.backendCidrs(props)) {
+      const peer = cidr.includes(':') ? ec2.Peer.ipv6(cidr) : ec2.Peer.ipv4(cidr);
+      sg.addEgressRule(peer, ec2.Port.allTcp(), 'backends (GATEWAY_BACKEND_CIDRS)');
+    }
+    sg.addEgressRule(this.redis.securityGroup, ec2.Port.tcp(RateLimitRedis.PORT), 'rate-limit Redis');
+
+    const region = Stack.of(this).region;
+    const s3PrefixList = new cr.AwsCustomResource(this, 'S3PrefixList', {
+      onUpdate: {
+        service: 'EC2',
+        action: 'describeManagedPrefixLists',
+        parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${region}.s3`] }] },
+        physicalResourceId: cr.PhysicalResourceId.of(`s3-prefix-list-${region}`),
+        outputPaths: ['PrefixLists.0.PrefixListId'],
+      },
+      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
+      installLatestAwsSdk: false,
+    });
+    sg.addEgressRule(
+      ec2.Peer.prefixList(s3PrefixList.getResponseField('PrefixLists.0.PrefixListId')),
+      ec2.Port.tcp(443),
+      'S3 (the bundle, image layers) through the gateway endpoint',
+    );
+    Validations.of(s3PrefixList).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the S3 prefix list id.',
+    });
+    // The custom resource's function is a stack-wide singleton.
+    const provider = Stack.of(this).node.tryFindChild('AWS679f53fac002430cb0da5b7982bd2287');
+    if (provider) {
+      Validations.of(provider).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+        reason: 'The AWS-managed basic execution policy grants only CloudWatch Logs writes.',
+      });
+    }
+    // The VPC's S3 gateway endpoint carries this traffic (the stack's own VPC has one; a VPC
+    // brought in needs one too, infra/README.md).
+
+    if (props.interfaceEndpoints ?? true) {
+      const endpoints = new ec2.SecurityGroup(this, 'EndpointSecurityGroup', {
+        vpc: props.vpc,
+        description: 'Interface endpoints the proxy tasks use',
+        allowAllOutbound: false,
+      });
+      endpoints.addIngressRule(sg, ec2.Port.tcp(443), 'proxy tasks');
+      sg.addEgressRule(endpoints, ec2.Port.tcp(443), 'AWS interface endpoints');
+      const services: Record<string, ec2.InterfaceVpcEndpointAwsService> = {
+        EcrApi: ec2.InterfaceVpcEndpointAwsService.ECR,
+        EcrDocker: ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+        Logs: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+        Monitoring: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
+        SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+        SsmMessages: ec2.InterfaceVpcEndpointAwsService.SSM_MESSAGES,
+      };
+      for (const [id, service] of Object.entries(services)) {
+        props.vpc.addInterfaceEndpoint(`Proxy${id}Endpoint`, {
+          service,
+          securityGroups: [endpoints],
+          // Only the proxy tasks (the rule above), not the whole VPC.
+          open: false,
+          subnets: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+        });
+      }
+    }
   }
 
   private buildTask(props: ProxyServiceProps): ecs.FargateTaskDefinition {
@@ -111,7 +239,7 @@ export class ProxyService extends Construct {
         cpuArchitecture: ecs.CpuArchitecture.X86_64,
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
       },
-      volumes: Object.values(WATCHED_DIRS).map((d) => ({ name: d.volume })),
+      volumes: [...Object.values(WATCHED_DIRS).map((d) => d.volume), ENVOY_ADMIN.volume].map((name) => ({ name })),
     });
     this.grantBundleRead(task.taskRole, props.bucket);
 
@@ -141,7 +269,7 @@ export class ProxyService extends Construct {
         '--bucket', props.bucket.bucketName,
         '--clusters-dir', WATCHED_DIRS.clusters.path,
         '--routes-dir', WATCHED_DIRS.routes.path,
-        '--envoy-admin', `http://127.0.0.1:${PROXY_PORTS.envoyAdmin}`,
+        '--envoy-admin', `unix:${ENVOY_ADMIN.socket}`,
         '--interval', '15',
         '--listen', `127.0.0.1:${PROXY_PORTS.sidecarStatus}`,
       ],
@@ -152,12 +280,14 @@ export class ProxyService extends Construct {
     sidecar.addMountPoints(
       { sourceVolume: WATCHED_DIRS.clusters.volume, containerPath: WATCHED_DIRS.clusters.path, readOnly: false },
       { sourceVolume: WATCHED_DIRS.routes.volume, containerPath: WATCHED_DIRS.routes.path, readOnly: false },
+      // The sidecar reads Envoy's stats over the admin socket (and opens the directory for Envoy).
+      { sourceVolume: ENVOY_ADMIN.volume, containerPath: ENVOY_ADMIN.dir, readOnly: false },
     );
 
     const envoy = task.addContainer('envoy', {
       image: ecs.ContainerImage.fromAsset(props.repoRoot, {
         file: 'bootstrap/Dockerfile.envoy',
-        buildArgs: { ENVOY_VERSION: props.envoyVersion },
+        buildArgs: { ENVOY_VERSION: props.envoyVersion, BOOTSTRAP: ProxyService.bootstrapFile(props.trustedProxies) },
         platform: ecrAssets.Platform.LINUX_AMD64,
         exclude: IMAGE_CONTEXT_EXCLUDES,
       }),
@@ -171,6 +301,7 @@ export class ProxyService extends Construct {
     envoy.addMountPoints(
       { sourceVolume: WATCHED_DIRS.clusters.volume, containerPath: WATCHED_DIRS.clusters.path, readOnly: true },
       { sourceVolume: WATCHED_DIRS.routes.volume, containerPath: WATCHED_DIRS.routes.path, readOnly: true },
+      { sourceVolume: ENVOY_ADMIN.volume, containerPath: ENVOY_ADMIN.dir, readOnly: false },
     );
     envoy.addContainerDependencies({ container: sidecar, condition: ecs.ContainerDependencyCondition.HEALTHY });
 
@@ -313,11 +444,12 @@ export class ProxyService extends Construct {
       protocol: elbv2.ApplicationProtocol.HTTP,
       targetType: elbv2.TargetType.IP,
       deregistrationDelay: Duration.seconds(30),
-      // Envoy answers every host: unknown ones get the catch-all's 404, a kill switch a 503.
-      // Any answer below 500 means the listener is up; Envoy's own readiness is loopback-only.
+      // GET /healthz on a host no team holds (the load balancer sends the target's IP): the
+      // catch-all answers 200 under both kill-switch levels, so a kill switch never gets the
+      // tasks replaced (which would also forget a level-1 switch).
       healthCheck: {
-        path: '/',
-        healthyHttpCodes: '200-499',
+        path: '/healthz',
+        healthyHttpCodes: '200',
         interval: Duration.seconds(10),
         healthyThresholdCount: 2,
         unhealthyThresholdCount: 3,

@@ -2,7 +2,9 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as fs from 'fs';
 import * as path from 'path';
 import { GatewayStack } from '../lib/gateway-stack';
+import { PROXY_RESERVED_PORTS as ENTRY_RESERVED_PORTS } from '../lib/entry-checks';
 import { envoyArgs, envoyVersion, REPO_ROOT } from '../lib/pins';
+import { BOOTSTRAP_FOR_TRUSTED_PROXIES, PROXY_PORTS, PROXY_RESERVED_PORTS, ProxyService } from '../lib/proxy-service';
 import { gatewayStack, resourceId } from './helpers';
 
 let stack: GatewayStack;
@@ -156,7 +158,8 @@ describe('reconcile function', () => {
     const reconcile = Object.values(assets).find((a) => a.source.dockerFile === 'functions/Dockerfile.reconcile');
     expect(reconcile?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion() });
     const proxy = Object.values(assets).find((a) => a.source.dockerFile === 'bootstrap/Dockerfile.envoy');
-    expect(proxy?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion() });
+    // One trusted proxy (the load balancer alone): the checked-in bootstrap with xff hops 1.
+    expect(proxy?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion(), BOOTSTRAP: 'envoy.json' });
   });
 
   test('the table stream wakes it with bounded retries, bisect on error, and no self-wakeups', () => {
@@ -383,9 +386,78 @@ describe('proxy service', () => {
     template.hasResourceProperties('AWS::ECS::TaskDefinition', {
       RequiresCompatibilities: ['FARGATE'],
       NetworkMode: 'awsvpc',
-      Volumes: [{ Name: 'cds' }, { Name: 'rds' }, { Name: 'ratelimit-config' }],
+      Volumes: [{ Name: 'cds' }, { Name: 'rds' }, { Name: 'ratelimit-config' }, { Name: 'envoy-admin' }],
     });
     expect(Object.keys(containers).sort()).toEqual(['envoy', 'ratelimit', 'ratelimit-sidecar', 'sidecar']);
+  });
+
+  test('Envoy admin is a Unix socket in a volume only envoy and the sidecar mount', () => {
+    const bootstrap = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', 'envoy.json'), 'utf8'));
+    expect(bootstrap.admin.address).toEqual({ pipe: { path: '/run/envoy/admin.sock', mode: 0o666 } });
+    const mounting = Object.entries(containers)
+      .filter(([, c]) => (c.MountPoints ?? []).some((m) => m.SourceVolume === 'envoy-admin'))
+      .map(([name]) => name)
+      .sort();
+    expect(mounting).toEqual(['envoy', 'sidecar']);
+    for (const c of Object.values(containers)) {
+      expect(JSON.stringify(c.Command ?? [])).not.toContain('9901');
+    }
+  });
+
+  test('the checked-in bootstraps trust as many X-Forwarded-For hops as infra says', () => {
+    for (const [hops, file] of Object.entries(BOOTSTRAP_FOR_TRUSTED_PROXIES)) {
+      const b = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', file), 'utf8'));
+      const hcm = b.static_resources.listeners[0].filter_chains[0].filters[0].typed_config;
+      expect(hcm.xff_num_trusted_hops).toBe(Number(hops));
+    }
+    expect(() => ProxyService.bootstrapFile(3)).toThrow(/trustedProxies 3/);
+  });
+
+  test('the task ports are the ones the checks refuse as backend ports, and match the bootstrap', () => {
+    for (const [name, port] of Object.entries(PROXY_PORTS)) {
+      if (name === 'listener') continue;
+      expect(port).toBeGreaterThanOrEqual(PROXY_RESERVED_PORTS.first);
+      expect(port).toBeLessThanOrEqual(PROXY_RESERVED_PORTS.last);
+    }
+    expect(PROXY_RESERVED_PORTS).toEqual(ENTRY_RESERVED_PORTS);
+    const bootstrap = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', 'envoy.json'), 'utf8'));
+    const rl = bootstrap.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
+    expect(rl.socket_address).toEqual({ address: '127.0.0.1', port_value: PROXY_PORTS.rateLimitGrpc });
+  });
+
+  test('task egress goes only to the backend CIDRs, Redis, S3 and the interface endpoints', () => {
+    const sgs = template.findResources('AWS::EC2::SecurityGroup', {
+      Properties: { GroupDescription: 'Gateway proxy tasks' },
+    });
+    const [taskSg] = Object.entries(sgs);
+    const egress = (taskSg[1].Properties.SecurityGroupEgress ?? []) as Record<string, unknown>[];
+    const standalone = Object.values(template.findResources('AWS::EC2::SecurityGroupEgress'))
+      .map((r) => r.Properties as Record<string, unknown>)
+      .filter((p) => JSON.stringify(p.GroupId).includes(taskSg[0]));
+    const rules = [...egress, ...standalone];
+    expect(rules.some((r) => r.CidrIp === '0.0.0.0/0' || r.CidrIpv6 === '::/0')).toBe(false);
+    const descriptions = rules.map((r) => r.Description).sort();
+    expect(descriptions).toEqual([
+      'AWS interface endpoints',
+      'S3 (the bundle, image layers) through the gateway endpoint',
+      'backends (GATEWAY_BACKEND_CIDRS)',
+      'rate-limit Redis',
+    ]);
+    const backends = rules.find((r) => r.Description === 'backends (GATEWAY_BACKEND_CIDRS)');
+    expect(JSON.stringify(backends?.CidrIp)).toContain('CidrBlock');
+    expect(rules.find((r) => String(r.Description).startsWith('S3'))?.DestinationPrefixListId).toBeDefined();
+  });
+
+  test('the functions enforce the same backend CIDRs the proxies may reach', () => {
+    for (const name of ['Register', 'Reconcile']) {
+      const fns = template.findResources('AWS::Lambda::Function');
+      const fn = Object.entries(fns).find(
+        ([id, r]) => id.startsWith(name) && (r.Properties as { Environment?: unknown }).Environment,
+      );
+      const env = (fn?.[1].Properties as { Environment: { Variables: Record<string, unknown> } }).Environment.Variables;
+      expect(JSON.stringify(env.GATEWAY_BACKEND_CIDRS)).toContain('CidrBlock');
+      expect(env.GATEWAY_BACKEND_DOMAINS).toBe('');
+    }
   });
 
   test('envoy runs the bootstrap with --reject-unknown-dynamic-fields on 8080, reading the watched dirs', () => {
@@ -396,6 +468,7 @@ describe('proxy service', () => {
     expect(envoy.MountPoints).toEqual([
       { SourceVolume: 'cds', ContainerPath: '/etc/envoy/cds', ReadOnly: true },
       { SourceVolume: 'rds', ContainerPath: '/etc/envoy/rds', ReadOnly: true },
+      { SourceVolume: 'envoy-admin', ContainerPath: '/run/envoy', ReadOnly: false },
     ]);
   });
 
@@ -412,14 +485,14 @@ describe('proxy service', () => {
       '--bucket', ref(bucketId),
       '--clusters-dir', '/etc/envoy/cds',
       '--routes-dir', '/etc/envoy/rds',
-      '--envoy-admin', 'http://127.0.0.1:9901',
+      '--envoy-admin', 'unix:/run/envoy/admin.sock',
       '--interval', '15',
-      '--listen', '127.0.0.1:9902',
+      '--listen', '127.0.0.1:15004',
     ]);
-    expect(sidecar.HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:9902/healthz']);
+    expect(sidecar.HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:15004/healthz']);
     expect(sidecar.MountPoints?.every((m) => m.ReadOnly === false)).toBe(true);
     expect(containers['ratelimit-sidecar'].Command).toEqual(expect.arrayContaining(['--ratelimit-dir', '/data/ratelimit/config']));
-    expect(containers['ratelimit-sidecar'].HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:9903/healthz']);
+    expect(containers['ratelimit-sidecar'].HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:15005/healthz']);
   });
 
   test('the rate-limit service reads its rules from the shared dir and counts in the shared Redis over TLS', () => {
@@ -431,7 +504,7 @@ describe('proxy service', () => {
       RUNTIME_WATCH_ROOT: 'false',
       USE_STATSD: 'false',
       GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: '8081',
+      GRPC_PORT: '15001',
       REDIS_TLS: 'true',
     });
     const redisId = resourceId(template, 'AWS::ElastiCache::ReplicationGroup', 'ProxyRedis');
@@ -497,7 +570,9 @@ describe('proxy service', () => {
     template.hasResourceProperties('AWS::ElasticLoadBalancingV2::TargetGroup', {
       Port: 8080,
       TargetType: 'ip',
-      Matcher: { HttpCode: '200-499' },
+      // The catch-all's /healthz: 200 under both kill-switch levels, and only 200 is healthy.
+      HealthCheckPath: '/healthz',
+      Matcher: { HttpCode: '200' },
     });
     template.hasResourceProperties('AWS::ECS::Service', {
       LaunchType: 'FARGATE',
