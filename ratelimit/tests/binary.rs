@@ -130,7 +130,7 @@ fn serves_on_a_unix_socket_reloads_replaced_rules_and_keeps_them_when_refused() 
                 clusters_dir: cds.clone(),
                 routes_dir: rds.clone(),
                 listen: ports.listener,
-                admin: ports.admin,
+                admin: ports.admin.into(),
                 ratelimit: free_addr(),
                 xff_num_trusted_hops: 0,
             };
