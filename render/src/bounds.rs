@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 
 /// Entries (services) one team may register.
 pub const DEFAULT_MAX_ENTRIES_PER_TEAM: usize = 100;
-/// Team routes in the whole registry. Validation of 50k routes takes ~8 s and ~0.8 GB in Envoy
-/// (docs/benchmarks.md); 20k leaves room on the reconciler and on every proxy.
+/// Team routes in the whole registry. Envoy's validate of 50k routes took 15-22 s here and its
+/// bundle is 111 MB (docs/benchmarks.md); 20k keeps a reconcile run and every proxy's reload
+/// well inside that.
 pub const DEFAULT_MAX_ROUTES: usize = 20_000;
-/// Bytes of `bundle.json`: about 2.5 KB per route, so the default route cap fits with room.
+/// Bytes of `bundle.json`: 2.0-2.2 KB per route measured (docs/benchmarks.md, "Bundle size"), so
+/// the default route cap (about 45 MB) fits with room for longer paths and more limits.
 pub const DEFAULT_MAX_BUNDLE_BYTES: usize = 128 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
