@@ -266,7 +266,40 @@ function nameKind(name: string, options: CheckOptions): AddressKind {
   if (name === 'localhost' || name.endsWith('.localhost')) return 'loopback';
   const base = (options.baseDomain ?? '').replace(/\.$/, '').toLowerCase();
   if (base && (name === base || name.endsWith(`.${base}`))) return 'gateway';
-  return 'other';
+  // A name spelling an address is where wildcard DNS (nip.io, sslip.io) sends it.
+  const order: AddressKind[] = ['link-local', 'site-local', 'multicast', 'loopback', 'unspecified'];
+  const kinds = spelledAddresses(name);
+  return order.find((k) => kinds.includes(k)) ?? 'other';
+}
+
+/** Public names whose DNS always answers 127.0.0.1 (render/src/check/spelled.rs). */
+const LOOPBACK_DOMAINS = ['localtest.me', 'lvh.me', 'vcap.me', 'localho.st', 'localhost.direct'];
+
+/** The kinds of every address a name spells (render/src/check/spelled.rs). */
+function spelledAddresses(name: string): AddressKind[] {
+  const kinds: AddressKind[] = [];
+  if (LOOPBACK_DOMAINS.some((d) => name === d || name.endsWith(`.${d}`))) kinds.push('loopback');
+  const octet = (p: string) => /^\d{1,3}$/.test(p) && Number(p) <= 255;
+  const labels = name.split('.');
+  for (let i = 0; i + 4 <= labels.length; i++) {
+    const w = labels.slice(i, i + 4);
+    if (w.every(octet)) kinds.push(ipv4Kind(w.map(Number)));
+  }
+  for (const label of labels) {
+    const parts = label.split('-');
+    const last4 = parts.slice(-4);
+    if (parts.length >= 4 && last4.every(octet)) kinds.push(ipv4Kind(last4.map(Number)));
+    const tail = parts[parts.length - 1];
+    if (/^[0-9a-f]{8}$/.test(tail)) {
+      const n = parseInt(tail, 16);
+      kinds.push(ipv4Kind([n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff]));
+    }
+    if (label.includes('--')) {
+      const groups = parseIpv6(label.replace(/-/g, ':'));
+      if (groups) kinds.push(ipv6Kind(groups));
+    }
+  }
+  return kinds;
 }
 
 /** Whether a URL parser would read the host as IPv4 (its last label is decimal or 0x-hex). */

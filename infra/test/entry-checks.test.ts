@@ -147,6 +147,13 @@ test.each([
   ['[::127.0.0.1]', 'loopback'],
   ['[64:ff9b:1::a00:1]', 'other'],
   ['[2001:db8::1]', 'other'],
+  ['127.0.0.1.nip.io', 'loopback'],
+  ['app-169-254-170-2.sslip.io', 'link-local'],
+  ['app-a9fea9fe.nip.io', 'link-local'],
+  ['--1.sslip.io', 'loopback'],
+  ['api.localtest.me', 'loopback'],
+  ['10-0-0-1.sslip.io', 'other'],
+  ['v1-2-3.internal.example', 'other'],
   ['invoices.internal.example', 'other'],
 ])('address %s is %s', (host, kind) => {
   expect(addressKind(host)).toBe(kind);

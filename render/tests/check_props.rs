@@ -94,6 +94,19 @@ fn path() -> impl Strategy<Value = String> {
         })
 }
 
+fn spells_an_address(host: &str) -> bool {
+    let numeric = |l: &str| !l.is_empty() && l.len() <= 3 && l.bytes().all(|b| b.is_ascii_digit());
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.windows(4).any(|w| w.iter().all(|l| numeric(l)))
+        || labels.iter().any(|l| {
+            let tail = l.rsplit('-').next().unwrap_or(l);
+            let dashed: Vec<&str> = l.rsplitn(5, '-').collect();
+            l.contains("--")
+                || (tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_hexdigit()))
+                || (dashed.len() >= 4 && dashed[..4].iter().all(|p| numeric(p)))
+        })
+}
+
 fn backend() -> impl Strategy<Value = String> {
     let host = prop_oneof![
         prop::collection::vec(label(), 1..4)
@@ -102,7 +115,10 @@ fn backend() -> impl Strategy<Value = String> {
                 !h.rsplit('.')
                     .next()
                     .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
-            }),
+            })
+            // Names that spell an address (wildcard DNS: 0.0.0.0.a, x-0-0-0-0, ffffffff, --1)
+            // are judged as that address; the valid-parts generator stays clear of them.
+            .prop_filter("spells an address", |h| !spells_an_address(h)),
         (10u8..=10, any::<u8>(), any::<u8>(), 1u8..=254)
             .prop_map(|(a, b, c, d)| format!("{a}.{b}.{c}.{d}")),
         Just("[2001:db8::7]".to_string()),

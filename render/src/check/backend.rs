@@ -6,6 +6,7 @@ use super::address::check_address;
 use super::cidr::under_domains;
 use super::identifiers::check_dns_name;
 use super::report::quote;
+use super::spelled::spelled_addresses;
 use super::Policy;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -313,6 +314,17 @@ fn judge_name(name: &str, policy: &Policy) -> Result<(), String> {
             "{name} is the gateway itself (under the base domain {base}); routing the gateway to itself makes a loop"
         ));
     }
+    // The address a name spells is where wildcard DNS sends it: judged like that address (its
+    // refused classes; the CIDR list is for what names resolve to).
+    let classes_only = Policy {
+        backend_cidrs: Vec::new(),
+        ..policy.clone()
+    };
+    for ip in spelled_addresses(name) {
+        check_address(ip, &classes_only).map_err(|why| {
+            format!("{name} spells the address {ip}, which wildcard DNS (nip.io, sslip.io, localtest.me) answers with: {why}")
+        })?;
+    }
     if !localhost
         && !policy.backend_domains.is_empty()
         && !under_domains(name, &policy.backend_domains)
@@ -372,7 +384,14 @@ mod tests {
             (v6.host.to_string(), v6.port),
             ("2001:db8::1".to_string(), 9000)
         );
-        assert!(check_backend("http://0.0.0.1.example.com", &strict()).is_ok());
+        assert!(check_backend("http://1.2.3.4.example.com", &strict()).is_ok());
+        // A name spelling a refused address is judged as that address (wildcard DNS).
+        assert!(rejected("http://0.0.0.1.example.com", &strict())
+            .contains("spells the address 0.0.0.1"));
+        assert!(rejected("http://127.0.0.1.nip.io:9901", &strict()).contains("loopback"));
+        assert!(check_backend("http://127.0.0.1.nip.io:9901", &local()).is_ok());
+        assert!(rejected("http://169-254-170-2.sslip.io", &local()).contains("link-local"));
+        assert!(rejected("http://api.localtest.me", &strict()).contains("loopback"));
         assert!(check_backend("http://a:65535", &strict()).is_ok());
     }
 

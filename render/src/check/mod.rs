@@ -16,6 +16,7 @@ mod limits;
 mod methods;
 mod path;
 mod report;
+mod spelled;
 mod walk;
 
 pub use address::check_address;
