@@ -27,10 +27,14 @@ async fn run() -> Result<(), Error> {
     let conf = aws::sdk_config().await;
     let registry =
         DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone()).with_policy(policy);
-    let http = reqwest::Client::new();
-    let (registry, http) = (&registry, &http);
+    let http = register::ResponseClient::new()?;
+    // The gateway's own account: what a direct invoke is trusted as, and the account every
+    // registration topic must belong to.
+    let account = aws::caller_account(&conf).await?;
+    tracing::info!(account = %account, "register function trusts direct invokes as this account");
+    let (registry, http, account) = (&registry, &http, account.as_str());
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        register::handle(registry, http, event.payload)
+        register::handle(registry, http, account, event.payload)
             .await
             .map_err(|e| Diagnostic {
                 error_type: format!("Register.{}", e.kind()),
