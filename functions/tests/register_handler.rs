@@ -7,7 +7,7 @@ mod response_url;
 use gateway_functions::register::{handle, ResponseClient};
 use gateway_functions::registry::DynamoRegistry;
 use registry_support::{entry, invoices_api, registry};
-use response_url::{response_url, Captured};
+use response_url::{redirecting_url, response_url, Captured};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -361,4 +361,106 @@ async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
     }
     // The registration itself happened; CloudFormation's retry finds it unchanged.
     assert!(is_registered(&reg, "billing/invoices-api").await);
+}
+
+#[tokio::test]
+async fn a_redirecting_response_url_is_not_followed() {
+    let reg = granted().await;
+    let (target, mut followed) = response_url(200).await;
+    let (url, mut rx) = redirecting_url(&target).await;
+    let err = handle(
+        &reg,
+        &http(),
+        GATEWAY_ACCOUNT,
+        cfn_create(&url, "r1", &invoices_api()),
+    )
+    .await
+    .expect_err("a redirect is no delivery");
+    assert_eq!(err.kind(), "retryable");
+    assert!(err.to_string().contains("HTTP 307"), "{err}");
+    for _ in 0..3 {
+        assert_eq!(answered(&mut rx).await.method, "PUT");
+    }
+    assert!(
+        followed.try_recv().is_err(),
+        "the redirect's target was never called"
+    );
+}
+
+#[tokio::test]
+async fn a_response_url_off_s3_is_not_answered_and_changes_nothing() {
+    let reg = granted().await;
+    let answer = call(
+        &reg,
+        cfn_create(
+            "https://collector.example.com/cfn?X-Amz-Signature=x",
+            "r1",
+            &invoices_api(),
+        ),
+    )
+    .await;
+    assert_eq!(answer["ok"], false);
+    assert_eq!(answer["error"]["kind"], "bad-request");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("ResponseURL: host \"collector.example.com\" is not an S3 host"),
+        "{answer}"
+    );
+    assert!(!is_registered(&reg, "billing/invoices-api").await);
+}
+
+/// A revoked grant stops the account's stack at once, and its Delete then leaves the entry alone.
+#[tokio::test]
+async fn a_revoked_account_can_neither_change_nor_delete() {
+    let reg = granted().await;
+    let (url, mut rx) = response_url(200).await;
+    let e = invoices_api();
+    call(&reg, cfn_create(&url, "r1", &e)).await;
+    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    assert!(reg
+        .revoke("billing", GATEWAY_ACCOUNT)
+        .await
+        .expect("revoke"));
+    let mut changed = e.clone();
+    changed.backend = "https://elsewhere.example".into();
+    let update = cfn_event(
+        "Update",
+        &url,
+        "r2",
+        as_string_property(&changed),
+        Some("billing/invoices-api"),
+        Some(as_string_property(&e)),
+    );
+    call(&reg, update).await;
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("account 123456789012 is not granted team billing"),
+        "{}",
+        put.body
+    );
+    call(&reg, cfn_delete(&url, "r3", &e, "billing/invoices-api")).await;
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("left alone"),
+        "{}",
+        put.body
+    );
+    assert_eq!(
+        reg.get("billing/invoices-api")
+            .await
+            .expect("get")
+            .expect("kept")
+            .entry,
+        e
+    );
 }
