@@ -363,9 +363,9 @@ impl DynamoRegistry {
 
     async fn read_enclosing(&self, host: &str, into: &mut Enclosing) -> Result<(), RegistryError> {
         for outer in enclosing_hosts(host, self.base_domain()) {
-            if !into.contains_key(&outer) {
-                let guard = read_guard(&self.client, &self.table, &outer).await?;
-                into.insert(outer, guard);
+            if let std::collections::btree_map::Entry::Vacant(slot) = into.entry(outer) {
+                let guard = read_guard(&self.client, &self.table, slot.key()).await?;
+                slot.insert(guard);
             }
         }
         Ok(())
