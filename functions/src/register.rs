@@ -51,7 +51,7 @@ pub async fn handle(
                 .pointer("/Sns/TopicArn")
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let account = match identity::account_from_topic(topic, gateway_account) {
+            let account = match identity::account_from_topic(topic) {
                 Ok(account) => account,
                 Err(why) => {
                     // An untrusted record: its ResponseURL is not answered either.

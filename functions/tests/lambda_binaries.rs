@@ -591,11 +591,11 @@ async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload(
         "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing"
     );
 
-    // 7. Records the function cannot trust are not answered and change nothing: a topic of
-    //    another account, a topic that names no account, a ResponseURL that is not S3's.
+    // 7. Records the function cannot trust are not answered and change nothing: topics that
+    //    name no account, a ResponseURL that is not S3's.
     for (topic, url_used) in [
         (
-            format!("arn:aws:sns:us-east-1:999999999999:gateway-register-{TEAM_ACCOUNT}"),
+            format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{TEAM_ACCOUNT}0"),
             url.clone(),
         ),
         (

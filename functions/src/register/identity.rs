@@ -14,26 +14,22 @@ fn arn_account(arn: &str) -> Option<&str> {
     crate::registry::is_account_id(account).then_some(account)
 }
 
-/// The caller's account from an SNS record's `TopicArn`: the topic must be the gateway
-/// account's, and its name must end with `-register-<12 digits>`.
-pub fn account_from_topic(topic_arn: &str, gateway_account: &str) -> Result<String, String> {
+/// The caller's account from an SNS record's `TopicArn`: the topic name's trailing 12 digits,
+/// after a `-` (`…-register-222222222222`). The topic's own account is not checked: SNS can only
+/// invoke the function from topics it is subscribed to, which the gateway stack creates in its
+/// own account, one per team account.
+pub fn account_from_topic(topic_arn: &str) -> Result<String, String> {
     let parts: Vec<&str> = topic_arn.split(':').collect();
     if parts.len() != 6 || parts[0] != "arn" || parts[2] != "sns" {
         return Err(format!("TopicArn {topic_arn:?} is not an SNS topic ARN"));
     }
-    if parts[4] != gateway_account {
-        return Err(format!(
-            "TopicArn {topic_arn}: the topic belongs to account {}, not to the gateway's account {gateway_account}",
-            parts[4]
-        ));
-    }
     let account = parts[5]
-        .rsplit_once("-register-")
+        .rsplit_once('-')
         .map(|(_, tail)| tail)
         .filter(|tail| crate::registry::is_account_id(tail))
         .ok_or_else(|| {
             format!(
-                "TopicArn {topic_arn}: the topic's name does not end with -register-<account id>, so it names no caller"
+                "TopicArn {topic_arn}: the topic's name does not end with -<account id> (e.g. gateway-register-222222222222), so it names no caller"
             )
         })?;
     Ok(account.to_string())
@@ -55,26 +51,21 @@ pub fn check_stack_account(stack_id: &str, account: &str) -> Result<(), String> 
 mod tests {
     use super::*;
 
-    const GATEWAY: &str = "111111111111";
-
     #[test]
     fn the_topic_names_the_caller() {
         assert_eq!(
-            account_from_topic(
-                "arn:aws:sns:us-east-1:111111111111:gateway-register-222222222222",
-                GATEWAY
-            ),
+            account_from_topic("arn:aws:sns:us-east-1:111111111111:gateway-register-222222222222"),
             Ok("222222222222".to_string())
         );
         for bad in [
             "arn:aws:sns:us-east-1:111111111111:gateway-registrations",
             "arn:aws:sns:us-east-1:111111111111:gateway-register-22222222222",
             "arn:aws:sns:us-east-1:111111111111:gateway-register-2222222222222",
-            "arn:aws:sns:us-east-1:333333333333:gateway-register-222222222222",
+            "arn:aws:sns:us-east-1:111111111111:gateway-register222222222222",
             "arn:aws:sqs:us-east-1:111111111111:gateway-register-222222222222",
             "gateway-register-222222222222",
         ] {
-            assert!(account_from_topic(bad, GATEWAY).is_err(), "{bad}");
+            assert!(account_from_topic(bad).is_err(), "{bad}");
         }
     }
 
