@@ -988,3 +988,42 @@ async fn the_reconcile_binary_without_gateway_table_fails_at_init_naming_it() {
         lambda.log_text()
     );
 }
+
+#[tokio::test]
+async fn the_register_binary_without_its_own_account_fails_at_init_naming_get_caller_identity() {
+    let api = RuntimeApi::start().await;
+    let env = vec![
+        // STS cannot be reached: the function cannot know whom a direct invoke is.
+        setting("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        setting("AWS_ACCESS_KEY_ID", "test"),
+        setting("AWS_SECRET_ACCESS_KEY", "test"),
+        setting("AWS_REGION", "us-east-1"),
+        setting("GATEWAY_TABLE", "registry"),
+        setting("GATEWAY_DOMAIN", DOMAIN),
+    ];
+    let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = lambda.exited() {
+            break status;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the function did not stop within {WAIT:?}\n{}",
+            lambda.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(!status.success(), "exits non-zero: {status}");
+    assert!(
+        lambda.stderr_text().contains("GetCallerIdentity failed"),
+        "names what failed: {}",
+        lambda.log_text()
+    );
+    assert!(
+        api.invoke(&json!({}), Duration::from_millis(200))
+            .await
+            .is_none(),
+        "took no event"
+    );
+}

@@ -464,3 +464,21 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
         e
     );
 }
+
+/// An operator action smuggled through a team's topic is not an operator action.
+#[tokio::test]
+async fn an_action_wrapped_in_sns_is_not_obeyed() {
+    let reg = granted().await;
+    let smuggled = json!({ "action": "register", "entry": invoices_api() });
+    let event = json!({ "Records": [ { "EventSource": "aws:sns",
+        "Sns": { "Type": "Notification", "MessageId": "m1",
+                 "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
+                 "Message": smuggled.to_string() } } ] });
+    let answer = call(&reg, event).await;
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert_eq!(
+        answer["records"][0]["error"]["kind"], "bad-request",
+        "{answer}"
+    );
+    assert!(!is_registered(&reg, "billing/invoices-api").await);
+}
