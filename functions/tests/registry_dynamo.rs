@@ -477,3 +477,66 @@ async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
 fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
+
+/// Moving a service between a host and its subdomain touches one guard row for two reasons
+/// (the old host and the new one's enclosing host): it is written once, and the record of what
+/// lies inside each host follows the move.
+#[tokio::test]
+async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
+    let reg = registry().await;
+    let under = |item: Option<
+        std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    >| {
+        let mut set: Vec<String> = item
+            .and_then(|i| i.get("under").and_then(|v| v.as_ss().ok()).cloned())
+            .unwrap_or_default();
+        set.sort();
+        set
+    };
+    reg.register(&entry("billing", "api", "a.x", &["/api"]))
+        .await
+        .expect("a.x");
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["a.x.api.example.com billing"]
+    );
+    reg.register(&entry("billing", "api", "x", &["/api"]))
+        .await
+        .expect("a.x to x");
+    assert!(under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await).is_empty());
+    let err = reg
+        .register(&entry("payments", "pay", "b.x", &["/pay"]))
+        .await
+        .expect_err("x is billing's now");
+    assert_eq!(
+        err.to_string(),
+        "host x.api.example.com (enclosing b.x.api.example.com) is held by billing"
+    );
+    reg.register(&entry("billing", "api", "a.x", &["/api"]))
+        .await
+        .expect("x back to a.x");
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["a.x.api.example.com billing"]
+    );
+    // x was released by the move, so payments may take a sibling of a.x but not x itself.
+    reg.register(&entry("payments", "pay", "b.x", &["/pay"]))
+        .await
+        .expect("a sibling");
+    let err = reg
+        .register(&entry("payments", "root", "x", &["/root"]))
+        .await
+        .expect_err("x encloses billing's a.x");
+    assert_eq!(
+        err.to_string(),
+        "host a.x.api.example.com (inside x.api.example.com) is held by billing"
+    );
+    assert_eq!(
+        reg.deregister("billing/api").await.expect("deregister"),
+        DeregisterOutcome::Deleted
+    );
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["b.x.api.example.com payments"]
+    );
+}
