@@ -28,8 +28,9 @@ async fn run() -> Result<(), Error> {
     let registry =
         DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone()).with_policy(policy);
     let http = register::ResponseClient::new()?;
-    // The gateway's own account: what a direct invoke is trusted as, and the account every
-    // registration topic must belong to.
+    // The gateway's own account: what a direct invoke is trusted as (only principals of this
+    // account can invoke the function directly). Without it the function cannot decide whom to
+    // trust, so a failure stops it at init.
     let account = aws::caller_account(&conf).await?;
     tracing::info!(account = %account, "register function trusts direct invokes as this account");
     let (registry, http, account) = (&registry, &http, account.as_str());
