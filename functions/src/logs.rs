@@ -6,8 +6,5 @@ use tracing_subscriber::EnvFilter;
 
 pub fn init_json() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .init();
+    tracing_subscriber::fmt().json().with_env_filter(filter).init();
 }

@@ -21,8 +21,7 @@ pub const BUNDLE_OBJECT: &str = "bundle.json";
 pub const BUNDLE_FORMAT: u32 = 1;
 
 pub const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
-pub const ROUTE_CONFIG_TYPE_URL: &str =
-    "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+pub const ROUTE_CONFIG_TYPE_URL: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
 
 /// HTTP filter names in the gateway's listener. Per-route config (`typed_per_filter_config`) is
 /// keyed by these names, so the renderer and the bootstrap must agree on them.

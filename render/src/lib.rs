@@ -15,9 +15,9 @@ pub mod routes;
 mod transcode;
 mod value;
 
-pub use bundle::{compute_hash, Bundle, BundleError};
 pub use check::{Policy, Problem, Rejection};
 pub use entry::{Entry, Limit, Per, Route, Unit};
+pub use bundle::{compute_hash, Bundle, BundleError};
 pub use kill_switch::render_kill_switch;
 pub use ratelimit::RateLimitConfig;
 pub use renderer::{render, RenderConfig, RenderError, Rendered};

@@ -77,8 +77,7 @@ impl EnvoyAdmin {
 impl Stats {
     /// Envoy's `{"stats":[{"name":…,"value":…},…]}`; text readouts have string values.
     pub fn parse(body: &[u8]) -> Result<Stats, String> {
-        let doc: Value =
-            serde_json::from_slice(body).map_err(|e| format!("stats are not JSON: {e}"))?;
+        let doc: Value = serde_json::from_slice(body).map_err(|e| format!("stats are not JSON: {e}"))?;
         let list = doc
             .get("stats")
             .and_then(Value::as_array)
@@ -94,9 +93,7 @@ impl Stats {
                     stats.texts.insert(name.to_string(), s.clone());
                 }
                 Some(Value::Number(n)) => {
-                    stats
-                        .counters
-                        .insert(name.to_string(), n.as_u64().unwrap_or(0));
+                    stats.counters.insert(name.to_string(), n.as_u64().unwrap_or(0));
                 }
                 _ => {}
             }

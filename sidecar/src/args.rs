@@ -80,11 +80,7 @@ impl Args {
             .ok_or_else(|| usage("--bucket (or GATEWAY_BUCKET) is required"))?;
         let mode = match (self.ratelimit_dir, self.clusters_dir, self.routes_dir) {
             (Some(dir), None, None) => Mode::RateLimit { dir },
-            (Some(_), _, _) => {
-                return Err(usage(
-                    "--ratelimit-dir excludes --clusters-dir and --routes-dir",
-                ))
-            }
+            (Some(_), _, _) => return Err(usage("--ratelimit-dir excludes --clusters-dir and --routes-dir")),
             (None, Some(clusters_dir), Some(routes_dir)) => {
                 if same_dir(&clusters_dir, &routes_dir) {
                     return Err(usage(
@@ -97,11 +93,7 @@ impl Args {
                     admin: self.envoy_admin,
                 }
             }
-            (None, _, _) => {
-                return Err(usage(
-                    "give --clusters-dir and --routes-dir, or --ratelimit-dir",
-                ))
-            }
+            (None, _, _) => return Err(usage("give --clusters-dir and --routes-dir, or --ratelimit-dir")),
         };
         if self.interval == 0 {
             return Err(usage("--interval must be at least 1 second"));
@@ -162,15 +154,7 @@ mod tests {
 
     #[test]
     fn envoy_mode_with_defaults() {
-        let c = parse(&[
-            "--bucket",
-            "b",
-            "--clusters-dir",
-            "/c",
-            "--routes-dir",
-            "/r",
-        ])
-        .expect("valid");
+        let c = parse(&["--bucket", "b", "--clusters-dir", "/c", "--routes-dir", "/r"]).expect("valid");
         assert_eq!(c.interval, Duration::from_secs(15));
         assert_eq!(c.apply_timeout, Duration::from_secs(60));
         assert_eq!(
@@ -187,19 +171,8 @@ mod tests {
     fn ratelimit_mode_excludes_envoy_dirs() {
         let c = parse(&["--bucket", "b", "--ratelimit-dir", "/rl"]).expect("valid");
         assert_eq!(c.mode, Mode::RateLimit { dir: "/rl".into() });
-        let err = parse(&[
-            "--bucket",
-            "b",
-            "--ratelimit-dir",
-            "/rl",
-            "--clusters-dir",
-            "/c",
-        ])
-        .expect_err("mixed");
-        assert!(
-            err.to_string().contains("--ratelimit-dir excludes"),
-            "{err}"
-        );
+        let err = parse(&["--bucket", "b", "--ratelimit-dir", "/rl", "--clusters-dir", "/c"]).expect_err("mixed");
+        assert!(err.to_string().contains("--ratelimit-dir excludes"), "{err}");
     }
 
     #[test]
@@ -231,15 +204,7 @@ mod tests {
 
     #[test]
     fn refuses_one_directory_for_both_and_a_missing_bucket() {
-        assert!(parse(&[
-            "--bucket",
-            "b",
-            "--clusters-dir",
-            "/x",
-            "--routes-dir",
-            "/x"
-        ])
-        .is_err());
+        assert!(parse(&["--bucket", "b", "--clusters-dir", "/x", "--routes-dir", "/x"]).is_err());
         assert!(parse(&["--bucket", "", "--clusters-dir", "/c", "--routes-dir", "/r"]).is_err());
         assert!(parse(&["--bucket", "b", "--clusters-dir", "/c"]).is_err());
     }

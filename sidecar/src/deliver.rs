@@ -92,8 +92,7 @@ impl Target {
     pub fn files_present(&self) -> bool {
         match self {
             Target::Envoy(t) => {
-                files::exists(&t.clusters_dir, CLUSTERS_FILE)
-                    && files::exists(&t.routes_dir, ROUTES_FILE)
+                files::exists(&t.clusters_dir, CLUSTERS_FILE) && files::exists(&t.routes_dir, ROUTES_FILE)
             }
             Target::RateLimit { dir } => files::exists(dir, RATE_LIMIT_FILE),
         }
@@ -156,41 +155,23 @@ impl EnvoyTarget {
                 )
                 .await?;
             }
-            None => {
-                tracing::info!(hash = %bundle.hash, "step 1: every new cluster is already live")
-            }
+            None => tracing::info!(hash = %bundle.hash, "step 1: every new cluster is already live"),
         }
         let clusters_now = files::read(&self.clusters_dir, CLUSTERS_FILE)?.unwrap_or_default();
         // 2. Switch the routes.
         tracing::info!(hash = %bundle.hash, "step 2: routes");
-        self.apply(
-            Subscription::Rds,
-            routes.as_bytes(),
-            &live_routes,
-            &bundle.hash,
-        )
-        .await?;
+        self.apply(Subscription::Rds, routes.as_bytes(), &live_routes, &bundle.hash)
+            .await?;
         // 3. Break: the new clusters alone.
         tracing::info!(hash = %bundle.hash, "step 3: clusters");
-        self.apply(
-            Subscription::Cds,
-            clusters.as_bytes(),
-            &clusters_now,
-            &bundle.hash,
-        )
-        .await?;
+        self.apply(Subscription::Cds, clusters.as_bytes(), &clusters_now, &bundle.hash)
+            .await?;
         Ok(Delivered::Applied)
     }
 
     /// Puts `bytes` in place (unless they are there already) and waits until Envoy reports
     /// `version`, or refuses the file (then `previous` goes back on disk), or the time is up.
-    async fn apply(
-        &self,
-        sub: Subscription,
-        bytes: &[u8],
-        previous: &[u8],
-        version: &str,
-    ) -> Result<(), SidecarError> {
+    async fn apply(&self, sub: Subscription, bytes: &[u8], previous: &[u8], version: &str) -> Result<(), SidecarError> {
         let dir = match sub {
             Subscription::Cds => &self.clusters_dir,
             Subscription::Rds => &self.routes_dir,
@@ -267,7 +248,5 @@ fn bundle_file<'b>(bundle: &'b Bundle, name: &'static str) -> Result<&'b str, Si
 fn version_info_of(dir: &Path, file: &str) -> Option<String> {
     let bytes = files::read(dir, file).ok()??;
     let doc: Value = serde_json::from_slice(&bytes).ok()?;
-    doc.get("version_info")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    doc.get("version_info").and_then(Value::as_str).map(str::to_string)
 }

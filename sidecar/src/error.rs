@@ -7,10 +7,7 @@ pub enum SidecarError {
     #[error("usage: {0}")]
     Usage(String),
     #[error("bucket {bucket}: no {object} published yet")]
-    NoBundle {
-        bucket: String,
-        object: &'static str,
-    },
+    NoBundle { bucket: String, object: &'static str },
     #[error("bucket {bucket}: {action}: {reason}")]
     S3 {
         bucket: String,
@@ -35,9 +32,7 @@ pub enum SidecarError {
         before: u64,
         after: u64,
     },
-    #[error(
-        "Envoy did not apply {file} version {expected} within {seconds} s ({stat} is {found:?})"
-    )]
+    #[error("Envoy did not apply {file} version {expected} within {seconds} s ({stat} is {found:?})")]
     ApplyTimeout {
         file: &'static str,
         expected: String,

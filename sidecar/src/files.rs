@@ -24,8 +24,7 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SidecarE
         file.sync_all()
             .map_err(|e| SidecarError::file(&temp.path, "fsync", e))?;
     }
-    fs::rename(&temp.path, &target)
-        .map_err(|e| SidecarError::file(&target, "renaming the temp file into place", e))?;
+    fs::rename(&temp.path, &target).map_err(|e| SidecarError::file(&target, "renaming the temp file into place", e))?;
     temp.persisted();
     sync_dir(dir)
 }
@@ -93,10 +92,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         write_atomic(dir.path(), "a.json", b"one").expect("first write");
         write_atomic(dir.path(), "a.json", b"two").expect("second write");
-        assert_eq!(
-            read(dir.path(), "a.json").expect("read"),
-            Some(b"two".to_vec())
-        );
+        assert_eq!(read(dir.path(), "a.json").expect("read"), Some(b"two".to_vec()));
         let names: Vec<_> = fs::read_dir(dir.path())
             .expect("list")
             .filter_map(|e| e.ok())
@@ -113,10 +109,7 @@ mod tests {
         fs::create_dir(dir.path().join("b.json")).expect("mkdir");
         fs::write(dir.path().join("b.json").join("x"), b"x").expect("fill");
         assert!(write_atomic(dir.path(), "b.json", b"new").is_err());
-        assert_eq!(
-            read(dir.path(), "a.json").expect("read"),
-            Some(b"old".to_vec())
-        );
+        assert_eq!(read(dir.path(), "a.json").expect("read"), Some(b"old".to_vec()));
         let temps = fs::read_dir(dir.path())
             .expect("list")
             .filter_map(|e| e.ok())

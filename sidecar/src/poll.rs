@@ -105,9 +105,7 @@ impl<M: MetricsSink> Sidecar<M> {
         }
         match &result {
             Ok(Outcome::Unchanged) => tracing::debug!("bundle unchanged"),
-            Ok(Outcome::NoBundle) => {
-                tracing::warn!(bucket = %self.source.bucket(), "no bundle published yet")
-            }
+            Ok(Outcome::NoBundle) => tracing::warn!(bucket = %self.source.bucket(), "no bundle published yet"),
             Ok(Outcome::StillRejected { version_id }) => {
                 tracing::debug!(%version_id, "live bundle is the one Envoy refused")
             }
@@ -116,9 +114,7 @@ impl<M: MetricsSink> Sidecar<M> {
                 hash,
                 first,
             }) => tracing::info!(%version_id, %hash, first, "bundle delivered"),
-            Err(e) => {
-                tracing::error!(error = %e, "round failed; the last good files stay in place")
-            }
+            Err(e) => tracing::error!(error = %e, "round failed; the last good files stay in place"),
         }
         self.check_rate_limiter().await;
         result
@@ -205,9 +201,7 @@ impl<M: MetricsSink> Sidecar<M> {
     /// Reports the increase of the global rate-limit filter's `ratelimit.error` counters: a
     /// limiter that is down means global limits are silently off (requests pass).
     pub async fn check_rate_limiter(&mut self) {
-        let Target::Envoy(envoy) = &self.target else {
-            return;
-        };
+        let Target::Envoy(envoy) = &self.target else { return };
         let stats = match envoy.admin.stats().await {
             Ok(stats) => stats,
             Err(e) => {
@@ -239,10 +233,7 @@ impl<M: MetricsSink> Sidecar<M> {
         match tokio::time::timeout(METRICS_TIMEOUT, self.metrics.emit(&[(metric, value)])).await {
             Ok(Ok(())) => tracing::debug!(metric = metric.name(), value, "metric emitted"),
             Ok(Err(e)) => tracing::warn!(metric = metric.name(), error = %e, "metric not emitted"),
-            Err(_) => tracing::warn!(
-                metric = metric.name(),
-                "metric not emitted: CloudWatch timed out"
-            ),
+            Err(_) => tracing::warn!(metric = metric.name(), "metric not emitted: CloudWatch timed out"),
         }
     }
 }

@@ -12,11 +12,7 @@ pub async fn probe(url: &str) -> Result<(), String> {
         .no_proxy()
         .build()
         .map_err(|e| e.to_string())?;
-    let response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| format!("GET {url}: {e}"))?;
+    let response = client.get(url).send().await.map_err(|e| format!("GET {url}: {e}"))?;
     if response.status() == reqwest::StatusCode::OK {
         Ok(())
     } else {

@@ -13,10 +13,7 @@ use gateway_functions::store::s3_client;
 use std::future::Future;
 
 /// The sidecar for `config`, on the AWS clients of `sdk`.
-pub fn build(
-    config: &Config,
-    sdk: &aws_config::SdkConfig,
-) -> Result<Sidecar<CloudWatchMetrics>, SidecarError> {
+pub fn build(config: &Config, sdk: &aws_config::SdkConfig) -> Result<Sidecar<CloudWatchMetrics>, SidecarError> {
     let source = BundleSource::new(s3_client(sdk), config.bucket.clone());
     let (target, mode) = match &config.mode {
         Mode::Envoy {

@@ -109,10 +109,7 @@ impl BundleSource {
         };
         if let Some(len) = expected_len {
             if usize::try_from(len).ok() != Some(bytes.len()) {
-                return Err(unverified(format!(
-                    "truncated: {} of {len} bytes",
-                    bytes.len()
-                )));
+                return Err(unverified(format!("truncated: {} of {len} bytes", bytes.len())));
             }
         }
         let bundle = Bundle::parse(&bytes).map_err(|e| unverified(e.to_string()))?;

@@ -37,8 +37,7 @@ impl LiveState {
 
     pub fn save(&self, path: &Path) -> Result<(), SidecarError> {
         let (dir, name) = split(path)?;
-        let mut bytes = serde_json::to_vec(self)
-            .map_err(|e| SidecarError::file(path, "serialising the state", e))?;
+        let mut bytes = serde_json::to_vec(self).map_err(|e| SidecarError::file(path, "serialising the state", e))?;
         bytes.push(b'\n');
         files::write_atomic(dir, name, &bytes)
     }
@@ -95,9 +94,7 @@ impl SharedStatus {
 
     pub fn lock(&self) -> MutexGuard<'_, Status> {
         // A panic while holding the lock leaves plain data behind; keep serving it.
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     pub fn snapshot(&self) -> Status {

@@ -15,17 +15,10 @@ pub fn union_version(new_hash: &str) -> String {
 
 /// The union of `live` and `new` clusters by name (a new definition wins), or `None` when every
 /// new cluster is already live exactly as defined: then the new routes need nothing added first.
-pub fn union_clusters(
-    live: &[u8],
-    new: &str,
-    new_hash: &str,
-) -> Result<Option<String>, SidecarError> {
+pub fn union_clusters(live: &[u8], new: &str, new_hash: &str) -> Result<Option<String>, SidecarError> {
     let live = resources_by_name(live, "live clusters.json")?;
     let new = resources_by_name(new.as_bytes(), "new clusters.json")?;
-    if new
-        .iter()
-        .all(|(name, cluster)| live.get(name) == Some(cluster))
-    {
+    if new.iter().all(|(name, cluster)| live.get(name) == Some(cluster)) {
         return Ok(None);
     }
     let mut union = live;
@@ -36,25 +29,17 @@ pub fn union_clusters(
 }
 
 fn resources_by_name(bytes: &[u8], what: &str) -> Result<BTreeMap<String, Value>, SidecarError> {
-    let doc: Value = serde_json::from_slice(bytes)
-        .map_err(|e| SidecarError::Json(what.to_string(), e.to_string()))?;
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| SidecarError::Json(what.to_string(), e.to_string()))?;
     let mut out = BTreeMap::new();
     let resources = doc
         .get("resources")
         .and_then(Value::as_array)
-        .ok_or_else(|| {
-            SidecarError::Json(
-                what.to_string(),
-                format!("{CLUSTERS_FILE} has no resources list"),
-            )
-        })?;
+        .ok_or_else(|| SidecarError::Json(what.to_string(), format!("{CLUSTERS_FILE} has no resources list")))?;
     for (i, resource) in resources.iter().enumerate() {
         let name = resource
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| {
-                SidecarError::Json(what.to_string(), format!("resources[{i}] has no name"))
-            })?;
+            .ok_or_else(|| SidecarError::Json(what.to_string(), format!("resources[{i}] has no name")))?;
         out.insert(name.to_string(), resource.clone());
     }
     Ok(out)
@@ -69,9 +54,7 @@ mod tests {
             .iter()
             .map(|(name, port)| json!({ "@type": CLUSTER_TYPE_URL, "name": name, "port": port }))
             .collect();
-        to_json_bytes(
-            &json!({ "resources": resources, "type_url": CLUSTER_TYPE_URL, "version_info": version }),
-        )
+        to_json_bytes(&json!({ "resources": resources, "type_url": CLUSTER_TYPE_URL, "version_info": version }))
     }
 
     #[test]
@@ -86,12 +69,7 @@ mod tests {
             .as_array()
             .expect("list")
             .iter()
-            .map(|r| {
-                (
-                    r["name"].as_str().expect("name"),
-                    r["port"].as_u64().expect("port"),
-                )
-            })
+            .map(|r| (r["name"].as_str().expect("name"), r["port"].as_u64().expect("port")))
             .collect();
         assert_eq!(names, [("a", 1), ("b", 3), ("c", 4)]);
         assert_eq!(doc["version_info"], "union:sha256:new");

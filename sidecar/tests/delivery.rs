@@ -22,13 +22,7 @@ fn two_teams(billing: &Backend, shop: &Backend) -> Vec<gateway_render::Entry> {
                 route("/burst", None, vec![Limit::Burst { burst: 2 }]),
             ],
         ),
-        entry(
-            "shop",
-            "cart",
-            "shop",
-            &shop.url(),
-            vec![route("/cart", None, vec![])],
-        ),
+        entry("shop", "cart", "shop", &shop.url(), vec![route("/cart", None, vec![])]),
     ]
 }
 
@@ -43,13 +37,11 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     assert_eq!(status["live"]["version_id"], gw.first_version.as_str());
     assert_eq!(status["delivered"], 1);
     assert_eq!(
-        gw.stat("cluster_manager.cds.version_text")
-            .expect("cds version"),
+        gw.stat("cluster_manager.cds.version_text").expect("cds version"),
         gw.first_hash.as_str()
     );
     let state: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&gw.dirs.state_file).expect("state file"))
-            .expect("state JSON");
+        serde_json::from_slice(&std::fs::read(&gw.dirs.state_file).expect("state file")).expect("state JSON");
     assert_eq!(state["hash"], gw.first_hash.as_str());
     assert_eq!(state["version_id"], gw.first_version.as_str());
 
@@ -60,29 +52,18 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
         expected_body("billing", "GET", "/invoices/7")
     );
     assert_eq!(
-        gw.backend_answer("DELETE", "shop", "/cart/1")
-            .await
-            .expect("shop"),
+        gw.backend_answer("DELETE", "shop", "/cart/1").await.expect("shop"),
         expected_body("shop", "DELETE", "/cart/1")
     );
     // Host picks the team: the billing path on the shop host is not billing's.
     let (code, body) = gw.send("GET", "shop", "/invoices").await.expect("answer");
     assert_eq!(code, 404, "{body}");
     // Methods are respected: /invoices is GET only.
-    let (code, body) = gw
-        .send("POST", "billing", "/invoices")
-        .await
-        .expect("answer");
+    let (code, body) = gw.send("POST", "billing", "/invoices").await.expect("answer");
     assert_eq!(code, 404, "{body}");
     assert!(body.contains("no route for this path"), "{body}");
     // Segment-aware prefix.
-    assert_eq!(
-        gw.send("GET", "billing", "/invoicesX")
-            .await
-            .expect("answer")
-            .0,
-        404
-    );
+    assert_eq!(gw.send("GET", "billing", "/invoicesX").await.expect("answer").0, 404);
     // Unknown host: the catch-all's JSON 404.
     let (code, body) = gw
         .send("GET", "unknown.example.org", "/anything")
@@ -91,11 +72,7 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     assert_eq!(code, 404);
     let json: serde_json::Value = serde_json::from_str(&body).expect("JSON 404");
     assert_eq!(json["error"], "no route for this host");
-    assert_eq!(
-        billing.requests(),
-        1,
-        "only the one billing request reached billing"
-    );
+    assert_eq!(billing.requests(), 1, "only the one billing request reached billing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,23 +84,14 @@ async fn per_route_burst_limit_answers_429() {
     for _ in 0..10 {
         codes.push(gw.send("GET", "billing", "/burst").await.expect("answer").0);
     }
-    assert!(
-        codes.iter().filter(|c| **c == 200).count() >= 1,
-        "{codes:?}"
-    );
+    assert!(codes.iter().filter(|c| **c == 200).count() >= 1, "{codes:?}");
     assert!(
         codes.iter().filter(|c| **c == 429).count() >= 5,
         "2 tokens a second cannot pass 10 rapid requests: {codes:?}"
     );
     // Other routes have no bucket.
     for _ in 0..10 {
-        assert_eq!(
-            gw.send("GET", "billing", "/invoices")
-                .await
-                .expect("answer")
-                .0,
-            200
-        );
+        assert_eq!(gw.send("GET", "billing", "/invoices").await.expect("answer").0, 200);
     }
 }
 
@@ -132,13 +100,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     let billing = Backend::start("billing");
     let shop = Backend::start("shop");
     let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
-    assert_eq!(
-        gw.send("GET", "billing", "/invoices")
-            .await
-            .expect("answer")
-            .0,
-        200
-    );
+    assert_eq!(gw.send("GET", "billing", "/invoices").await.expect("answer").0, 200);
 
     let (code, body) = gw
         .envoy
@@ -148,11 +110,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     let thrown = Instant::now();
     wait_code(&gw, "billing", "/invoices", 503, Duration::from_secs(5)).await;
     for host in ["billing", "shop", "nobody.example.org"] {
-        assert_eq!(
-            gw.send("GET", host, "/cart").await.expect("answer").0,
-            503,
-            "{host}"
-        );
+        assert_eq!(gw.send("GET", host, "/cart").await.expect("answer").0, 503, "{host}");
     }
     println!("runtime kill switch effective after {:?}", thrown.elapsed());
     let served = billing.requests() + shop.requests();
@@ -163,10 +121,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
         .expect("admin");
     assert_eq!(code, 200);
     wait_code(&gw, "billing", "/invoices", 200, Duration::from_secs(5)).await;
-    assert_eq!(
-        gw.send("GET", "shop", "/cart").await.expect("answer").0,
-        200
-    );
+    assert_eq!(gw.send("GET", "shop", "/cart").await.expect("answer").0, 200);
     assert_eq!(
         billing.requests() + shop.requests(),
         served + 2,
@@ -182,18 +137,9 @@ async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
     let pid = gw.envoy.pid();
 
     let killed = render_kill_switch(&RenderConfig::new(DOMAIN));
-    let (_, kill_hash) = gw
-        .bucket
-        .put(&Bundle::new(&killed, &[]), Writer::KillSwitch)
-        .await;
-    gw.sidecar
-        .wait_live(&kill_hash, Duration::from_secs(30))
-        .await;
-    for (host, path) in [
-        ("billing", "/invoices"),
-        ("shop", "/cart"),
-        ("other.example.org", "/"),
-    ] {
+    let (_, kill_hash) = gw.bucket.put(&Bundle::new(&killed, &[]), Writer::KillSwitch).await;
+    gw.sidecar.wait_live(&kill_hash, Duration::from_secs(30)).await;
+    for (host, path) in [("billing", "/invoices"), ("shop", "/cart"), ("other.example.org", "/")] {
         let (code, body) = gw.send("GET", host, path).await.expect("answer");
         assert_eq!(code, 503, "{host}{path}: {body}");
         assert!(body.contains("kill switch"), "{body}");
@@ -208,9 +154,7 @@ async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
         .restore_version(&gw.first_version, &gw.first_hash)
         .await
         .expect("restore");
-    gw.sidecar
-        .wait_live(&gw.first_hash, Duration::from_secs(30))
-        .await;
+    gw.sidecar.wait_live(&gw.first_hash, Duration::from_secs(30)).await;
     assert_eq!(
         gw.backend_answer("GET", "billing", "/invoices/1")
             .await
@@ -218,9 +162,7 @@ async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
         expected_body("billing", "GET", "/invoices/1")
     );
     assert_eq!(
-        gw.backend_answer("GET", "shop", "/cart")
-            .await
-            .expect("shop back"),
+        gw.backend_answer("GET", "shop", "/cart").await.expect("shop back"),
         expected_body("shop", "GET", "/cart")
     );
     assert_eq!(gw.envoy.pid(), pid, "no Envoy restart");
@@ -258,10 +200,7 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
         let status = gw.sidecar.status().await.expect("status");
         if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
             assert!(
-                status["ratelimit"]["failure_mode_allowed"]
-                    .as_u64()
-                    .unwrap_or(0)
-                    > 0,
+                status["ratelimit"]["failure_mode_allowed"].as_u64().unwrap_or(0) > 0,
                 "{status}"
             );
             break;

@@ -21,11 +21,7 @@ const MAX_REQUESTS_PER_LOOP: u64 = 200_000;
 const MAX_TEST_TIME: Duration = Duration::from_secs(240);
 
 fn entries(round: usize, on_b: bool, a: &Backend, b: &Backend, shop: &Backend) -> Vec<Entry> {
-    let (service, backend) = if on_b {
-        ("invoices-b", b)
-    } else {
-        ("invoices-a", a)
-    };
+    let (service, backend) = if on_b { ("invoices-b", b) } else { ("invoices-a", a) };
     vec![
         entry(
             "billing",
@@ -66,10 +62,7 @@ fn traffic(
         let client = client();
         let started = Instant::now();
         let mut sent = 0;
-        while !stop.load(Ordering::SeqCst)
-            && sent < MAX_REQUESTS_PER_LOOP
-            && started.elapsed() < MAX_TEST_TIME
-        {
+        while !stop.load(Ordering::SeqCst) && sent < MAX_REQUESTS_PER_LOOP && started.elapsed() < MAX_TEST_TIME {
             sent += 1;
             match send(&client, listener, "GET", host, path).await {
                 Ok((200, _)) => {
@@ -117,13 +110,7 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
             stop.clone(),
             changed.clone(),
         ));
-        loops.push(traffic(
-            gw.listener(),
-            "shop",
-            "/cart",
-            stop.clone(),
-            unchanged.clone(),
-        ));
+        loops.push(traffic(gw.listener(), "shop", "/cart", stop.clone(), unchanged.clone()));
     }
 
     let mut on_b = false;
@@ -141,10 +128,7 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
             (round as u64 * 373) % (POLL_INTERVAL_SECONDS * 1000),
         ))
         .await;
-        let (_, hash) = gw
-            .bucket
-            .publish(&entries(round, on_b, &a, &b, &shop))
-            .await;
+        let (_, hash) = gw.bucket.publish(&entries(round, on_b, &a, &b, &shop)).await;
         let published = Instant::now();
         if moving {
             let target = if on_b { "billing-b" } else { "billing-a" };
@@ -171,10 +155,7 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     let status = gw.sidecar.status().await.expect("status");
     assert_eq!(status["delivered"], (BUNDLES + 1) as u64, "{status}");
     assert_eq!(status["rejected"], 0, "{status}");
-    let (changed_ok, changed_failed) = (
-        changed.ok.load(Ordering::SeqCst),
-        changed.failed.load(Ordering::SeqCst),
-    );
+    let (changed_ok, changed_failed) = (changed.ok.load(Ordering::SeqCst), changed.failed.load(Ordering::SeqCst));
     let (unchanged_ok, unchanged_failed) = (
         unchanged.ok.load(Ordering::SeqCst),
         unchanged.failed.load(Ordering::SeqCst),

@@ -107,11 +107,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     let admin = format!("http://{}", ports.admin);
     let sidecar = SidecarProcess::start(&moto, &envoy_mode_args(&bucket, &dirs, &admin, &[]));
     wait_files(&dirs, Duration::from_secs(30)).await;
-    assert_eq!(
-        sidecar.healthz().await,
-        Some(200),
-        "healthy once the files exist: Envoy may start"
-    );
+    assert_eq!(sidecar.healthz().await, Some(200), "healthy once the files exist: Envoy may start");
     let (code, body) = sidecar.ready().await.expect("/ready answers");
     assert_eq!(code, 503, "not ready before Envoy runs the bundle: {body}");
     let mut envoy = start_envoy(&dirs, ports);
@@ -124,11 +120,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(
-        ready.0, 200,
-        "ready once Envoy runs the live hash: {}",
-        ready.1
-    );
+    assert_eq!(ready.0, 200, "ready once Envoy runs the live hash: {}", ready.1);
     assert!(ready.1.contains(&hash), "{}", ready.1);
     let pid = envoy.pid();
     let http = client();

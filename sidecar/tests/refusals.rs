@@ -27,10 +27,7 @@ fn billing(backend: &Backend, paths: &[&str]) -> Vec<Entry> {
 
 /// Files changed by `edit`, re-hashed and re-stamped: a bundle that verifies, as a careless
 /// hand (not the reconciler, which validates first) could publish.
-fn restamped(
-    mut files: BTreeMap<String, String>,
-    edit: impl FnOnce(&mut BTreeMap<String, String>),
-) -> Bundle {
+fn restamped(mut files: BTreeMap<String, String>, edit: impl FnOnce(&mut BTreeMap<String, String>)) -> Bundle {
     edit(&mut files);
     let hash = compute_hash(&files).expect("hashable files");
     for name in [CLUSTERS_FILE, ROUTES_FILE] {
@@ -59,10 +56,8 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     let bad = restamped(
         rendered(&billing(&backend, &["/invoices", "/refunds"])).files,
         |files| {
-            let text = files[ROUTES_FILE].replace(
-                "\"cluster\": \"billing.invoices\"",
-                "\"cluster\": \"no.such-cluster\"",
-            );
+            let text =
+                files[ROUTES_FILE].replace("\"cluster\": \"billing.invoices\"", "\"cluster\": \"no.such-cluster\"");
             files.insert(ROUTES_FILE.to_string(), text);
         },
     );
@@ -74,9 +69,7 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
         })
         .await;
     assert_eq!(status["last_rejection"]["version_id"], bad_version.as_str());
-    let message = status["last_rejection"]["message"]
-        .as_str()
-        .unwrap_or_default();
+    let message = status["last_rejection"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains(ROUTES_FILE) && message.contains("update_rejected"),
         "{message}"
@@ -96,10 +89,7 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
         expected_body("billing", "GET", "/invoices")
     );
     assert_eq!(
-        gw.send("GET", "billing", "/refunds")
-            .await
-            .expect("answer")
-            .0,
+        gw.send("GET", "billing", "/refunds").await.expect("answer").0,
         404,
         "the refused route is not live"
     );
@@ -110,15 +100,11 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
             >= 1
     );
     assert_eq!(
-        gw.stat("http.gateway.rds.gateway.version_text")
-            .expect("rds version"),
+        gw.stat("http.gateway.rds.gateway.version_text").expect("rds version"),
         gw.first_hash.as_str()
     );
     wait_until(Duration::from_secs(5), "routes file rolled back", || {
-        std::fs::read(gw.dirs.routes.join(ROUTES_FILE))
-            .ok()
-            .as_deref()
-            == Some(live_routes.as_slice())
+        std::fs::read(gw.dirs.routes.join(ROUTES_FILE)).ok().as_deref() == Some(live_routes.as_slice())
     })
     .await;
 
@@ -143,13 +129,8 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     }
 
     // The refused version is not retried, and the next good bundle goes through.
-    let (_, good_hash) = gw
-        .bucket
-        .publish(&billing(&backend, &["/invoices", "/refunds"]))
-        .await;
-    gw.sidecar
-        .wait_live(&good_hash, Duration::from_secs(30))
-        .await;
+    let (_, good_hash) = gw.bucket.publish(&billing(&backend, &["/invoices", "/refunds"])).await;
+    gw.sidecar.wait_live(&good_hash, Duration::from_secs(30)).await;
     assert_eq!(
         gw.backend_answer("GET", "billing", "/refunds/3")
             .await
@@ -211,45 +192,30 @@ async fn a_download_that_does_not_verify_is_never_written() {
         )
     };
     let before = snapshot(&dirs);
-    assert_eq!(
-        before.1.as_deref(),
-        Some(good.files[ROUTES_FILE].as_bytes())
-    );
+    assert_eq!(before.1.as_deref(), Some(good.files[ROUTES_FILE].as_bytes()));
 
     // Cut short; then a valid bundle whose metadata hash is another one.
     let body = good.to_json();
     let (short_version, _) = bucket
-        .put_raw(
-            &body.as_bytes()[..body.len() / 2],
-            &good.hash,
-            Writer::Unknown,
-        )
+        .put_raw(&body.as_bytes()[..body.len() / 2], &good.hash, Writer::Unknown)
         .await;
     sidecar
-        .wait_status(
-            Duration::from_secs(30),
-            "the truncated version refused",
-            |s| {
-                s["last_error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains(&short_version))
-            },
-        )
+        .wait_status(Duration::from_secs(30), "the truncated version refused", |s| {
+            s["last_error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&short_version))
+        })
         .await;
     let other = Bundle::new(&rendered(&billing(&backend, &["/other"])), &[]);
     let (mislabelled, _) = bucket
         .put_raw(other.to_json().as_bytes(), &good.hash, Writer::Unknown)
         .await;
     let status = sidecar
-        .wait_status(
-            Duration::from_secs(30),
-            "the mislabelled version refused",
-            |s| {
-                s["last_error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains(&mislabelled))
-            },
-        )
+        .wait_status(Duration::from_secs(30), "the mislabelled version refused", |s| {
+            s["last_error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&mislabelled))
+        })
         .await;
     assert!(
         status["last_error"]["message"]
@@ -293,9 +259,7 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
         )]
     };
     let first = rendered(&limited(10));
-    bucket
-        .put(&Bundle::new(&first, &limited(10)), Writer::Reconciler)
-        .await;
+    bucket.put(&Bundle::new(&first, &limited(10)), Writer::Reconciler).await;
     let args: Vec<String> = vec![
         "--bucket".into(),
         bucket.name.clone(),
@@ -305,9 +269,7 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
         "1".into(),
     ];
     let sidecar = SidecarProcess::start(moto, &args);
-    let status = sidecar
-        .wait_live(&first.hash, Duration::from_secs(30))
-        .await;
+    let status = sidecar.wait_live(&first.hash, Duration::from_secs(30)).await;
     assert_eq!(status["mode"], "ratelimit");
     assert_eq!(Dirs::list(&dirs.ratelimit), [RATE_LIMIT_FILE]);
     assert_eq!(
@@ -321,9 +283,7 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
     bucket
         .put(&Bundle::new(&second, &limited(20)), Writer::Reconciler)
         .await;
-    sidecar
-        .wait_live(&second.hash, Duration::from_secs(30))
-        .await;
+    sidecar.wait_live(&second.hash, Duration::from_secs(30)).await;
     assert_eq!(
         std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules"),
         second.files[RATE_LIMIT_FILE]
@@ -346,12 +306,7 @@ async fn once_probe_usage_and_sigterm() {
 
     // Nothing published: exit 1 with the reason.
     let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(30)),
-        Some(1),
-        "{}",
-        once.log_text()
-    );
+    assert_eq!(once.wait_exit(Duration::from_secs(30)), Some(1), "{}", once.log_text());
     assert!(
         once.log_text().contains("no bundle.json published yet"),
         "{}",
@@ -361,52 +316,28 @@ async fn once_probe_usage_and_sigterm() {
     // First delivery: files written, exit 0, Envoy starts from them.
     let (_, first_hash) = bucket.publish(&billing(&backend, &["/invoices"])).await;
     let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
+    assert_eq!(once.wait_exit(Duration::from_secs(30)), Some(0), "{}", once.log_text());
     let envoy = start_envoy(&dirs, ports);
     let client = client();
     assert_eq!(
-        backend_answer(
-            &client,
-            envoy.listener_addr(),
-            "GET",
-            "billing",
-            "/invoices"
-        )
-        .await
-        .expect("served"),
+        backend_answer(&client, envoy.listener_addr(), "GET", "billing", "/invoices")
+            .await
+            .expect("served"),
         expected_body("billing", "GET", "/invoices")
     );
 
     // A new bundle with --once: exits 0 only once Envoy runs it.
-    let (_, second_hash) = bucket
-        .publish(&billing(&backend, &["/invoices", "/refunds"]))
-        .await;
+    let (_, second_hash) = bucket.publish(&billing(&backend, &["/invoices", "/refunds"])).await;
     assert_ne!(first_hash, second_hash);
     let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(60)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
-    let (_, stats) = envoy
-        .admin_get("/stats?filter=version_text")
-        .expect("stats");
+    assert_eq!(once.wait_exit(Duration::from_secs(60)), Some(0), "{}", once.log_text());
+    let (_, stats) = envoy.admin_get("/stats?filter=version_text").expect("stats");
     assert!(
-        stats.contains(&format!(
-            "cluster_manager.cds.version_text: \"{second_hash}\""
-        )),
+        stats.contains(&format!("cluster_manager.cds.version_text: \"{second_hash}\"")),
         "{stats}"
     );
     assert!(
-        stats.contains(&format!(
-            "http.gateway.rds.gateway.version_text: \"{second_hash}\""
-        )),
+        stats.contains(&format!("http.gateway.rds.gateway.version_text: \"{second_hash}\"")),
         "{stats}"
     );
     assert_eq!(
@@ -417,11 +348,8 @@ async fn once_probe_usage_and_sigterm() {
     );
 
     // --probe: 0 on a 200, 1 otherwise.
-    let mut running =
-        SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-    running
-        .wait_live(&second_hash, Duration::from_secs(30))
-        .await;
+    let mut running = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+    running.wait_live(&second_hash, Duration::from_secs(30)).await;
     let probe = |url: String| {
         Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
             .arg("--probe")
@@ -432,10 +360,7 @@ async fn once_probe_usage_and_sigterm() {
     };
     assert_eq!(probe(format!("http://{}/healthz", running.listen)), Some(0));
     assert_eq!(probe(format!("http://{}/nope", running.listen)), Some(1));
-    assert_eq!(
-        probe(format!("http://{}/healthz", EnvoyPorts::free().admin)),
-        Some(1)
-    );
+    assert_eq!(probe(format!("http://{}/healthz", EnvoyPorts::free().admin)), Some(1));
 
     // SIGTERM: a clean exit 0.
     let killed = Command::new("kill")

@@ -88,16 +88,8 @@ pub fn expected_body(backend: &str, method: &str, path: &str) -> serde_json::Val
     serde_json::json!({ "backend": backend, "method": method, "path": path })
 }
 
-fn serve(
-    listener: TcpListener,
-    name: String,
-    served: Arc<AtomicU64>,
-    shutdown: tokio::sync::oneshot::Receiver<()>,
-) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+fn serve(listener: TcpListener, name: String, served: Arc<AtomicU64>, shutdown: tokio::sync::oneshot::Receiver<()>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => panic!("backend {name}: runtime: {e}"),
     };
@@ -120,8 +112,7 @@ fn serve(
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
                     served.fetch_add(1, Ordering::SeqCst);
-                    let body =
-                        expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
+                    let body = expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
                     async move {
                         let mut response = Response::new(Full::new(Bytes::from(body)));
                         response.headers_mut().insert(
@@ -163,8 +154,7 @@ mod tests {
         // Another test may have bound the freed port since: what must not answer is this backend.
         if let Ok(mut stream) = std::net::TcpStream::connect(addr) {
             let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-            let _ = stream
-                .write_all(b"GET /after-drop HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(b"GET /after-drop HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n");
             let mut answer = String::new();
             let _ = stream.read_to_string(&mut answer);
             assert!(

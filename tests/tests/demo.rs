@@ -213,12 +213,9 @@ fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
     // The registered per-client limit (examples/demo: 5 GETs a minute on /invoices/export),
     // counted by gateway-ratelimit through Envoy.
     assert!(
-        done.stdout
-            .contains("GET http://invoices.api.example.com/invoices/export × ")
+        done.stdout.contains("GET http://invoices.api.example.com/invoices/export × ")
             && done.stdout.contains("200 200 200 200 200")
-            && done
-                .stdout
-                .contains("429 (429 from the rate-limit service)"),
+            && done.stdout.contains("429 (429 from the rate-limit service)"),
         "{output}"
     );
     for step in 1..=13 {

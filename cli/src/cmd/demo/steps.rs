@@ -243,16 +243,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     });
     if let Some((s, path, quota)) = &shown {
         wait_same_live(demo, &client, plan, p).await?;
-        global_limit(
-            demo,
-            plan,
-            &client,
-            &s.entry.fqdn(&plan.domain),
-            path,
-            *quota,
-            p,
-        )
-        .await?;
+        global_limit(demo, plan, &client, &s.entry.fqdn(&plan.domain), path, *quota, p).await?;
     }
 
     Ok(Up { samples, envoy_bin })
