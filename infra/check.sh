@@ -34,7 +34,6 @@ rm -rf cdk.out
 timed npx cdk synth --no-notices --quiet \
   -c baseDomain=api.example.com \
   -c teamAccounts=222222222222 \
-  -c organizationId=o-exampleorg1 \
   -c region=eu-west-1 \
   -c certificateArn=arn:aws:acm:eu-west-1:111111111111:certificate/00000000-0000-0000-0000-000000000000 \
   -c registerCodePath="$placeholder" \

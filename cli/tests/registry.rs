@@ -96,9 +96,20 @@ fn register_list_deregister() {
         lines[1].contains("billing/invoices-api") && lines[1].contains("invoices.api.example.com")
     );
     assert!(
-        lines[1].contains("/invoices GET") && lines[1].trim_end().ends_with('1'),
+        lines[0].trim_end().ends_with("OWNER") && lines[1].contains("/invoices GET"),
         "{}",
-        lines[1]
+        run.stdout
+    );
+    let cells: Vec<&str> = lines[1]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(cells.len(), 5, "{cells:?}");
+    assert_eq!(cells[3], "1", "revision: {cells:?}");
+    assert!(
+        cells[4].starts_with("operator arn:aws:"),
+        "owned by the operator who ran it: {cells:?}"
     );
 
     let run = gatewayctl(&table, &["list", "--json"]);
@@ -106,6 +117,14 @@ fn register_list_deregister() {
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("list --json is JSON");
     assert_eq!(doc["entries"][0]["id"], "billing/invoices-api");
     assert_eq!(doc["entries"][0]["revision"], 1);
+    assert_eq!(doc["entries"][0]["owner"]["kind"], "operator");
+    assert!(
+        doc["entries"][0]["owner"]["principal"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("arn:aws:")),
+        "the operator's principal from GetCallerIdentity: {}",
+        doc["entries"][0]["owner"]
+    );
     assert_eq!(
         doc["entries"][0]["entry"]["routes"][0]["limits"][0]["requests"],
         100

@@ -65,3 +65,32 @@ pub async fn caller_identity(config: &SdkConfig) -> String {
         .collect(),
     }
 }
+
+/// The account these credentials belong to (`GetCallerIdentity`). Unlike [`caller_identity`],
+/// a failure is fatal: the register function cannot decide whom to trust without it.
+pub async fn caller_account(config: &SdkConfig) -> Result<String, CallerAccountError> {
+    let out = aws_sdk_sts::Client::new(config)
+        .get_caller_identity()
+        .send()
+        .await
+        .map_err(|e| CallerAccountError::Sts(Box::new(e)))?;
+    match out.account() {
+        Some(account) if crate::registry::is_account_id(account) => Ok(account.to_string()),
+        other => Err(CallerAccountError::NoAccount(format!("{other:?}"))),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallerAccountError {
+    #[error("GetCallerIdentity failed, so the function's own account is unknown: {}", aws_sdk_sts::error::DisplayErrorContext(.0.as_ref()))]
+    Sts(
+        #[source]
+        Box<
+            aws_sdk_sts::error::SdkError<
+                aws_sdk_sts::operation::get_caller_identity::GetCallerIdentityError,
+            >,
+        >,
+    ),
+    #[error("GetCallerIdentity answered without a 12-digit account ({0})")]
+    NoAccount(String),
+}

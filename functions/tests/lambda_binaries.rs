@@ -81,9 +81,23 @@ fn cfn_create(url: &str, request_id: &str, entry: &Entry) -> Value {
     })
 }
 
-/// `event` as SNS delivers it to a subscribed function (the cross-account path).
+/// moto's account: the gateway's own, as GetCallerIdentity tells the function at start.
+const GATEWAY_ACCOUNT: &str = "123456789012";
+
+/// `event` as SNS delivers it to a subscribed function through the gateway account's own
+/// registration topic.
 fn sns_wrapped(event: &Value) -> Value {
-    let topic = "arn:aws:sns:us-east-1:123456789012:gateway-registrations";
+    sns_from(GATEWAY_ACCOUNT, event)
+}
+
+/// `event` as SNS delivers it through the registration topic of `account` (the cross-account
+/// path: only that account may publish to it).
+fn sns_from(account: &str, event: &Value) -> Value {
+    let topic = format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{account}");
+    sns_via(&topic, event)
+}
+
+fn sns_via(topic: &str, event: &Value) -> Value {
     json!({ "Records": [{
         "EventSource": "aws:sns",
         "EventVersion": "1.0",
@@ -111,8 +125,16 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
     let mut env = registry_support::moto().aws_env();
     env.push(setting("GATEWAY_TABLE", registry.table()));
     env.push(setting("GATEWAY_DOMAIN", DOMAIN));
-    // GATEWAY_ALLOW_LOOPBACK_BACKENDS is left unset, as in production: loopback is rejected.
+    // The stand-in ResponseURL is loopback http, answered only with this setting.
+    env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));
     let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+    // The gateway account's own stacks need grants like any other account's.
+    for team in ["catalog", "search", "billing"] {
+        registry
+            .grant(team, GATEWAY_ACCOUNT, "test")
+            .await
+            .expect("grant");
+    }
 
     // Direct invocation.
     let invoices = registry_support::invoices_api();
@@ -133,9 +155,9 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
         .expect("the entry is in the table");
     assert_eq!(stored.entry, invoices);
 
-    // A rejection names the field; the policy came from the (absent) loopback setting.
+    // A rejection names the field (a link-local backend is refused whatever the settings).
     let mut local = registry_support::entry("billing", "local-api", "invoices", &["/local"]);
-    local.backend = "http://127.0.0.1:8080".into();
+    local.backend = "http://169.254.169.254".into();
     let got = answer(
         &api,
         &mut lambda,
@@ -227,16 +249,16 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
             .is_some(),
         "the registration itself happened; the retry finds it unchanged"
     );
-    let got = answer(
-        &api,
-        &mut lambda,
-        json!({ "action": "deregister", "id": "billing/exports" }),
-    )
-    .await;
+    // The stack that created it deletes it (a direct invoke from the gateway account's stack).
+    let mut delete = cfn_create(&url, "req-delete-3", &billing);
+    delete["RequestType"] = json!("Delete");
+    delete["PhysicalResourceId"] = json!("billing/exports");
+    let got = answer(&api, &mut lambda, delete).await;
     assert_eq!(
-        got["outcome"], "deleted",
+        got["result"]["outcome"], "deleted",
         "the process survives a failed invocation: {got}"
     );
+    assert_eq!(cfn_answer(&mut calls).await.body["Status"], "SUCCESS");
 
     assert!(
         lambda.exited().is_none(),
@@ -249,12 +271,456 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
         .collect();
     assert_eq!(
         answered.len(),
-        2,
+        3,
         "each CloudFormation answer is logged as JSON\n{}",
         lambda.log_text()
     );
     assert_eq!(answered[0]["physical_resource_id"], "catalog/products");
     assert_eq!(answered[1]["physical_resource_id"], "search/query");
+    assert_eq!(answered[2]["physical_resource_id"], "billing/exports");
+}
+
+// ---------------------------------------------------------------------------------------------
+// register: tenancy
+
+const TEAM_ACCOUNT: &str = "222222222222";
+const UNGRANTED_ACCOUNT: &str = "333333333333";
+const PAYMENTS_ACCOUNT: &str = "444444444444";
+
+fn stack_arn(account: &str, name: &str) -> String {
+    format!("arn:aws:cloudformation:us-east-1:{account}:stack/{name}/5b8a9f40-1111-11ef-9f3c-0a1b2c3d4e5f")
+}
+
+/// A CloudFormation custom resource event from `stack`'s resource `logical` for `entry`.
+fn cfn_event(
+    kind: &str,
+    url: &str,
+    request_id: &str,
+    stack: &str,
+    logical: &str,
+    entry: &Entry,
+    physical: Option<&str>,
+) -> Value {
+    let mut event = json!({
+        "RequestType": kind,
+        "ServiceToken": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
+        "ResponseURL": url,
+        "StackId": stack,
+        "RequestId": request_id,
+        "ResourceType": "Custom::ExposeOnGateway",
+        "LogicalResourceId": logical,
+        "ResourceProperties": {
+            "ServiceToken": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
+            "Entry": serde_json::to_string(entry).expect("entry json"),
+        },
+    });
+    if let Some(p) = physical {
+        event["PhysicalResourceId"] = json!(p);
+    }
+    if kind == "Update" {
+        event["OldResourceProperties"] = event["ResourceProperties"].clone();
+    }
+    event
+}
+
+/// Prints an answer the test does not otherwise check (shown when the test fails).
+fn show(answer: Value) {
+    eprintln!("answer: {answer}");
+}
+
+/// The stored owner attribute of an entry row, straight from the table.
+async fn stored_owner(
+    registry: &gateway_functions::registry::DynamoRegistry,
+    id: &str,
+) -> Option<String> {
+    registry_support::row(registry, &format!("ENTRY#{id}"), "ENTRY")
+        .await
+        .and_then(|item| item.get("owner").and_then(|v| v.as_s().ok()).cloned())
+}
+
+#[tokio::test]
+async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload() {
+    let registry = registry_support::registry().await;
+    registry
+        .grant("billing", TEAM_ACCOUNT, "test")
+        .await
+        .expect("grant");
+    registry
+        .grant("payments", PAYMENTS_ACCOUNT, "test")
+        .await
+        .expect("grant");
+    let api = RuntimeApi::start().await;
+    let mut env = registry_support::moto().aws_env();
+    env.push(setting("GATEWAY_TABLE", registry.table()));
+    env.push(setting("GATEWAY_DOMAIN", DOMAIN));
+    env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));
+    let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+    let (url, mut calls) = response_url(200).await;
+    let stack_a = stack_arn(TEAM_ACCOUNT, "invoices");
+    let stack_b = stack_arn(TEAM_ACCOUNT, "invoices-copy");
+    let invoices = registry_support::invoices_api();
+
+    // 1. The granted account's stack, through its own topic: created, owned by that resource.
+    let got = answer(
+        &api,
+        &mut lambda,
+        sns_from(
+            TEAM_ACCOUNT,
+            &cfn_event("Create", &url, "t1", &stack_a, "Expose", &invoices, None),
+        ),
+    )
+    .await;
+    assert_eq!(got["records"][0]["status"], "SUCCESS", "{got}");
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "SUCCESS", "{:?}", put.body);
+    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-api");
+    assert_eq!(
+        stored_owner(&registry, "billing/invoices-api")
+            .await
+            .as_deref(),
+        Some(format!("stack:{stack_a}#Expose").as_str())
+    );
+
+    // 2. An account without a grant for the team, through its own topic: refused, naming both.
+    let other = registry_support::entry("billing", "other", "invoices", &["/other"]);
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                UNGRANTED_ACCOUNT,
+                &cfn_event(
+                    "Create",
+                    &url,
+                    "t2",
+                    &stack_arn(UNGRANTED_ACCOUNT, "x"),
+                    "Expose",
+                    &other,
+                    None,
+                ),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(put.body["PhysicalResourceId"], "failed-t2");
+    assert_eq!(
+        put.body["Reason"],
+        "account 333333333333 is not granted team billing; an operator of the gateway grants it with: gatewayctl grant billing --account 333333333333"
+    );
+    assert!(registry.get("billing/other").await.expect("read").is_none());
+
+    // 3. The payload claims a stack of another account than the topic's: refused.
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                UNGRANTED_ACCOUNT,
+                &cfn_event("Create", &url, "t3", &stack_a, "Expose", &other, None),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(
+        put.body["Reason"],
+        format!("StackId {stack_a} is a stack of account 222222222222, but the request came from account 333333333333")
+    );
+
+    // 4. A second stack of the granted account declares the same entry: Create fails naming
+    //    the owning stack; Update fails; Delete succeeds and leaves the entry alone.
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                TEAM_ACCOUNT,
+                &cfn_event("Create", &url, "t4", &stack_b, "Expose", &invoices, None),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(put.body["PhysicalResourceId"], "failed-t4");
+    assert_eq!(
+        put.body["Reason"],
+        format!("entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
+    );
+    let mut rewritten = invoices.clone();
+    rewritten.backend = "https://attacker.example".into();
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                TEAM_ACCOUNT,
+                &cfn_event(
+                    "Update",
+                    &url,
+                    "t5",
+                    &stack_b,
+                    "Expose",
+                    &rewritten,
+                    Some("billing/invoices-api"),
+                ),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-api");
+    assert_eq!(
+        put.body["Reason"],
+        format!("entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
+    );
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                TEAM_ACCOUNT,
+                &cfn_event(
+                    "Delete",
+                    &url,
+                    "t6",
+                    &stack_b,
+                    "Expose",
+                    &invoices,
+                    Some("billing/invoices-api"),
+                ),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(
+        put.body["Reason"],
+        format!("billing/invoices-api: left alone, not deleted: entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
+    );
+    let stored = registry
+        .get("billing/invoices-api")
+        .await
+        .expect("read")
+        .expect("kept");
+    assert_eq!(stored.entry, invoices, "the owner's entry is untouched");
+    assert_eq!(stored.revision, 1);
+
+    // 5. A direct (not SNS) CloudFormation event is the gateway account's: a team account's
+    //    StackId there is refused, and the gateway account needs a grant too.
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            cfn_event(
+                "Update",
+                &url,
+                "t7",
+                &stack_a,
+                "Expose",
+                &rewritten,
+                Some("billing/invoices-api"),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(
+        put.body["Reason"],
+        format!("StackId {stack_a} is a stack of account 222222222222, but the request came from account 123456789012")
+    );
+    let own = registry_support::entry("catalog", "products", "catalog", &["/products"]);
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            cfn_event(
+                "Create",
+                &url,
+                "t8",
+                &stack_arn(GATEWAY_ACCOUNT, "ops"),
+                "Expose",
+                &own,
+                None,
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("account 123456789012 is not granted team catalog"),
+        "{:?}",
+        put.body
+    );
+
+    // 6. Hosts inside hosts: payments may not take a subdomain of billing's host.
+    let inside = registry_support::entry("payments", "pay", "x.invoices", &["/pay"]);
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                PAYMENTS_ACCOUNT,
+                &cfn_event(
+                    "Create",
+                    &url,
+                    "t9",
+                    &stack_arn(PAYMENTS_ACCOUNT, "pay"),
+                    "Expose",
+                    &inside,
+                    None,
+                ),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert_eq!(
+        put.body["Reason"],
+        "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing"
+    );
+
+    // 7. Records the function cannot trust are not answered and change nothing: topics that
+    //    name no account, a ResponseURL that is not S3's.
+    for (topic, url_used) in [
+        (
+            format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{TEAM_ACCOUNT}0"),
+            url.clone(),
+        ),
+        (
+            format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-registrations"),
+            url.clone(),
+        ),
+        (
+            format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{TEAM_ACCOUNT}"),
+            "https://collector.example.com/cfn?X-Amz-Signature=x".to_string(),
+        ),
+    ] {
+        let got = answer(
+            &api,
+            &mut lambda,
+            sns_via(
+                &topic,
+                &cfn_event(
+                    "Delete",
+                    &url_used,
+                    "t10",
+                    &stack_a,
+                    "Expose",
+                    &invoices,
+                    Some("billing/invoices-api"),
+                ),
+            ),
+        )
+        .await;
+        assert_eq!(got["ok"], false, "{got}");
+        let kind = got["records"][0]["error"]["kind"].as_str().unwrap_or("");
+        assert!(kind == "forbidden" || kind == "bad-request", "{got}");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), calls.recv())
+            .await
+            .is_err(),
+        "no answer was sent for an untrusted record"
+    );
+    assert!(registry
+        .get("billing/invoices-api")
+        .await
+        .expect("read")
+        .is_some());
+
+    // 8. The owner deletes: gone, guards released.
+    show(
+        answer(
+            &api,
+            &mut lambda,
+            sns_from(
+                TEAM_ACCOUNT,
+                &cfn_event(
+                    "Delete",
+                    &url,
+                    "t11",
+                    &stack_a,
+                    "Expose",
+                    &invoices,
+                    Some("billing/invoices-api"),
+                ),
+            ),
+        )
+        .await,
+    );
+    let put = cfn_answer(&mut calls).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert_eq!(put.body["Reason"], "billing/invoices-api: deleted");
+    let rows: Vec<_> = registry_support::rows(&registry)
+        .await
+        .into_iter()
+        .filter(|(pk, _)| pk.starts_with("ENTRY#") || pk.starts_with("HOST#"))
+        .collect();
+    assert_eq!(
+        rows,
+        [registry_support::pair(
+            "HOST#invoices.api.example.com",
+            "HOST"
+        )],
+        "only the released host guard (its version) remains"
+    );
+
+    // Every decision is one JSON line with account, stack, entry, decision and reason.
+    let audit: Vec<Value> = log_fields(&lambda)
+        .into_iter()
+        .filter(|f| f["message"] == "registration decision")
+        .collect();
+    let summary: Vec<(String, String)> = audit
+        .iter()
+        .map(|f| {
+            (
+                f["account"].as_str().unwrap_or("?").to_string(),
+                f["decision"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let expect = |a: &str, d: &str| (a.to_string(), d.to_string());
+    assert_eq!(
+        summary,
+        [
+            expect(TEAM_ACCOUNT, "created"),
+            expect(UNGRANTED_ACCOUNT, "forbidden"),
+            expect(UNGRANTED_ACCOUNT, "forbidden"),
+            expect(TEAM_ACCOUNT, "conflict"),
+            expect(TEAM_ACCOUNT, "conflict"),
+            expect(TEAM_ACCOUNT, "left-alone"),
+            expect(GATEWAY_ACCOUNT, "forbidden"),
+            expect(GATEWAY_ACCOUNT, "forbidden"),
+            expect(PAYMENTS_ACCOUNT, "conflict"),
+            expect("", "refused"),
+            expect("", "refused"),
+            expect(TEAM_ACCOUNT, "refused"),
+            expect(TEAM_ACCOUNT, "deleted"),
+        ],
+        "{}",
+        lambda.log_text()
+    );
+    assert_eq!(audit[0]["stack"], stack_a.as_str());
+    assert_eq!(audit[0]["entry_id"], "billing/invoices-api");
+    assert_eq!(audit[3]["stack"], stack_b.as_str());
+    assert!(
+        audit[3]["reason"].as_str().unwrap_or("").contains(&stack_a),
+        "{}",
+        audit[3]
+    );
+    assert_eq!(audit[8]["entry_id"], "payments/pay");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -520,5 +986,44 @@ async fn the_reconcile_binary_without_gateway_table_fails_at_init_naming_it() {
         stderr.contains("GATEWAY_TABLE is not set"),
         "the exit message names GATEWAY_TABLE in a sentence: {}",
         lambda.log_text()
+    );
+}
+
+#[tokio::test]
+async fn the_register_binary_without_its_own_account_fails_at_init_naming_get_caller_identity() {
+    let api = RuntimeApi::start().await;
+    let env = vec![
+        // STS cannot be reached: the function cannot know whom a direct invoke is.
+        setting("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        setting("AWS_ACCESS_KEY_ID", "test"),
+        setting("AWS_SECRET_ACCESS_KEY", "test"),
+        setting("AWS_REGION", "us-east-1"),
+        setting("GATEWAY_TABLE", "registry"),
+        setting("GATEWAY_DOMAIN", DOMAIN),
+    ];
+    let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let status = loop {
+        if let Some(status) = lambda.exited() {
+            break status;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the function did not stop within {WAIT:?}\n{}",
+            lambda.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(!status.success(), "exits non-zero: {status}");
+    assert!(
+        lambda.stderr_text().contains("GetCallerIdentity failed"),
+        "names what failed: {}",
+        lambda.log_text()
+    );
+    assert!(
+        api.invoke(&json!({}), Duration::from_millis(200))
+            .await
+            .is_none(),
+        "took no event"
     );
 }

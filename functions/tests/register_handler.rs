@@ -4,10 +4,10 @@
 mod registry_support;
 mod response_url;
 
-use gateway_functions::register::handle;
+use gateway_functions::register::{handle, ResponseClient};
 use gateway_functions::registry::DynamoRegistry;
 use registry_support::{entry, invoices_api, registry};
-use response_url::{response_url, Captured};
+use response_url::{redirecting_url, response_url, Captured};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -49,13 +49,29 @@ async fn answered(rx: &mut mpsc::UnboundedReceiver<Captured>) -> Captured {
         .expect("listener alive")
 }
 
-fn http() -> reqwest::Client {
-    reqwest::Client::new()
+fn http() -> ResponseClient {
+    ResponseClient::new().expect("http client")
+}
+
+/// The gateway's own account (moto's): what direct events are trusted as.
+const GATEWAY_ACCOUNT: &str = "123456789012";
+
+/// A fresh registry whose own account is granted the teams these tests' stacks register.
+async fn granted() -> DynamoRegistry {
+    let reg = registry().await;
+    for team in ["billing", "payments"] {
+        reg.grant(team, GATEWAY_ACCOUNT, "test")
+            .await
+            .expect("grant");
+    }
+    reg
 }
 
 /// The handler's answer to `event`, which it must handle (an answer, not an error).
 async fn call(reg: &DynamoRegistry, event: Value) -> Value {
-    handle(reg, &http(), event).await.expect("handled")
+    handle(reg, &http(), GATEWAY_ACCOUNT, event)
+        .await
+        .expect("handled")
 }
 
 /// CloudFormation's Create for `entry` (a string property), answered at `url`.
@@ -88,7 +104,7 @@ async fn is_registered(reg: &DynamoRegistry, id: &str) -> bool {
 
 #[tokio::test]
 async fn direct_register_and_deregister() {
-    let reg = registry().await;
+    let reg = granted().await;
     let e = invoices_api();
     let answer = call(&reg, json!({ "action": "register", "entry": e })).await;
     assert_eq!(
@@ -136,7 +152,7 @@ async fn direct_register_and_deregister() {
 
 #[tokio::test]
 async fn custom_resource_create_answers_success_at_the_response_url() {
-    let reg = registry().await;
+    let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     let e = invoices_api();
     let answer = call(&reg, cfn_create(&url, "req-1", &e)).await;
@@ -164,7 +180,7 @@ async fn custom_resource_create_answers_success_at_the_response_url() {
 
 #[tokio::test]
 async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
-    let reg = registry().await;
+    let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     // What CloudFormation delivers for an object property: every scalar a string.
     let properties = json!({ "Entry": {
@@ -192,7 +208,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
 
 #[tokio::test]
 async fn failed_create_then_its_delete_leaves_the_holder_alone() {
-    let reg = registry().await;
+    let reg = granted().await;
     reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
         .await
         .expect("holder");
@@ -214,16 +230,21 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["PhysicalResourceId"], "failed-req-3");
     assert!(is_registered(&reg, "payments/pay").await);
+    let rows: Vec<_> = registry_support::rows(&reg)
+        .await
+        .into_iter()
+        .filter(|(pk, _)| !pk.starts_with("GRANT#"))
+        .collect();
     assert_eq!(
-        registry_support::rows(&reg).await.len(),
+        rows.len(),
         3,
-        "holder's entry, host guard and path guard"
+        "holder's entry, host guard and path guard: {rows:?}"
     );
 }
 
 #[tokio::test]
 async fn update_that_renames_the_service_registers_the_new_id_then_delete_removes_the_old() {
-    let reg = registry().await;
+    let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     let old = entry("billing", "invoices-v1", "invoices", &["/v1"]);
     let new = entry("billing", "invoices-v2", "invoices", &["/v2"]);
@@ -272,13 +293,14 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
 
 #[tokio::test]
 async fn failed_update_keeps_the_physical_id() {
-    let reg = registry().await;
+    let reg = granted().await;
     reg.register(&entry("billing", "holder", "invoices", &["/taken"]))
         .await
         .expect("holder");
     let (url, mut rx) = response_url(200).await;
     let mine = entry("billing", "mine", "invoices", &["/mine"]);
-    reg.register(&mine).await.expect("mine");
+    call(&reg, cfn_create(&url, "c1", &mine)).await;
+    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
     let wants = entry("billing", "mine", "invoices", &["/mine", "/taken"]);
     let update = cfn_event(
         "Update",
@@ -308,14 +330,14 @@ async fn failed_update_keeps_the_physical_id() {
 
 #[tokio::test]
 async fn sns_wrapped_custom_resource_event() {
-    let reg = registry().await;
+    let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     let e = invoices_api();
     let inner = cfn_create(&url, "sns-1", &e);
     let event = json!({ "Records": [ { "EventSource": "aws:sns", "EventVersion": "1.0",
-        "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:gateway-register:sub",
+        "EventSubscriptionArn": "arn:aws:sns:us-east-1:123456789012:gateway-register-123456789012:sub",
         "Sns": { "Type": "Notification", "MessageId": "m1",
-                 "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register",
+                 "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register-123456789012",
                  "Message": inner.to_string(), "Timestamp": "2026-01-01T00:00:00.000Z" } } ] });
     let answer = call(&reg, event).await;
     assert_eq!(answer["ok"], true, "{answer}");
@@ -327,10 +349,10 @@ async fn sns_wrapped_custom_resource_event() {
 
 #[tokio::test]
 async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
-    let reg: DynamoRegistry = registry().await;
+    let reg: DynamoRegistry = granted().await;
     let (url, mut rx) = response_url(500).await;
     let e = invoices_api();
-    let err = handle(&reg, &http(), cfn_create(&url, "x1", &e))
+    let err = handle(&reg, &http(), GATEWAY_ACCOUNT, cfn_create(&url, "x1", &e))
         .await
         .expect_err("the PUT failed");
     assert_eq!(err.kind(), "retryable");
@@ -339,4 +361,124 @@ async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
     }
     // The registration itself happened; CloudFormation's retry finds it unchanged.
     assert!(is_registered(&reg, "billing/invoices-api").await);
+}
+
+#[tokio::test]
+async fn a_redirecting_response_url_is_not_followed() {
+    let reg = granted().await;
+    let (target, mut followed) = response_url(200).await;
+    let (url, mut rx) = redirecting_url(&target).await;
+    let err = handle(
+        &reg,
+        &http(),
+        GATEWAY_ACCOUNT,
+        cfn_create(&url, "r1", &invoices_api()),
+    )
+    .await
+    .expect_err("a redirect is no delivery");
+    assert_eq!(err.kind(), "retryable");
+    assert!(err.to_string().contains("HTTP 307"), "{err}");
+    for _ in 0..3 {
+        assert_eq!(answered(&mut rx).await.method, "PUT");
+    }
+    assert!(
+        followed.try_recv().is_err(),
+        "the redirect's target was never called"
+    );
+}
+
+#[tokio::test]
+async fn a_response_url_off_s3_is_not_answered_and_changes_nothing() {
+    let reg = granted().await;
+    let answer = call(
+        &reg,
+        cfn_create(
+            "https://collector.example.com/cfn?X-Amz-Signature=x",
+            "r1",
+            &invoices_api(),
+        ),
+    )
+    .await;
+    assert_eq!(answer["ok"], false);
+    assert_eq!(answer["error"]["kind"], "bad-request");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("ResponseURL: host \"collector.example.com\" is not an S3 host"),
+        "{answer}"
+    );
+    assert!(!is_registered(&reg, "billing/invoices-api").await);
+}
+
+/// A revoked grant stops the account's stack at once, and its Delete then leaves the entry alone.
+#[tokio::test]
+async fn a_revoked_account_can_neither_change_nor_delete() {
+    let reg = granted().await;
+    let (url, mut rx) = response_url(200).await;
+    let e = invoices_api();
+    call(&reg, cfn_create(&url, "r1", &e)).await;
+    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    assert!(reg
+        .revoke("billing", GATEWAY_ACCOUNT)
+        .await
+        .expect("revoke"));
+    let mut changed = e.clone();
+    changed.backend = "https://elsewhere.example".into();
+    let update = cfn_event(
+        "Update",
+        &url,
+        "r2",
+        as_string_property(&changed),
+        Some("billing/invoices-api"),
+        Some(as_string_property(&e)),
+    );
+    call(&reg, update).await;
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("account 123456789012 is not granted team billing"),
+        "{}",
+        put.body
+    );
+    call(&reg, cfn_delete(&url, "r3", &e, "billing/invoices-api")).await;
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("left alone"),
+        "{}",
+        put.body
+    );
+    assert_eq!(
+        reg.get("billing/invoices-api")
+            .await
+            .expect("get")
+            .expect("kept")
+            .entry,
+        e
+    );
+}
+
+/// An operator action smuggled through a team's topic is not an operator action.
+#[tokio::test]
+async fn an_action_wrapped_in_sns_is_not_obeyed() {
+    let reg = granted().await;
+    let smuggled = json!({ "action": "register", "entry": invoices_api() });
+    let event = json!({ "Records": [ { "EventSource": "aws:sns",
+        "Sns": { "Type": "Notification", "MessageId": "m1",
+                 "TopicArn": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
+                 "Message": smuggled.to_string() } } ] });
+    let answer = call(&reg, event).await;
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert_eq!(
+        answer["records"][0]["error"]["kind"], "bad-request",
+        "{answer}"
+    );
+    assert!(!is_registered(&reg, "billing/invoices-api").await);
 }

@@ -421,24 +421,42 @@ async fn create_table_is_idempotent() {
     );
 }
 
-/// The largest entry fits one transaction even in the worst case: moving hosts while swapping
-/// every prefix (entry + two host guards + 48 claims + 48 releases = 99 of DynamoDB's 100).
+/// The largest entry fits one transaction even in the worst case: a stack (so the grant is
+/// checked in the transaction) moving between two hosts of the most labels, each enclosing host
+/// rewritten, while swapping every prefix: entry + grant + two host guards + 2 * 3 enclosing
+/// hosts + 45 claims + 45 releases = 100, DynamoDB's limit.
 #[tokio::test]
 async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
-    use gateway_render::check::MAX_PATH_PREFIXES;
+    use gateway_functions::registry::Actor;
+    use gateway_render::check::{MAX_HOST_LABELS, MAX_PATH_PREFIXES};
     let reg = registry().await;
+    let account = "222222222222";
+    reg.grant("billing", account, "test").await.expect("grant");
+    let stack = Actor::stack(
+        account,
+        "arn:aws:cloudformation:us-east-1:222222222222:stack/big/1",
+        "Expose",
+    );
+    let deep = |first: &str| {
+        std::iter::once(first.to_string())
+            .chain((1..MAX_HOST_LABELS).map(|i| format!("{first}{i}")))
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    let (old_host, new_host) = (deep("a"), deep("e"));
     let first: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/a{i}")).collect();
     let second: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/b{i}")).collect();
-    reg.register(&entry("billing", "big", "invoices", &refs(&first)))
+    reg.register_as(&entry("billing", "big", &old_host, &refs(&first)), &stack)
         .await
-        .expect("48 prefixes");
-    reg.register(&entry("billing", "big", "invoices", &refs(&second)))
+        .expect("the most prefixes on the deepest host");
+    reg.register_as(&entry("billing", "big", &old_host, &refs(&second)), &stack)
         .await
-        .expect("swap all 48 on one host");
-    reg.register(&entry("billing", "big", "elsewhere", &refs(&first)))
+        .expect("swap all on one host");
+    reg.register_as(&entry("billing", "big", &new_host, &refs(&first)), &stack)
         .await
-        .expect("swap all 48 and move hosts");
+        .expect("swap all and move between the deepest hosts");
     let rows = rows(&reg).await;
+    let new_pk = format!("HOST#{new_host}.api.example.com");
     assert_eq!(
         rows.iter()
             .filter(|(_, sk)| sk.starts_with("PATH#"))
@@ -447,13 +465,78 @@ async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
     );
     assert!(rows
         .iter()
-        .all(|(pk, sk)| !sk.starts_with("PATH#") || pk == "HOST#elsewhere.api.example.com"));
+        .all(|(pk, sk)| !sk.starts_with("PATH#") || *pk == new_pk));
     assert_eq!(
-        reg.deregister("billing/big").await.expect("deregister"),
+        reg.deregister_as("billing/big", &stack)
+            .await
+            .expect("deregister"),
         DeregisterOutcome::Deleted
     );
 }
 
 fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
+}
+
+/// Moving a service between a host and its subdomain touches one guard row for two reasons
+/// (the old host and the new one's enclosing host): it is written once, and the record of what
+/// lies inside each host follows the move.
+#[tokio::test]
+async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
+    let reg = registry().await;
+    let under = |item: Option<
+        std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+    >| {
+        let mut set: Vec<String> = item
+            .and_then(|i| i.get("under").and_then(|v| v.as_ss().ok()).cloned())
+            .unwrap_or_default();
+        set.sort();
+        set
+    };
+    reg.register(&entry("billing", "api", "a.x", &["/api"]))
+        .await
+        .expect("a.x");
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["a.x.api.example.com billing"]
+    );
+    reg.register(&entry("billing", "api", "x", &["/api"]))
+        .await
+        .expect("a.x to x");
+    assert!(under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await).is_empty());
+    let err = reg
+        .register(&entry("payments", "pay", "b.x", &["/pay"]))
+        .await
+        .expect_err("x is billing's now");
+    assert_eq!(
+        err.to_string(),
+        "host x.api.example.com (enclosing b.x.api.example.com) is held by billing"
+    );
+    reg.register(&entry("billing", "api", "a.x", &["/api"]))
+        .await
+        .expect("x back to a.x");
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["a.x.api.example.com billing"]
+    );
+    // x was released by the move, so payments may take a sibling of a.x but not x itself.
+    reg.register(&entry("payments", "pay", "b.x", &["/pay"]))
+        .await
+        .expect("a sibling");
+    let err = reg
+        .register(&entry("payments", "root", "x", &["/root"]))
+        .await
+        .expect_err("x encloses billing's a.x");
+    assert_eq!(
+        err.to_string(),
+        "host a.x.api.example.com (inside x.api.example.com) is held by billing"
+    );
+    assert_eq!(
+        reg.deregister("billing/api").await.expect("deregister"),
+        DeregisterOutcome::Deleted
+    );
+    assert_eq!(
+        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
+        ["b.x.api.example.com payments"]
+    );
 }

@@ -129,3 +129,93 @@ async fn an_unreachable_endpoint_is_retryable() {
     let err = reg.register(&invoices_api()).await.expect_err("no server");
     assert!(matches!(err, RegistryError::Retryable(_)), "{err:?}");
 }
+
+/// Revokes a grant from a second client just before the registry's TransactWriteItems leaves, so
+/// the revoke lands between the registration's read of the grant and its commit.
+#[derive(Debug)]
+struct RevokeBeforeCommit {
+    table: String,
+    team: &'static str,
+    account: &'static str,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl aws_sdk_dynamodb::config::Intercept for RevokeBeforeCommit {
+    fn name(&self) -> &'static str {
+        "RevokeBeforeCommit"
+    }
+
+    fn read_before_execution(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef<
+            '_,
+        >,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let is_transaction = context
+            .input()
+            .downcast_ref::<aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsInput>()
+            .is_some();
+        if !is_transaction || self.done.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let (table, team, account) = (self.table.clone(), self.team, self.account);
+        // Interceptors are synchronous: the revoke runs to completion on a thread of its own.
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().expect("runtime");
+            runtime.block_on(async {
+                let other =
+                    DynamoRegistry::new(registry_support::client(moto()).await, table, DOMAIN);
+                assert!(
+                    other.revoke(team, account).await.expect("revoke"),
+                    "the grant existed"
+                );
+            });
+        })
+        .join()
+        .map_err(|_| "the revoke panicked")?;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_between_the_grant_read_and_the_commit_wins() {
+    use gateway_functions::registry::Actor;
+    let plain = registry().await;
+    plain
+        .grant("billing", "222222222222", "test")
+        .await
+        .expect("grant");
+    let conf = moto().sdk_config().await;
+    let client = aws_sdk_dynamodb::Client::from_conf(
+        dynamodb_config(&conf)
+            .interceptor(RevokeBeforeCommit {
+                table: plain.table().to_string(),
+                team: "billing",
+                account: "222222222222",
+                done: Default::default(),
+            })
+            .build(),
+    );
+    let reg =
+        DynamoRegistry::new(client, plain.table(), DOMAIN).with_policy(Policy::new(DOMAIN, true));
+    let stack = Actor::stack(
+        "222222222222",
+        "arn:aws:cloudformation:us-east-1:222222222222:stack/s/1",
+        "Expose",
+    );
+    let err = reg
+        .register_as(&invoices_api(), &stack)
+        .await
+        .expect_err("the grant was gone at commit");
+    assert_eq!(err.kind(), "forbidden", "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("account 222222222222 is not granted team billing"),
+        "{err}"
+    );
+    assert!(
+        registry_support::rows(&plain).await.is_empty(),
+        "nothing was written, the grant included"
+    );
+}

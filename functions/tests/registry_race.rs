@@ -206,3 +206,74 @@ async fn one_service_wins_a_chain_of_nested_prefixes() {
         );
     }
 }
+
+/// Hosts inside hosts, raced: half the teams claim `a.nest{round}`, half `nest{round}`, all at
+/// once. Exactly one team ends up holding anything in that tree, and every loser names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_team_wins_a_host_or_its_subdomain_and_every_loser_names_it() {
+    for round in 0..ROUNDS {
+        let reg = Arc::new(registry().await);
+        let outer = format!("nest{round}");
+        let inner = format!("a.{outer}");
+        let racers = (0..RACERS)
+            .map(|i| {
+                let host = if i % 2 == 0 { &inner } else { &outer };
+                entry(&format!("team{i}"), "api", host, &["/api"])
+            })
+            .collect();
+        let mut winners = Vec::new();
+        let mut holders = Vec::new();
+        for (i, (e, result)) in race(&reg, racers).await.into_iter().enumerate() {
+            match result {
+                Ok(_) => winners.push(format!("team{i}")),
+                Err(RegistryError::Conflict { what, holder }) => {
+                    let fqdn = format!("{}.api.example.com", e.host);
+                    assert!(
+                        what.starts_with("host ") && what.contains(&fqdn)
+                            || what.contains(&format!("{outer}.api.example.com")),
+                        "round {round}: racer {i} on {fqdn}: {what}"
+                    );
+                    holders.push(holder);
+                }
+                Err(other) => {
+                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
+                }
+            }
+        }
+        assert_one_winner_named_by_every_loser(round, &winners, &holders);
+        assert_eq!(holders.len(), RACERS - 1);
+        let snapshot = reg.list().await.expect("list");
+        assert_eq!(snapshot.entries.len(), 1, "round {round}");
+        assert_eq!(snapshot.entries[0].entry.team, winners[0]);
+    }
+}
+
+/// Two teams that each hold a sibling (`a.x`, `b.x`) both block a third team from `x`, and the
+/// enclosing host's record of what lies inside it survives their races.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn siblings_race_and_both_keep_the_enclosing_host_closed() {
+    let reg = Arc::new(registry().await);
+    let racers = (0..RACERS)
+        .map(|i| {
+            let host = if i % 2 == 0 { "a.x" } else { "b.x" };
+            entry(&format!("team{i}"), "api", host, &["/api"])
+        })
+        .collect();
+    let results = race(&reg, racers).await;
+    let winners: Vec<&str> = results
+        .iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(e, _)| e.host.as_str())
+        .collect();
+    let mut sorted = winners.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a.x", "b.x"], "one winner per sibling host");
+    let err = reg
+        .register(&entry("outsider", "api", "x", &["/api"]))
+        .await
+        .expect_err("x encloses both");
+    assert!(
+        matches!(&err, RegistryError::Conflict { what, .. } if what.ends_with("(inside x.api.example.com)")),
+        "{err}"
+    );
+}

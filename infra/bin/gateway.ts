@@ -8,8 +8,8 @@ import { GatewayStack } from '../lib/gateway-stack';
 /**
  * Context (`-c key=value` or cdk.json):
  *   baseDomain        required, e.g. api.example.com (GATEWAY_DOMAIN)
- *   teamAccounts      comma-separated account ids allowed to register
- *   organizationId    o-… : every account of the organisation may register
+ *   teamAccounts      comma-separated account ids allowed to register (one topic each; teams
+ *                     are granted to accounts in the registry: gatewayctl grant)
  *   certificateArn    ACM certificate of the listener (HTTP only without it)
  *   registerCodePath  cargo-lambda output dir; default ../target/lambda/register
  *   account, region   deployment environment; default the CLI's
@@ -29,13 +29,17 @@ const env = {
   region: ctx('region') ?? process.env.CDK_DEFAULT_REGION,
 };
 const registerCodePath = ctx('registerCodePath');
+if (ctx('organizationId')) {
+  // One topic per account is what tells the register function who is calling; an
+  // organisation-wide topic would not.
+  throw new Error('context organizationId is no longer supported: list every team account in teamAccounts');
+}
 
 const gateway = new GatewayStack(app, 'Gateway', {
   env,
   description: 'Shared Envoy gateway: registry, register/reconcile functions, config bucket, alarms, proxy fleet',
   baseDomain,
   teamAccounts: (ctx('teamAccounts') ?? '').split(',').map((a) => a.trim()).filter((a) => a.length > 0),
-  organizationId: ctx('organizationId'),
   certificateArn: ctx('certificateArn'),
   registerCodePath: registerCodePath ? path.resolve(registerCodePath) : undefined,
 });

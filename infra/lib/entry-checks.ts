@@ -9,7 +9,9 @@
 export const MAX_ENTRY_BYTES = 64 * 1024;
 export const MAX_ROUTES = 64;
 export const MAX_LIMITS_PER_ROUTE = 8;
-export const MAX_PATH_PREFIXES = 48;
+export const MAX_PATH_PREFIXES = 45;
+/** Labels in `host`: each enclosing host is one action in the registration transaction. */
+export const MAX_HOST_LABELS = 4;
 const MAX_PATH_BYTES = 1024;
 const MAX_FQDN = 253;
 
@@ -127,6 +129,9 @@ function checkHost(v: unknown, options: CheckOptions, add: Add): void {
     return;
   }
   const labels = v.split('.');
+  if (labels.length > MAX_HOST_LABELS) {
+    add('host', `"${v}" has ${labels.length} labels; at most ${MAX_HOST_LABELS} in front of the base domain`);
+  }
   labels.forEach((label, i) => {
     const reason = dnsLabelProblem(label);
     if (reason) {

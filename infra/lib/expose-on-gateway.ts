@@ -1,4 +1,4 @@
-import { CustomResource, Token } from 'aws-cdk-lib';
+import { Aws, CustomResource, Stack, Token } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -9,11 +9,23 @@ import { Entry, entryKey, Route } from './entry';
 export const REGISTRATION_RESOURCE_TYPE = 'Custom::GatewayRoute';
 
 /**
- * Where registrations go: the register function, or the gateway's registration topic when the
- * team deploys from another account (CloudFormation publishes the event to the topic and the
- * topic invokes the function).
+ * The gateway's registration topics, one per team account (`<prefix>-register-<account>`): the
+ * construct sends its events to the topic of its own stack's account, the only one that account
+ * may publish to, and the topic is how the register function knows who is calling.
  */
-export type GatewayServiceToken = string | lambda.IFunction | sns.ITopic;
+export interface GatewayRegistrationTopics {
+  readonly gatewayAccount: string;
+  readonly gatewayRegion: string;
+  /** The gateway stack's `RegistrationTopicNamePrefix` output. */
+  readonly topicNamePrefix: string;
+}
+
+/**
+ * Where registrations go: the register function (stacks in the gateway's own account), or the
+ * registration topics when the team deploys from another account (CloudFormation publishes the
+ * event to the account's topic and the topic invokes the function).
+ */
+export type GatewayServiceToken = string | lambda.IFunction | sns.ITopic | GatewayRegistrationTopics;
 
 export interface ExposeOnGatewayProps {
   readonly team: string;
@@ -24,8 +36,9 @@ export interface ExposeOnGatewayProps {
   readonly backend: string;
   readonly routes: Route[];
   /**
-   * The register function (ARN or construct) or the registration topic (ARN or construct). The
-   * gateway stack exports both as outputs: `RegisterFunctionArn`, `RegistrationTopicArn`.
+   * The register function (ARN or construct; the gateway account's own stacks), or the
+   * registration topics (`GatewayRegistrationTopics`, from the gateway stack's outputs
+   * `RegistrationTopicNamePrefix`; or this account's topic ARN or construct).
    */
   readonly serviceToken: GatewayServiceToken;
   /** The gateway's base domain; when given, the full hostname is checked at synth (≤ 253). */
@@ -73,7 +86,7 @@ export class ExposeOnGateway extends Construct {
       this.hostname = `${props.host}.${props.baseDomain}`;
     }
     this.resource = new CustomResource(this, 'Registration', {
-      serviceToken: serviceTokenArn(props.serviceToken),
+      serviceToken: serviceTokenArn(this, props.serviceToken),
       resourceType: REGISTRATION_RESOURCE_TYPE,
       properties: {
         Entry: JSON.stringify(this.entry),
@@ -83,14 +96,29 @@ export class ExposeOnGateway extends Construct {
   }
 }
 
-function serviceTokenArn(token: GatewayServiceToken): string {
+function serviceTokenArn(scope: Construct, token: GatewayServiceToken): string {
+  const account = Stack.of(scope).account;
   if (typeof token !== 'string') {
-    return 'functionArn' in token ? token.functionArn : token.topicArn;
+    if ('topicNamePrefix' in token) {
+      return `arn:${Aws.PARTITION}:sns:${token.gatewayRegion}:${token.gatewayAccount}:${token.topicNamePrefix}-register-${account}`;
+    }
+    return 'functionArn' in token ? token.functionArn : checkTopicAccount(token.topicArn, account);
   }
   if (!Token.isUnresolved(token) && !/^arn:aws[a-z-]*:(lambda|sns):[a-z0-9-]+:\d{12}:.+$/.test(token)) {
     throw new Error(`serviceToken "${token}": expected the ARN of the register function or of the registration topic`);
   }
-  return token;
+  return token.includes(':sns:') ? checkTopicAccount(token, account) : token;
+}
+
+/** A registration topic serves one account; another account's would refuse every event. */
+function checkTopicAccount(topicArn: string, account: string): string {
+  const served = /-register-(\d{12})$/.exec(topicArn)?.[1];
+  if (served && !Token.isUnresolved(topicArn) && !Token.isUnresolved(account) && served !== account) {
+    throw new Error(
+      `serviceToken ${topicArn} is the registration topic of account ${served}; this stack deploys to account ${account}, so use ${topicArn.replace(/\d{12}$/, account)}`,
+    );
+  }
+  return topicArn;
 }
 
 /** `routes[1].limits[0].every` → `routes`. */

@@ -17,9 +17,11 @@ import { Seed } from './seed';
 export interface GatewayStackProps extends StackProps {
   /** Base domain teams' hosts go in front of, e.g. `api.example.com` (GATEWAY_DOMAIN). */
   readonly baseDomain: string;
-  /** Accounts whose stacks may register routes. At least one of these or organizationId. */
+  /**
+   * Accounts whose stacks may register routes: one registration topic each. Which teams an
+   * account may act for is granted in the registry (`gatewayctl grant`).
+   */
   readonly teamAccounts?: string[];
-  readonly organizationId?: string;
   /** cargo-lambda output for the register function; default `<repo>/target/lambda/register`. */
   readonly registerCodePath?: string;
   /** Repository root (image build context, `bootstrap/ENVOY_VERSION`). */
@@ -69,7 +71,6 @@ export class GatewayStack extends Stack {
       baseDomain: props.baseDomain,
       codePath: props.registerCodePath ?? `${repoRoot}/target/lambda/register`,
       teamAccounts: props.teamAccounts ?? [],
-      organizationId: props.organizationId,
       key,
     });
     this.reconcile = new ReconcileFunction(this, 'Reconcile', {
@@ -155,8 +156,8 @@ export class GatewayStack extends Stack {
   private outputs(): void {
     const out = (id: string, value: string, description: string) =>
       new CfnOutput(this, id, { value, description, exportName: `${this.stackName}-${id}` });
-    out('RegisterFunctionArn', this.register.function.functionArn, 'ExposeOnGateway serviceToken (same or allowed account)');
-    out('RegistrationTopicArn', this.register.topic.topicArn, 'ExposeOnGateway serviceToken (cross-account)');
+    out('RegisterFunctionArn', this.register.function.functionArn, 'ExposeOnGateway serviceToken (stacks of this account)');
+    out('RegistrationTopicNamePrefix', this.register.topicNamePrefix, 'ExposeOnGateway registrationTopics prefix (team accounts: <prefix>-register-<account>)');
     out('RegistryTableName', this.registry.table.tableName, 'GATEWAY_TABLE');
     out('ConfigBucketName', this.config.bucket.bucketName, 'GATEWAY_BUCKET');
     out('ReconcileFunctionName', this.reconcile.function.functionName, 'Reconciler (gatewayctl reconcile runs the same code)');

@@ -16,35 +16,48 @@ export interface RegisterFunctionProps {
    * `cargo lambda build --release --bin register` writes `target/lambda/register/`.
    */
   readonly codePath: string;
-  /** Team accounts whose stacks may register. */
+  /**
+   * Team accounts whose stacks may register: one registration topic each. Which teams an account
+   * may act for is a grant in the registry (`gatewayctl grant TEAM --account ID`), not infra.
+   */
   readonly teamAccounts: string[];
-  /** AWS Organizations id whose accounts may register. */
-  readonly organizationId?: string;
-  /** Encrypts the registration topic. */
+  /** Encrypts the registration topics. */
   readonly key: kms.IKey;
 }
 
+/** The name of the registration topic serving `account`: `<prefix>-register-<account>`. */
+export function registrationTopicName(prefix: string, account: string): string {
+  return `${prefix}-register-${account}`;
+}
+
+/** Keys the register function may touch: entries and guards it writes, grants it only reads. */
+export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*'];
+export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*'];
+
 /**
- * The register function and its registration topic. Team stacks call the function directly
- * (same or allowed account) or publish their custom resource events to the topic (the usual
- * cross-account pattern); the function then unwraps the SNS envelope.
+ * The register function and one registration topic per team account.
+ *
+ * Trust (docs/design.md, "Trust boundaries"): a topic's name ends with the account it serves and
+ * its policy lets only that account publish, so the function takes the caller's account from the
+ * topic a record came through. The function has no cross-account invoke permission: a direct
+ * invoke can only come from the gateway account itself (operators' own stacks and tools).
  */
 export class RegisterFunction extends Construct {
   readonly function: lambda.Function;
-  readonly topic: sns.Topic;
+  /** account id → its registration topic. */
+  readonly topics: Record<string, sns.Topic> = {};
+  /** Topic names are `<topicNamePrefix>-register-<account>`. */
+  readonly topicNamePrefix: string;
 
   constructor(scope: Construct, id: string, props: RegisterFunctionProps) {
     super(scope, id);
-    if (props.teamAccounts.length === 0 && !props.organizationId) {
-      throw new Error('register function: set teamAccounts or organizationId; nobody else may invoke it');
-    }
     for (const account of props.teamAccounts) {
       if (!/^\d{12}$/.test(account)) {
         throw new Error(`teamAccounts: "${account}" is not a 12-digit AWS account id`);
       }
     }
-    if (props.organizationId && !/^o-[a-z0-9]{10,32}$/.test(props.organizationId)) {
-      throw new Error(`organizationId: "${props.organizationId}" is not an AWS Organizations id (o-…)`);
+    if (new Set(props.teamAccounts).size !== props.teamAccounts.length) {
+      throw new Error(`teamAccounts: an account is listed twice (${props.teamAccounts.join(', ')})`);
     }
 
     const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.THREE_MONTHS });
@@ -62,19 +75,24 @@ export class RegisterFunction extends Construct {
         GATEWAY_DOMAIN: props.baseDomain,
       },
     });
-    // Only what a registration transaction does: read, claim, release. No scan, no stream.
-    // (TransactWriteItems is authorised per item action; it is no IAM action of its own.)
+    // Only what a registration transaction does, and only on its own rows: it writes entries and
+    // host/path guards, reads grants (and checks them inside the transaction), and can neither
+    // write grants nor the reconciler's STATE row. No scan, no stream. (TransactWriteItems is
+    // authorised per item action; it is no IAM action of its own.)
     this.function.addToRolePolicy(
       new iam.PolicyStatement({
-        actions: [
-          'dynamodb:GetItem',
-          'dynamodb:Query',
-          'dynamodb:PutItem',
-          'dynamodb:UpdateItem',
-          'dynamodb:DeleteItem',
-          'dynamodb:ConditionCheckItem',
-        ],
+        sid: 'WriteEntriesAndGuards',
+        actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
         resources: [props.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': REGISTER_WRITES_KEYS } },
+      }),
+    );
+    this.function.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadEntriesGuardsAndGrants',
+        actions: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],
+        resources: [props.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': REGISTER_READS_KEYS } },
       }),
     );
     Validations.of(this.function).acknowledge({
@@ -82,70 +100,37 @@ export class RegisterFunction extends Construct {
       reason: 'The AWS-managed basic execution policy grants only CloudWatch Logs writes.',
     });
 
-    // Direct invocation (the function ARN as service token): the configured accounts only.
-    props.teamAccounts.forEach((account) => {
-      this.function.addPermission(`InvokeFrom${account}`, {
-        principal: new iam.AccountPrincipal(account),
-        action: 'lambda:InvokeFunction',
-      });
-    });
-    if (props.organizationId) {
-      this.function.addPermission('InvokeFromOrganization', {
-        principal: new iam.OrganizationPrincipal(props.organizationId),
-        action: 'lambda:InvokeFunction',
-      });
-    }
-
-    this.topic = new sns.Topic(this, 'Topic', {
-      displayName: 'Gateway route registrations (CloudFormation custom resource events)',
-      masterKey: props.key,
-      enforceSSL: true,
-    });
-    this.topic.addSubscription(new subs.LambdaSubscription(this.function));
+    this.topicNamePrefix = Stack.of(this).stackName;
     const region = Stack.of(this).region;
-    publishers(props).forEach((who, i) => {
-      this.topic.addToResourcePolicy(
+    for (const account of props.teamAccounts) {
+      const topic = new sns.Topic(this, `Topic${account}`, {
+        topicName: registrationTopicName(this.topicNamePrefix, account),
+        displayName: `Gateway route registrations from account ${account} (CloudFormation custom resource events)`,
+        masterKey: props.key,
+        enforceSSL: true,
+      });
+      topic.addSubscription(new subs.LambdaSubscription(this.function));
+      topic.addToResourcePolicy(
         new iam.PolicyStatement({
-          sid: `TeamStacksPublishRegistrations${i}`,
+          sid: 'OnlyItsAccountPublishes',
           actions: ['sns:Publish'],
-          principals: who.principals,
-          resources: [this.topic.topicArn],
-          conditions: who.orgCondition,
+          principals: [new iam.AccountPrincipal(account)],
+          resources: [topic.topicArn],
         }),
       );
+      this.topics[account] = topic;
+    }
+    if (props.teamAccounts.length > 0) {
       // Publishing to a KMS-encrypted topic needs the key too, and only through SNS.
       props.key.addToResourcePolicy(
         new iam.PolicyStatement({
-          sid: `TeamStacksEncryptRegistrations${i}`,
+          sid: 'TeamStacksEncryptRegistrations',
           actions: ['kms:GenerateDataKey*', 'kms:Decrypt'],
-          principals: who.principals,
+          principals: props.teamAccounts.map((a) => new iam.AccountPrincipal(a)),
           resources: ['*'],
-          conditions: {
-            StringEquals: {
-              ...(who.orgCondition?.StringEquals ?? {}),
-              'kms:ViaService': `sns.${region}.amazonaws.com`,
-            },
-          },
+          conditions: { StringEquals: { 'kms:ViaService': `sns.${region}.amazonaws.com` } },
         }),
       );
-    });
+    }
   }
-}
-
-/** Who may publish registrations: the listed accounts, and any account of the organisation. */
-function publishers(props: RegisterFunctionProps): {
-  principals: iam.IPrincipal[];
-  orgCondition?: { StringEquals: Record<string, string> };
-}[] {
-  const out: { principals: iam.IPrincipal[]; orgCondition?: { StringEquals: Record<string, string> } }[] = [];
-  if (props.teamAccounts.length > 0) {
-    out.push({ principals: props.teamAccounts.map((a) => new iam.AccountPrincipal(a)) });
-  }
-  if (props.organizationId) {
-    out.push({
-      principals: [new iam.AnyPrincipal()],
-      orgCondition: { StringEquals: { 'aws:PrincipalOrgID': props.organizationId } },
-    });
-  }
-  return out;
 }

@@ -7,7 +7,7 @@ import { ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway'
 import { testApp } from './helpers';
 
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
-const TOPIC_ARN = 'arn:aws:sns:eu-west-1:111111111111:Gateway-RegisterTopic';
+const TOPIC_ARN = 'arn:aws:sns:eu-west-1:111111111111:Gateway-register-222222222222';
 
 /** DESIGN.md's sample entry. */
 const sample = (): Omit<ExposeOnGatewayProps, 'serviceToken'> => ({
@@ -54,6 +54,26 @@ describe('custom resource', () => {
     const topic = sns.Topic.fromTopicArn(stack, 'Topic', TOPIC_ARN);
     new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: topic });
     Template.fromStack(stack).hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });
+  });
+
+  test('with the registration topics, picks the topic of its own stack\'s account', () => {
+    const topics = { gatewayAccount: '111111111111', gatewayRegion: 'eu-west-1', topicNamePrefix: 'Gateway' };
+    const stack = new Stack(testApp(), 'Team', { env: { account: '222222222222', region: 'eu-west-1' } });
+    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: topics });
+    const token = Object.values(Template.fromStack(stack).findResources('Custom::GatewayRoute'))[0].Properties.ServiceToken;
+    expect(JSON.stringify(token)).toContain(':sns:eu-west-1:111111111111:Gateway-register-222222222222');
+    // An environment-agnostic stack resolves its account at deploy time.
+    const agnostic = new Stack(testApp(), 'Agnostic');
+    new ExposeOnGateway(agnostic, 'Invoices', { ...sample(), serviceToken: topics });
+    const deployTime = Object.values(Template.fromStack(agnostic).findResources('Custom::GatewayRoute'))[0].Properties.ServiceToken;
+    expect(JSON.stringify(deployTime)).toContain('AWS::AccountId');
+  });
+
+  test('refuses another account\'s registration topic at synth', () => {
+    const stack = new Stack(testApp(), 'Team', { env: { account: '333333333333', region: 'eu-west-1' } });
+    expect(() => new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: TOPIC_ARN })).toThrow(
+      /registration topic of account 222222222222; this stack deploys to account 333333333333/,
+    );
   });
 
   test('accepts the function construct', () => {

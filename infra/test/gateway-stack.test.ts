@@ -66,68 +66,72 @@ describe('register function', () => {
     });
   });
 
-  test('invokable by the configured account, the organisation, and its own topic; nothing else', () => {
+  test('invokable by its registration topics only: no cross-account invoke permission', () => {
     const perms = Object.values(
       template.findResources('AWS::Lambda::Permission', {
         Properties: { FunctionName: Match.anyValue() },
       }),
     ).filter((p) => JSON.stringify(p.Properties.FunctionName).includes(fnId()));
-    const principals = perms.map((p) => ({
-      principal: p.Properties.Principal,
-      org: p.Properties.PrincipalOrgID,
-      source: p.Properties.SourceArn,
-    }));
-    expect(principals).toHaveLength(3);
-    expect(principals).toContainEqual({ principal: '222222222222', org: undefined, source: undefined });
-    expect(principals).toContainEqual({ principal: '*', org: 'o-exampleorg1', source: undefined });
-    const topicId = resourceId(template, 'AWS::SNS::Topic', 'RegisterTopic');
-    expect(principals).toContainEqual({ principal: 'sns.amazonaws.com', org: undefined, source: ref(topicId) });
+    const principals = perms.map((p) => ({ principal: p.Properties.Principal, source: p.Properties.SourceArn }));
+    expect(principals).toHaveLength(2);
+    for (const account of ['222222222222', '333333333333']) {
+      const topicId = resourceId(template, 'AWS::SNS::Topic', `RegisterTopic${account}`);
+      expect(principals).toContainEqual({ principal: 'sns.amazonaws.com', source: ref(topicId) });
+    }
   });
 
-  test('the registration topic delivers to the function and accepts the team accounts and organisation only', () => {
-    const topicId = resourceId(template, 'AWS::SNS::Topic', 'RegisterTopic');
-    template.hasResourceProperties('AWS::SNS::Subscription', {
-      Protocol: 'lambda',
-      TopicArn: ref(topicId),
-      Endpoint: arnOf(fnId()),
-    });
-    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      Topics: [ref(topicId)],
-      PolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({
-            Action: 'sns:Publish',
-            Effect: 'Allow',
-            Principal: { AWS: Match.objectLike({ 'Fn::Join': ['', Match.arrayWith([':iam::222222222222:root'])] }) },
-          }),
-          Match.objectLike({
-            Action: 'sns:Publish',
-            Effect: 'Allow',
-            Principal: { AWS: '*' },
-            Condition: { StringEquals: { 'aws:PrincipalOrgID': 'o-exampleorg1' } },
-          }),
-        ]),
-      },
-    });
-  });
+  test.each(['222222222222', '333333333333'])(
+    'account %s has its own topic, named after it, that only it may publish to, delivering to the function',
+    (account) => {
+      const topicId = resourceId(template, 'AWS::SNS::Topic', `RegisterTopic${account}`);
+      template.hasResourceProperties('AWS::SNS::Topic', { TopicName: `Gateway-register-${account}` });
+      expect(template.toJSON().Resources[topicId].Properties.TopicName).toBe(`Gateway-register-${account}`);
+      template.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'lambda',
+        TopicArn: ref(topicId),
+        Endpoint: arnOf(fnId()),
+      });
+      const policies = Object.values(template.findResources('AWS::SNS::TopicPolicy')).filter(
+        (p) => JSON.stringify(p.Properties.Topics) === JSON.stringify([ref(topicId)]),
+      );
+      expect(policies).toHaveLength(1);
+      const publish = policies[0].Properties.PolicyDocument.Statement.filter(
+        (st: { Action: string; Effect: string }) => st.Action === 'sns:Publish' && st.Effect === 'Allow',
+      );
+      expect(publish).toHaveLength(1);
+      expect(JSON.stringify(publish[0].Principal)).toContain(`:iam::${account}:root`);
+      const others = ['222222222222', '333333333333'].filter((a) => a !== account);
+      expect(JSON.stringify(publish[0].Principal)).not.toContain(others[0]);
+    },
+  );
 
-  test('refuses to exist without an account or organisation to serve', () => {
-    expect(() => gatewayStack({ teamAccounts: [], organizationId: undefined })).toThrow(/teamAccounts or organizationId/);
+  test('refuses a malformed or repeated account', () => {
     expect(() => gatewayStack({ teamAccounts: ['12345'] })).toThrow(/12-digit/);
+    expect(() => gatewayStack({ teamAccounts: ['222222222222', '222222222222'] })).toThrow(/listed twice/);
   });
 
-  test('its role writes registry items and nothing broader (no scan, no bucket)', () => {
-    const actions = actionsOf(statementsOf('RegisterFunctionServiceRole'));
-    expect(actions).toEqual(
+  test('its role writes entries and guards only, reads grants, and cannot touch the STATE row', () => {
+    const statements = statementsOf('RegisterFunctionServiceRole') as { Action: unknown; Condition?: unknown }[];
+    expect(actionsOf(statements as Record<string, unknown>[])).toEqual(
       [
         'dynamodb:ConditionCheckItem',
         'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
-        'dynamodb:UpdateItem',
       ].sort(),
     );
+    const writes = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:PutItem'));
+    expect(writes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*'] } });
+    const reads = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:GetItem'));
+    expect(reads?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*'] },
+    });
+    for (const st of statements) {
+      if (JSON.stringify(st.Action).includes('dynamodb:')) {
+        expect(st.Condition).toBeDefined();
+      }
+    }
   });
 });
 

@@ -23,8 +23,7 @@ export function gatewayStack(overrides: Partial<GatewayStackProps> = {}): { stac
   const stack = new GatewayStack(app, 'Gateway', {
     env: { region: 'eu-west-1' },
     baseDomain: 'api.example.com',
-    teamAccounts: ['222222222222'],
-    organizationId: 'o-exampleorg1',
+    teamAccounts: ['222222222222', '333333333333'],
     certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/00000000-0000-0000-0000-000000000000',
     registerCodePath: placeholderRegisterCode(),
     ...overrides,

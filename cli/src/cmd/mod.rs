@@ -9,6 +9,7 @@ pub mod demo;
 pub mod operate;
 pub mod registry;
 pub mod render;
+pub mod tenancy;
 pub mod time;
 pub mod validate;
 

@@ -6,7 +6,9 @@ use super::check::read_checked_entry;
 use super::common::{policy, DomainArg, LoopbackArg};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::aws::{dynamodb_client, sdk_config};
-use gateway_functions::registry::{DeregisterOutcome, DynamoRegistry, RegistryError, StoredEntry};
+use gateway_functions::registry::{
+    DeregisterOutcome, DynamoRegistry, Owner, RegistryError, StoredEntry,
+};
 use gateway_render::Policy;
 use serde_json::json;
 use std::path::PathBuf;
@@ -158,6 +160,7 @@ pub fn list(args: ListArgs) -> CmdResult {
                         "fqdn": s.entry.fqdn(registry.base_domain()),
                         "revision": s.revision,
                         "updated_at": s.updated_at,
+                        "owner": owner_json(s.owner.as_ref()),
                         "entry": s.entry,
                     })
                 })
@@ -182,8 +185,36 @@ pub fn list(args: ListArgs) -> CmdResult {
     })
 }
 
+fn owner_json(owner: Option<&Owner>) -> serde_json::Value {
+    match owner {
+        Some(Owner::Stack {
+            stack_id,
+            logical_id,
+        }) => json!({ "kind": "stack", "stack": stack_id, "resource": logical_id }),
+        Some(Owner::Operator { principal }) => {
+            json!({ "kind": "operator", "principal": principal })
+        }
+        None => serde_json::Value::Null,
+    }
+}
+
+fn owner_cell(owner: Option<&Owner>) -> String {
+    match owner {
+        Some(Owner::Stack {
+            stack_id,
+            logical_id: Some(l),
+        }) => format!("{stack_id} {l}"),
+        Some(Owner::Stack {
+            stack_id,
+            logical_id: None,
+        }) => stack_id.clone(),
+        Some(Owner::Operator { principal }) => format!("operator {principal}"),
+        None => "-".to_string(),
+    }
+}
+
 fn print_table(entries: &[StoredEntry], base_domain: &str) {
-    let rows: Vec<[String; 4]> = entries
+    let rows: Vec<[String; 5]> = entries
         .iter()
         .map(|s| {
             let routes = s
@@ -201,10 +232,11 @@ fn print_table(entries: &[StoredEntry], base_domain: &str) {
                 s.entry.fqdn(base_domain),
                 routes,
                 s.revision.to_string(),
+                owner_cell(s.owner.as_ref()),
             ]
         })
         .collect();
-    let header = ["ID", "HOST", "ROUTES", "REVISION"].map(String::from);
+    let header = ["ID", "HOST", "ROUTES", "REVISION", "OWNER"].map(String::from);
     let mut widths = header.clone().map(|h| h.len());
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -213,26 +245,44 @@ fn print_table(entries: &[StoredEntry], base_domain: &str) {
     }
     for row in std::iter::once(&header).chain(&rows) {
         println!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
             row[0],
             row[1],
             row[2],
             row[3],
+            row[4],
             w0 = widths[0],
             w1 = widths[1],
-            w2 = widths[2]
+            w2 = widths[2],
+            w3 = widths[3]
         );
     }
 }
 
+/// The registry, acting as the operator these credentials belong to (owner of what it writes).
 async fn open(table: &TableArg, policy: Policy) -> DynamoRegistry {
     let conf = sdk_config().await;
     let base_domain = policy.base_domain.clone();
     DynamoRegistry::new(dynamodb_client(&conf), table.table.clone(), base_domain)
         .with_policy(policy)
+        .with_operator(operator_principal().await)
+}
+
+/// The operator's principal (GetCallerIdentity's ARN), recorded as the owner of entries
+/// `gatewayctl` writes.
+pub async fn operator_principal() -> String {
+    gateway_functions::aws::caller_identity(&sdk_config().await).await
 }
 
 fn failed(err: RegistryError) -> CmdError {
+    // An entry a stack owns: say how operators take it over.
+    if let RegistryError::Conflict { what, .. } = &err {
+        if let Some(id) = what.strip_prefix("entry ") {
+            return CmdError::failed(format!(
+                "{err}; to change it from here, first take it over: gatewayctl adopt {id} --operator"
+            ));
+        }
+    }
     CmdError::failed(err.to_string())
 }
 

@@ -28,10 +28,15 @@ async fn run() -> Result<(), Error> {
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
         .with_policy(policy)
         .with_bounds(settings::bounds()?);
-    let http = reqwest::Client::new();
-    let (registry, http) = (&registry, &http);
+    let http = register::ResponseClient::new()?;
+    // The gateway's own account: what a direct invoke is trusted as (only principals of this
+    // account can invoke the function directly). Without it the function cannot decide whom to
+    // trust, so a failure stops it at init.
+    let account = aws::caller_account(&conf).await?;
+    tracing::info!(account = %account, "register function trusts direct invokes as this account");
+    let (registry, http, account) = (&registry, &http, account.as_str());
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        register::handle(registry, http, event.payload)
+        register::handle(registry, http, account, event.payload)
             .await
             .map_err(|e| Diagnostic {
                 error_type: format!("Register.{}", e.kind()),

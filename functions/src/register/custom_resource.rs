@@ -1,7 +1,9 @@
 //! CloudFormation custom resource events (`ExposeOnGateway`), answered at their `ResponseURL`.
 
-use super::failure;
-use crate::registry::{DeregisterOutcome, DynamoRegistry, RegistryError};
+use super::identity::check_stack_account;
+use super::response_url::{check_response_url, ResponseClient};
+use super::{audit, failure};
+use crate::registry::{Actor, DeregisterOutcome, DynamoRegistry, RegistryError};
 use aws_lambda_events::cloudformation::CloudFormationCustomResourceRequest;
 use gateway_render::check::check_entry_value;
 use gateway_render::{Problem, Rejection};
@@ -51,11 +53,38 @@ struct Answer {
     data: BTreeMap<&'static str, String>,
     /// What the function itself returns (the direct-invocation answer for this registration).
     detail: Value,
+    /// For the audit line: the entry concerned and what was decided.
+    entry_id: String,
+    decision: String,
 }
 
+impl Answer {
+    fn failed(err: RegistryError, physical_resource_id: String, entry_id: String) -> Answer {
+        Answer {
+            ok: false,
+            reason: err.to_string(),
+            physical_resource_id,
+            data: BTreeMap::new(),
+            detail: failure(&err),
+            entry_id,
+            decision: err.kind().to_string(),
+        }
+    }
+}
+
+/// What every request type carries.
+struct Common<'a> {
+    url: &'a str,
+    stack_id: &'a str,
+    request_id: &'a str,
+    logical_id: &'a str,
+}
+
+/// `caller_account` is the account the entry point vouches for (see `super::identity`).
 pub(super) async fn handle(
     registry: &DynamoRegistry,
-    http: &reqwest::Client,
+    http: &ResponseClient,
+    caller_account: &str,
     event: Value,
 ) -> Result<Value, RegistryError> {
     let request: CloudFormationCustomResourceRequest = match serde_json::from_value(event) {
@@ -66,40 +95,83 @@ pub(super) async fn handle(
                 "message": format!("not a CloudFormation custom resource event: {e}") } }));
         }
     };
-    let (answer, url, stack_id, request_id, logical_id) = match &request {
-        CloudFormationCustomResourceRequest::Create(r) => (
+    let common = match &request {
+        CloudFormationCustomResourceRequest::Create(r) => Common {
+            url: &r.response_url,
+            stack_id: &r.stack_id,
+            request_id: &r.request_id,
+            logical_id: &r.logical_resource_id,
+        },
+        CloudFormationCustomResourceRequest::Update(r) => Common {
+            url: &r.response_url,
+            stack_id: &r.stack_id,
+            request_id: &r.request_id,
+            logical_id: &r.logical_resource_id,
+        },
+        CloudFormationCustomResourceRequest::Delete(r) => Common {
+            url: &r.response_url,
+            stack_id: &r.stack_id,
+            request_id: &r.request_id,
+            logical_id: &r.logical_resource_id,
+        },
+        _ => {
+            return Ok(json!({ "ok": false, "error": { "kind": "bad-request",
+                "message": "RequestType: expected Create, Update or Delete" } }))
+        }
+    };
+    // Checked before anything else: a URL the function will not answer means no change either.
+    let url = match check_response_url(common.url, registry.policy().allow_loopback_backends) {
+        Ok(url) => url,
+        Err(why) => {
+            audit(caller_account, common.stack_id, "", "refused", &why);
+            return Ok(json!({ "ok": false, "error": { "kind": "bad-request", "message": why } }));
+        }
+    };
+    let stack_ok = check_stack_account(common.stack_id, caller_account);
+    let actor = Actor::stack(caller_account, common.stack_id, common.logical_id);
+    let answer = match (&request, stack_ok) {
+        (CloudFormationCustomResourceRequest::Delete(r), Err(why)) => Answer {
+            ok: true,
+            reason: format!("{}: left alone: {why}", r.physical_resource_id),
+            physical_resource_id: r.physical_resource_id.clone(),
+            data: BTreeMap::new(),
+            detail: json!({ "ok": true, "outcome": "left-alone" }),
+            entry_id: r.physical_resource_id.clone(),
+            decision: "left-alone".into(),
+        },
+        (CloudFormationCustomResourceRequest::Create(r), Err(why)) => Answer::failed(
+            RegistryError::Forbidden(why),
+            format!("failed-{}", r.request_id),
+            super::entry_id(&entry_property(&r.resource_properties).unwrap_or_default()),
+        ),
+        (CloudFormationCustomResourceRequest::Update(r), Err(why)) => Answer::failed(
+            RegistryError::Forbidden(why),
+            r.physical_resource_id.clone(),
+            super::entry_id(&entry_property(&r.resource_properties).unwrap_or_default()),
+        ),
+        (CloudFormationCustomResourceRequest::Create(r), Ok(())) => {
             put_entry(
                 registry,
                 &r.resource_properties,
                 format!("failed-{}", r.request_id),
+                &actor,
             )
-            .await,
-            &r.response_url,
-            &r.stack_id,
-            &r.request_id,
-            &r.logical_resource_id,
-        ),
-        CloudFormationCustomResourceRequest::Update(r) => (
-            // A failed Update keeps the resource's current id, or CloudFormation would treat
-            // the failure as a replacement.
+            .await
+        }
+        // A failed Update keeps the resource's current id, or CloudFormation would treat the
+        // failure as a replacement.
+        (CloudFormationCustomResourceRequest::Update(r), Ok(())) => {
             put_entry(
                 registry,
                 &r.resource_properties,
                 r.physical_resource_id.clone(),
+                &actor,
             )
-            .await,
-            &r.response_url,
-            &r.stack_id,
-            &r.request_id,
-            &r.logical_resource_id,
-        ),
-        CloudFormationCustomResourceRequest::Delete(r) => (
-            delete_entry(registry, &r.physical_resource_id).await,
-            &r.response_url,
-            &r.stack_id,
-            &r.request_id,
-            &r.logical_resource_id,
-        ),
+            .await
+        }
+        (CloudFormationCustomResourceRequest::Delete(r), Ok(())) => {
+            delete_entry(registry, &r.physical_resource_id, &actor).await
+        }
         _ => {
             return Ok(json!({ "ok": false, "error": { "kind": "bad-request",
                 "message": "RequestType: expected Create, Update or Delete" } }))
@@ -109,12 +181,19 @@ pub(super) async fn handle(
         status: if answer.ok { "SUCCESS" } else { "FAILED" },
         reason: truncate(&answer.reason, MAX_REASON_BYTES),
         physical_resource_id: answer.physical_resource_id.clone(),
-        stack_id,
-        request_id,
-        logical_resource_id: logical_id,
+        stack_id: common.stack_id,
+        request_id: common.request_id,
+        logical_resource_id: common.logical_id,
         no_echo: false,
         data: answer.data,
     };
+    audit(
+        caller_account,
+        common.stack_id,
+        &answer.entry_id,
+        &answer.decision,
+        &response.reason,
+    );
     let body = serde_json::to_vec(&response)
         .map_err(|e| RegistryError::Aws(format!("serialising the CloudFormation response: {e}")))?;
     send(http, url, body).await?;
@@ -129,24 +208,25 @@ pub(super) async fn handle(
     }))
 }
 
-/// Create and Update: check and register the entry in the properties.
-async fn put_entry(registry: &DynamoRegistry, properties: &Value, id_on_failure: String) -> Answer {
-    let failed = |err: RegistryError| Answer {
-        ok: false,
-        reason: err.to_string(),
-        physical_resource_id: id_on_failure.clone(),
-        data: BTreeMap::new(),
-        detail: failure(&err),
-    };
+/// Create and Update: check and register the entry in the properties, for the stack resource.
+async fn put_entry(
+    registry: &DynamoRegistry,
+    properties: &Value,
+    id_on_failure: String,
+    actor: &Actor,
+) -> Answer {
     let input = match entry_property(properties) {
         Ok(v) => v,
-        Err(e) => return failed(e),
+        Err(e) => return Answer::failed(e, id_on_failure, String::new()),
     };
+    let entry_id = super::entry_id(&input);
     let entry = match check_entry_value(&input, registry.policy()) {
         Ok(entry) => entry,
-        Err(rejection) => return failed(RegistryError::Rejected(rejection)),
+        Err(rejection) => {
+            return Answer::failed(RegistryError::Rejected(rejection), id_on_failure, entry_id)
+        }
     };
-    match registry.register(&entry).await {
+    match registry.register_as(&entry, actor).await {
         Ok(outcome) => {
             let id = entry.id();
             let fqdn = entry.fqdn(registry.base_domain());
@@ -159,34 +239,42 @@ async fn put_entry(registry: &DynamoRegistry, properties: &Value, id_on_failure:
                 ),
                 physical_resource_id: id.clone(),
                 data: BTreeMap::from([
-                    ("Id", id),
+                    ("Id", id.clone()),
                     ("Fqdn", fqdn),
                     ("Revision", outcome.revision().to_string()),
                 ]),
                 detail: json!({ "ok": true, "outcome": outcome.as_str(), "revision": outcome.revision() }),
+                entry_id: id,
+                decision: outcome.as_str().to_string(),
             }
         }
-        Err(e) => failed(e),
+        Err(e) => Answer::failed(e, id_on_failure, entry_id),
     }
 }
 
-/// Delete: deregister the physical id; an id that was never registered is already gone.
-async fn delete_entry(registry: &DynamoRegistry, physical_id: &str) -> Answer {
-    let answer = |ok: bool, reason: String, detail: Value| Answer {
+/// Delete: deregister the physical id if this stack resource owns it. An id that was never
+/// registered is already gone; one owned by someone else, or whose team the account is no longer
+/// granted, is left alone and the Delete succeeds (so a failed or duplicate stack can still roll
+/// back and be deleted without touching the owner's route).
+async fn delete_entry(registry: &DynamoRegistry, physical_id: &str, actor: &Actor) -> Answer {
+    let answer = |ok: bool, reason: String, detail: Value, decision: &str| Answer {
         ok,
         reason,
         physical_resource_id: physical_id.to_string(),
         data: BTreeMap::new(),
         detail,
+        entry_id: physical_id.to_string(),
+        decision: decision.to_string(),
     };
     if !looks_like_id(physical_id) {
         return answer(
             true,
             format!("{physical_id} is not a team/service id (a failed Create's placeholder): nothing to delete"),
             json!({ "ok": true, "outcome": "not-found" }),
+            "not-found",
         );
     }
-    match registry.deregister(physical_id).await {
+    match registry.deregister_as(physical_id, actor).await {
         Ok(outcome) => {
             let reason = match outcome {
                 DeregisterOutcome::Deleted => format!("{physical_id}: deleted"),
@@ -196,9 +284,16 @@ async fn delete_entry(registry: &DynamoRegistry, physical_id: &str) -> Answer {
                 true,
                 reason,
                 json!({ "ok": true, "outcome": outcome.as_str() }),
+                outcome.as_str(),
             )
         }
-        Err(e) => answer(false, e.to_string(), failure(&e)),
+        Err(e @ (RegistryError::Conflict { .. } | RegistryError::Forbidden(_))) => answer(
+            true,
+            format!("{physical_id}: left alone, not deleted: {e}"),
+            json!({ "ok": true, "outcome": "left-alone", "why": e.to_string() }),
+            "left-alone",
+        ),
+        Err(e) => answer(false, e.to_string(), failure(&e), e.kind()),
     }
 }
 
@@ -268,14 +363,21 @@ fn looks_like_id(id: &str) -> bool {
 
 /// PUT the response to the pre-signed URL. The URL was signed without a content type, so the
 /// request must carry an empty one.
-async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>) -> Result<(), RegistryError> {
+/// Redirects are not followed (the client from `response_url::client()` has them off); a 3xx
+/// answer is a failure like any other.
+async fn send(
+    http: &ResponseClient,
+    url: reqwest::Url,
+    body: Vec<u8>,
+) -> Result<(), RegistryError> {
     let mut last = String::new();
     for attempt in 0..PUT_ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
         }
         let sent = http
-            .put(url)
+            .http()
+            .put(url.clone())
             .header(reqwest::header::CONTENT_TYPE, "")
             .timeout(PUT_TIMEOUT)
             .body(body.clone())

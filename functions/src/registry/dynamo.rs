@@ -1,9 +1,10 @@
 //! The DynamoDB registry: registration transactions, consistent reads, the reconciler's state.
 
 use super::error::{build_error, from_sdk};
-use super::host::read_host;
+use super::host::{enclosing_hosts, read_guard, read_host};
 use super::keys::{self, Item};
-use super::plan::{self, Current};
+use super::owner::{Actor, Owner};
+use super::plan::{self, Current, Enclosing};
 use super::retry::{backoff, MAX_ROUNDS};
 use super::write::{transact, Written};
 use super::{
@@ -31,6 +32,8 @@ pub struct DynamoRegistry {
     policy: Policy,
     backends: BackendLookup,
     bounds: Bounds,
+    /// Who `register` and `deregister` act as (operators; see [`DynamoRegistry::with_operator`]).
+    operator: String,
 }
 
 impl DynamoRegistry {
@@ -48,6 +51,7 @@ impl DynamoRegistry {
             policy: Policy::new(&base_domain, false),
             backends: BackendLookup::default(),
             bounds: Bounds::default(),
+            operator: "an unidentified operator".to_string(),
         }
     }
 
@@ -67,6 +71,17 @@ impl DynamoRegistry {
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self
+    }
+
+    /// The operator principal (e.g. from GetCallerIdentity) recorded as the owner of what
+    /// `register` writes.
+    pub fn with_operator(mut self, principal: impl Into<String>) -> Self {
+        self.operator = principal.into();
+        self
+    }
+
+    pub(crate) fn client(&self) -> &aws_sdk_dynamodb::Client {
+        &self.client
     }
 
     pub fn table(&self) -> &str {
@@ -205,10 +220,33 @@ impl DynamoRegistry {
         self.register(&entry).await
     }
 
+    /// [`DynamoRegistry::register_value`] for `actor`.
+    pub async fn register_value_as(
+        &self,
+        input: &serde_json::Value,
+        actor: &Actor,
+    ) -> Result<RegisterOutcome, RegistryError> {
+        let entry = check_entry_value(input, &self.policy).map_err(RegistryError::Rejected)?;
+        self.register_as(&entry, actor).await
+    }
+
     /// Registers (creates or replaces) an entry: the entry row, the team's claim on its host and
     /// the service's claim on each path prefix, in one transaction. The checks run first, here,
     /// so nothing reaches the table without them. Re-registering an identical entry writes nothing.
+    /// Acts as the operators (see [`DynamoRegistry::with_operator`]).
     pub async fn register(&self, entry: &Entry) -> Result<RegisterOutcome, RegistryError> {
+        self.register_as(entry, &Actor::operator(self.operator.clone()))
+            .await
+    }
+
+    /// Registers for `actor`: refused unless the actor owns the entry (or it is new), and, for
+    /// an actor acting from an account, unless that account is granted the team (checked again
+    /// inside the transaction, so a revoke cannot race it).
+    pub async fn register_as(
+        &self,
+        entry: &Entry,
+        actor: &Actor,
+    ) -> Result<RegisterOutcome, RegistryError> {
         check_entry(entry, &self.policy).map_err(RegistryError::Rejected)?;
         let resolved = self
             .backends
@@ -230,7 +268,11 @@ impl DynamoRegistry {
             if round > 0 {
                 backoff(round).await;
             }
+            if let Some(account) = &actor.granted_account {
+                self.require_grant(&entry.team, account).await?;
+            }
             let current = self.current(&id).await?;
+            plan::check_owner(current.as_ref(), &id, &actor.owner)?;
             if let Some(c) = &current {
                 if c.entry == *entry {
                     return Ok(RegisterOutcome::Unchanged {
@@ -239,23 +281,34 @@ impl DynamoRegistry {
                 }
             }
             let new_host = read_host(&self.client, &self.table, &fqdn).await?;
-            if let Some(conflict) = plan::conflict(entry, &new_host) {
+            let mut enclosing = Enclosing::new();
+            if plan::claims_host(entry, &new_host) {
+                self.read_enclosing(&entry.host, &mut enclosing).await?;
+            }
+            if let Some(conflict) = plan::conflict(entry, &new_host, &enclosing, self.base_domain())
+            {
                 return Err(conflict);
             }
             let old_host = match &current {
-                Some(c) if c.entry.host != entry.host => Some(
-                    read_host(&self.client, &self.table, &c.entry.fqdn(self.base_domain())).await?,
-                ),
+                Some(c) if c.entry.host != entry.host => {
+                    let old =
+                        read_host(&self.client, &self.table, &c.entry.fqdn(self.base_domain()))
+                            .await?;
+                    if plan::releases_host(&old, &id) {
+                        self.read_enclosing(&c.entry.host, &mut enclosing).await?;
+                    }
+                    Some(old)
+                }
                 _ => None,
             };
-            let actions = plan::register(
-                entry,
-                &json,
-                current.as_ref(),
-                &new_host,
-                old_host.as_ref(),
-                now(),
-            );
+            let reads = plan::Reads {
+                current: current.as_ref(),
+                new_host: &new_host,
+                old_host: old_host.as_ref(),
+                enclosing: &enclosing,
+                base_domain: self.base_domain(),
+            };
+            let actions = plan::register(entry, &json, &reads, actor, now());
             match transact(&self.client, &self.table, &actions).await? {
                 Written::Committed => {
                     return Ok(match current {
@@ -276,7 +329,19 @@ impl DynamoRegistry {
 
     /// Removes an entry and its guards in one transaction, releasing the host when this was the
     /// team's last service on it. An absent entry is `NotFound`, not an error.
+    /// Acts as the operators (see [`DynamoRegistry::with_operator`]).
     pub async fn deregister(&self, id: &str) -> Result<DeregisterOutcome, RegistryError> {
+        self.deregister_as(id, &Actor::operator(self.operator.clone()))
+            .await
+    }
+
+    /// Deregisters for `actor`: an entry the actor does not own is a conflict naming its owner
+    /// (CloudFormation's handler turns that into a Delete that leaves the entry alone).
+    pub async fn deregister_as(
+        &self,
+        id: &str,
+        actor: &Actor,
+    ) -> Result<DeregisterOutcome, RegistryError> {
         check_id(id)?;
         let mut last = String::new();
         for round in 0..MAX_ROUNDS {
@@ -286,19 +351,23 @@ impl DynamoRegistry {
             let Some(current) = self.current(id).await? else {
                 return Ok(DeregisterOutcome::NotFound);
             };
+            plan::check_owner(Some(&current), id, &actor.owner)?;
+            if let Some(account) = &actor.granted_account {
+                self.require_grant(&current.entry.team, account).await?;
+            }
             let host = read_host(
                 &self.client,
                 &self.table,
                 &current.entry.fqdn(self.base_domain()),
             )
             .await?;
-            match transact(
-                &self.client,
-                &self.table,
-                &plan::deregister(&current, &host),
-            )
-            .await?
-            {
+            let mut enclosing = Enclosing::new();
+            if plan::releases_host(&host, id) {
+                self.read_enclosing(&current.entry.host, &mut enclosing)
+                    .await?;
+            }
+            let actions = plan::deregister(&current, &host, &enclosing, self.base_domain(), actor);
+            match transact(&self.client, &self.table, &actions).await? {
                 Written::Committed => return Ok(DeregisterOutcome::Deleted),
                 Written::Conflict(e) => return Err(e),
                 Written::Retry(why) => last = why,
@@ -321,6 +390,55 @@ impl DynamoRegistry {
         self.read_all_entries().await
     }
 
+    /// Hands an entry to a new owner (operators only: `gatewayctl adopt`). The entry itself is
+    /// unchanged; the owner is replaced under a condition that the row still exists. Returns the
+    /// previous owner.
+    pub async fn adopt(&self, id: &str, owner: &Owner) -> Result<Option<Owner>, RegistryError> {
+        check_id(id)?;
+        let updated = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
+            .update_expression("SET #owner = :owner")
+            .condition_expression("attribute_exists(#pk)")
+            .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_OWNER, keys::PK])))
+            .expression_attribute_values(":owner", keys::s(owner.encode()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await;
+        match updated {
+            Ok(out) => Ok(out
+                .attributes()
+                .and_then(|a| keys::get_s(a, keys::ATTR_OWNER))
+                .and_then(Owner::decode)),
+            Err(e)
+                if matches!(
+                    e.as_service_error(),
+                    Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Err(RegistryError::Rejected(Rejection {
+                    problems: vec![Problem {
+                        field: "id".into(),
+                        reason: format!("{id} is not registered"),
+                    }],
+                }))
+            }
+            Err(e) => Err(from_sdk(&format!("handing {id} to {owner}"), e)),
+        }
+    }
+
+    async fn read_enclosing(&self, host: &str, into: &mut Enclosing) -> Result<(), RegistryError> {
+        for outer in enclosing_hosts(host, self.base_domain()) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = into.entry(outer) {
+                let guard = read_guard(&self.client, &self.table, slot.key()).await?;
+                slot.insert(guard);
+            }
+        }
+        Ok(())
+    }
+
     async fn current(&self, id: &str) -> Result<Option<Current>, RegistryError> {
         let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
             return Ok(None);
@@ -329,10 +447,15 @@ impl DynamoRegistry {
         Ok(Some(Current {
             entry: stored.entry,
             revision: stored.revision,
+            owner: keys::get_s(&item, keys::ATTR_OWNER).map(str::to_string),
         }))
     }
 
-    async fn get_item(&self, pk: String, sk: &str) -> Result<Option<Item>, RegistryError> {
+    pub(crate) async fn get_item(
+        &self,
+        pk: String,
+        sk: &str,
+    ) -> Result<Option<Item>, RegistryError> {
         let what = format!("reading {pk}");
         let got = self
             .client
@@ -453,6 +576,7 @@ fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
         entry,
         revision: keys::need_n(item, keys::ATTR_REVISION)?,
         updated_at: keys::get_n(item, keys::ATTR_UPDATED_AT).unwrap_or(0),
+        owner: keys::get_s(item, keys::ATTR_OWNER).and_then(Owner::decode),
     })
 }
 

@@ -12,6 +12,9 @@ pub enum RegistryError {
     /// Another team holds the host, or another service holds (or nests with) a path prefix.
     #[error("{what} is held by {holder}")]
     Conflict { what: String, holder: String },
+    /// The caller's account is not granted the entry's team (the message names both).
+    #[error("{0}")]
+    Forbidden(String),
     /// Throttling, an outage or a lost race that persisted through every retry: try again later.
     #[error("temporarily unable to complete: {0}")]
     Retryable(String),
@@ -31,6 +34,7 @@ impl RegistryError {
         match self {
             RegistryError::Rejected(_) => "rejected",
             RegistryError::Conflict { .. } => "conflict",
+            RegistryError::Forbidden(_) => "forbidden",
             RegistryError::Retryable(_) => "retryable",
             RegistryError::StateConflict => "state-conflict",
             RegistryError::Aws(_) => "aws",

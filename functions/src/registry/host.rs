@@ -1,8 +1,27 @@
 //! One host's guard rows, read together: the host guard and every path guard under `HOST#{fqdn}`.
+//!
+//! Hosts inside hosts. A team's host must not be a subdomain of another team's host, nor a
+//! parent of one (cookies scoped to the parent reach every subdomain). The check is race-free
+//! without a lock because of where it is written: the host guard row of every *enclosing* host
+//! (each label suffix in front of the base domain: `a.x` is enclosed by `x`) keeps `under`, the
+//! set of hosts below it and their teams. A registration that claims a host writes, in the same
+//! transaction as its own host guard, the guard row of each enclosing host: its version is bumped
+//! under a version condition and the claimed host is added to `under`. A registration claiming
+//! an enclosing host writes that same row under the same kind of condition. So two teams racing
+//! for `a.x` and `x` both write the `x` row conditioned on the version they read: one commits,
+//! the other's condition fails and, re-reading, finds the conflict (the enclosing host's team, or
+//! the inner host in `under`) and names its holder. Releasing a host removes it from `under` the
+//! same way. Enclosing rows are full puts computed from a consistent read (the version condition
+//! proves nothing changed in between), so a row touched for several reasons in one registration
+//! (moving from `b.x` to `a.x`) is written once. Depth is bounded by `MAX_HOST_LABELS`, so the
+//! rows fit the transaction.
 
 use super::keys::{self, Item};
 use super::{error::from_sdk, RegistryError};
 use std::collections::BTreeMap;
+
+/// Attribute on a host guard row: the hosts inside this one that a team holds, `"{fqdn} {team}"`.
+pub(crate) const ATTR_UNDER: &str = "under";
 
 /// The host guard: which team holds the host (none once released) and its version. The row
 /// outlives its team: a released host keeps its version, so a registration that read the host
@@ -11,6 +30,68 @@ use std::collections::BTreeMap;
 pub(crate) struct HostGuard {
     pub team: Option<String>,
     pub version: u64,
+    /// Held hosts inside this one: fqdn → team.
+    pub under: BTreeMap<String, String>,
+}
+
+impl HostGuard {
+    pub fn from_item(item: &Item) -> Result<HostGuard, RegistryError> {
+        let mut under = BTreeMap::new();
+        if let Some(set) = item.get(ATTR_UNDER).and_then(|v| v.as_ss().ok()) {
+            for element in set {
+                if let Some((fqdn, team)) = element.split_once(' ') {
+                    under.insert(fqdn.to_string(), team.to_string());
+                }
+            }
+        }
+        Ok(HostGuard {
+            team: keys::get_s(item, keys::ATTR_TEAM).map(str::to_string),
+            version: keys::need_n(item, keys::ATTR_VERSION)?,
+            under,
+        })
+    }
+
+    /// The `under` set as stored (none when empty: DynamoDB has no empty sets).
+    pub fn under_set(under: &BTreeMap<String, String>) -> Option<Vec<String>> {
+        (!under.is_empty()).then(|| {
+            under
+                .iter()
+                .map(|(fqdn, team)| format!("{fqdn} {team}"))
+                .collect()
+        })
+    }
+
+    /// The first held host inside this one whose team is not `team`.
+    pub fn foreign_under(&self, team: &str) -> Option<(&String, &String)> {
+        self.under.iter().find(|(_, t)| t.as_str() != team)
+    }
+}
+
+/// The hosts enclosing `host` (labels in front of `base_domain`), nearest first, as fqdns:
+/// `a.b.c` → `b.c.{base}`, `c.{base}`. The base domain itself is the gateway's, not a team host.
+pub(crate) fn enclosing_hosts(host: &str, base_domain: &str) -> Vec<String> {
+    let base = base_domain.trim_end_matches('.');
+    let labels: Vec<&str> = host.split('.').collect();
+    (1..labels.len())
+        .map(|i| format!("{}.{base}", labels[i..].join(".")))
+        .collect()
+}
+
+/// One host guard row, read consistently (no path guards).
+pub(crate) async fn read_guard(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    fqdn: &str,
+) -> Result<Option<HostGuard>, RegistryError> {
+    let got = client
+        .get_item()
+        .table_name(table)
+        .set_key(Some(keys::key(keys::host_pk(fqdn), keys::HOST_SK)))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(|e| from_sdk(&format!("reading the guard of host {fqdn}"), e))?;
+    got.item().map(HostGuard::from_item).transpose()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +115,6 @@ impl HostView {
     /// one route, hence one path guard, so this is "is `id` the last service on the host".
     pub fn others_remain(&self, id: &str) -> bool {
         self.paths.values().any(|holder| holder != id)
-    }
-
-    pub fn version(&self) -> Option<u64> {
-        self.guard.as_ref().map(|g| g.version)
     }
 }
 
@@ -68,10 +145,7 @@ pub(crate) async fn read_host(
         for item in page.items() {
             let sk = keys::need_s(item, keys::SK)?;
             if sk == keys::HOST_SK {
-                view.guard = Some(HostGuard {
-                    team: keys::get_s(item, keys::ATTR_TEAM).map(str::to_string),
-                    version: keys::need_n(item, keys::ATTR_VERSION)?,
-                });
+                view.guard = Some(HostGuard::from_item(item)?);
             } else if let Some(prefix) = sk.strip_prefix(keys::PATH_PREFIX) {
                 let holder = keys::need_s(item, keys::ATTR_SERVICE)?;
                 view.paths.insert(prefix.to_string(), holder.to_string());
@@ -81,5 +155,19 @@ pub(crate) async fn read_host(
             Some(k) if !k.is_empty() => start = Some(k.clone()),
             _ => return Ok(view),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::enclosing_hosts;
+
+    #[test]
+    fn enclosing_hosts_stop_at_the_base_domain() {
+        assert_eq!(
+            enclosing_hosts("a.b.c", "api.example.com"),
+            ["b.c.api.example.com", "c.api.example.com"]
+        );
+        assert!(enclosing_hosts("invoices", "api.example.com").is_empty());
     }
 }

@@ -14,6 +14,10 @@ pub const ENTRY_SK: &str = "ENTRY";
 pub const HOST_PREFIX: &str = "HOST#";
 pub const HOST_SK: &str = "HOST";
 pub const PATH_PREFIX: &str = "PATH#";
+/// Grant: `GRANT#{team}` / `ACCOUNT#{account}`, which AWS account may act for which team.
+/// The reconciler reads only `ENTRY#` rows, so grants never reach a render.
+pub const GRANT_PREFIX: &str = "GRANT#";
+pub const ACCOUNT_PREFIX: &str = "ACCOUNT#";
 pub const STATE_PK: &str = "STATE";
 pub const STATE_SK: &str = "PUBLISHED";
 
@@ -21,7 +25,13 @@ pub const STATE_SK: &str = "PUBLISHED";
 pub const ATTR_ENTRY: &str = "entry";
 pub const ATTR_REVISION: &str = "revision";
 pub const ATTR_UPDATED_AT: &str = "updated_at";
-/// Host guard: owning team (absent once released) and the version every registration bumps.
+/// Entry item: who owns it (`registry::Owner`'s stored form). A reserved word in expressions.
+pub const ATTR_OWNER: &str = "owner";
+/// Grant item: who granted it and when (unix seconds).
+pub const ATTR_GRANTED_BY: &str = "granted_by";
+pub const ATTR_GRANTED_AT: &str = "granted_at";
+/// Host guard: owning team (absent once released) and the version every registration bumps;
+/// also `under`, the held hosts inside it (see `host.rs` on hosts inside hosts).
 pub const ATTR_TEAM: &str = "team";
 pub const ATTR_VERSION: &str = "version";
 /// Path guard: owning `team/service`.
@@ -33,6 +43,13 @@ pub const ATTR_PUBLISHED_AT: &str = "published_at";
 
 pub fn entry_pk(id: &str) -> String {
     format!("{ENTRY_PREFIX}{id}")
+}
+
+pub fn grant_key(team: &str, account: &str) -> Item {
+    key(
+        format!("{GRANT_PREFIX}{team}"),
+        &format!("{ACCOUNT_PREFIX}{account}"),
+    )
 }
 
 pub fn host_pk(fqdn: &str) -> String {

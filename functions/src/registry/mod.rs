@@ -2,18 +2,23 @@
 //!
 //! The reconciler's reads and its state record sit behind [`Registry`], so a reconcile run can
 //! be tested against a wrapper that injects faults; registration itself is [`DynamoRegistry`]'s
-//! own business (`register`, `deregister`, `list`).
+//! own business (`register`, `deregister`, `list`), as are grants and owners (`grant`,
+//! `revoke`, `grants`, `adopt`): rows the reconciler never reads.
 
 mod dynamo;
 mod error;
+mod grants;
 mod host;
 mod keys;
+mod owner;
 mod plan;
 mod retry;
 mod write;
 
 pub use dynamo::DynamoRegistry;
 pub use error::RegistryError;
+pub use grants::{is_account_id, Grant};
+pub use owner::{Actor, Owner};
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -25,6 +30,8 @@ pub struct StoredEntry {
     pub entry: Entry,
     pub revision: u64,
     pub updated_at: u64,
+    /// Who may change it (`None` on rows written before owners were recorded: operators only).
+    pub owner: Option<Owner>,
 }
 
 /// Every entry in the table, sorted by id. A row whose JSON no longer parses is reported in

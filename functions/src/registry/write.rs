@@ -5,13 +5,18 @@
 //! team holding it.
 
 use super::error::{build_error, from_sdk};
+use super::host::{HostGuard, ATTR_UNDER};
 use super::keys::{self, Item};
-use super::plan::{host_conflict, path_conflict, Action};
+use super::plan::{
+    enclosing_host_conflict, host_conflict, inner_host_conflict, path_conflict, Action, Expected,
+    HostRole,
+};
 use super::retry::random_u64;
 use super::RegistryError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    CancellationReason, Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    AttributeValue, CancellationReason, ConditionCheck, Delete, Put,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 use std::collections::HashMap;
 
@@ -81,10 +86,28 @@ fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Writt
         }
         let old = reason.item();
         match action {
-            Action::PutHostGuard { fqdn, claimant, .. } => {
-                if let Some(team) = old.and_then(|i| keys::get_s(i, keys::ATTR_TEAM)) {
-                    if team != claimant {
-                        return Ok(Written::Conflict(host_conflict(fqdn, team)));
+            Action::CheckGrant { team, account } => {
+                return Ok(Written::Conflict(not_granted(team, account)));
+            }
+            Action::PutHostGuard {
+                fqdn,
+                claimant,
+                role,
+                ..
+            } => {
+                let team = old.and_then(|i| keys::get_s(i, keys::ATTR_TEAM));
+                if let Some(team) = team.filter(|t| t != claimant) {
+                    return Ok(Written::Conflict(match role {
+                        HostRole::Enclosing { inner } => enclosing_host_conflict(fqdn, inner, team),
+                        HostRole::Claimed | HostRole::Left => host_conflict(fqdn, team),
+                    }));
+                }
+                if *role == HostRole::Claimed {
+                    let guard = old.and_then(|i| HostGuard::from_item(i).ok());
+                    if let Some((inner, team)) =
+                        guard.as_ref().and_then(|g| g.foreign_under(claimant))
+                    {
+                        return Ok(Written::Conflict(inner_host_conflict(inner, fqdn, team)));
                     }
                 }
             }
@@ -110,8 +133,18 @@ fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Writt
     })))
 }
 
+/// The refusal for an account without a grant for the team: names both and the way out.
+pub(crate) fn not_granted(team: &str, account: &str) -> RegistryError {
+    RegistryError::Forbidden(format!(
+        "account {account} is not granted team {team}; an operator of the gateway grants it with: gatewayctl grant {team} --account {account}"
+    ))
+}
+
 fn describe(action: &Action) -> String {
     match action {
+        Action::CheckGrant { team, account } => {
+            format!("the grant of team {team} to account {account}")
+        }
         Action::PutEntry { id, .. } | Action::DeleteEntry { id, .. } => format!("entry {id}"),
         Action::PutHostGuard { fqdn, .. } => format!("host {fqdn}"),
         Action::PutPathGuard { fqdn, prefix, .. }
@@ -129,12 +162,14 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
             json,
             revision,
             updated_at,
+            owner,
             expected,
         } => {
             let mut row = keys::key(keys::entry_pk(id), keys::ENTRY_SK);
             row.insert(keys::ATTR_ENTRY.into(), keys::s(json.as_str()));
             row.insert(keys::ATTR_REVISION.into(), keys::n(*revision));
             row.insert(keys::ATTR_UPDATED_AT.into(), keys::n(*updated_at));
+            row.insert(keys::ATTR_OWNER.into(), keys::s(owner.as_str()));
             let put = Put::builder()
                 .table_name(table)
                 .set_item(Some(row))
@@ -143,59 +178,76 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
                 None => put
                     .condition_expression("attribute_not_exists(#pk)")
                     .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
-                Some(rev) => put
-                    .condition_expression("#revision = :expected")
-                    .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_REVISION])))
-                    .expression_attribute_values(":expected", keys::n(*rev)),
+                Some(expected) => {
+                    let (condition, values) = entry_condition(expected);
+                    put.condition_expression(condition)
+                        .set_expression_attribute_names(Some(keys::names(&[
+                            keys::ATTR_REVISION,
+                            keys::ATTR_OWNER,
+                        ])))
+                        .set_expression_attribute_values(Some(values))
+                }
             };
             TransactWriteItem::builder()
                 .put(put.build().map_err(|e| build_error("the entry put", e))?)
                 .build()
         }
         Action::DeleteEntry { id, expected } => {
+            let (condition, values) = entry_condition(expected);
             let delete = Delete::builder()
                 .table_name(table)
                 .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
-                .condition_expression("#revision = :expected")
-                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_REVISION])))
-                .expression_attribute_values(":expected", keys::n(*expected))
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(keys::names(&[
+                    keys::ATTR_REVISION,
+                    keys::ATTR_OWNER,
+                ])))
+                .set_expression_attribute_values(Some(values))
                 .return_values_on_condition_check_failure(old)
                 .build()
                 .map_err(|e| build_error("the entry delete", e))?;
             TransactWriteItem::builder().delete(delete).build()
         }
+        Action::CheckGrant { team, account } => {
+            let check = ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(keys::grant_key(team, account)))
+                .condition_expression("attribute_exists(#pk)")
+                .set_expression_attribute_names(Some(keys::names(&[keys::PK])))
+                .build()
+                .map_err(|e| build_error("the grant check", e))?;
+            TransactWriteItem::builder().condition_check(check).build()
+        }
         Action::PutHostGuard {
             fqdn,
             team,
+            under,
             version,
             expected,
-            claimant,
+            ..
         } => {
             let mut row = keys::key(keys::host_pk(fqdn), keys::HOST_SK);
             if let Some(team) = team {
                 row.insert(keys::ATTR_TEAM.into(), keys::s(team.as_str()));
             }
             row.insert(keys::ATTR_VERSION.into(), keys::n(*version));
+            if let Some(set) = HostGuard::under_set(under) {
+                row.insert(ATTR_UNDER.into(), AttributeValue::Ss(set));
+            }
             let put = Put::builder()
                 .table_name(table)
                 .set_item(Some(row))
                 .return_values_on_condition_check_failure(old);
+            // The version alone is the condition: the row is written whole from a consistent
+            // read, so "unchanged since read" is exactly what makes the write correct.
             let put = match expected {
                 None => put
                     .condition_expression("attribute_not_exists(#pk)")
                     .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
                 Some(v) => put
-                    .condition_expression(
-                        "#version = :expected AND (attribute_not_exists(#team) OR #team = :team)",
-                    )
-                    .set_expression_attribute_names(Some(keys::names(&[
-                        keys::ATTR_VERSION,
-                        keys::ATTR_TEAM,
-                    ])))
-                    .set_expression_attribute_values(Some(HashMap::from([
-                        (":expected".to_string(), keys::n(*v)),
-                        (":team".to_string(), keys::s(claimant.as_str())),
-                    ]))),
+                    .condition_expression("#version = :expected")
+                    .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_VERSION])))
+                    .expression_attribute_values(":expected", keys::n(*v)),
             };
             TransactWriteItem::builder()
                 .put(
@@ -242,6 +294,21 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
     Ok(item)
 }
 
+/// The entry row is as read: same revision, same owner (or none, on rows from before owners).
+fn entry_condition(expected: &Expected) -> (&'static str, HashMap<String, AttributeValue>) {
+    let mut values = HashMap::from([(":expected".to_string(), keys::n(expected.revision))]);
+    match &expected.owner {
+        Some(owner) => {
+            values.insert(":owner".to_string(), keys::s(owner.as_str()));
+            ("#revision = :expected AND #owner = :owner", values)
+        }
+        None => (
+            "#revision = :expected AND attribute_not_exists(#owner)",
+            values,
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,14 +329,20 @@ mod tests {
                 json: "{}".into(),
                 revision: 2,
                 updated_at: 1,
-                expected: Some(1),
+                owner: "operator:ops".into(),
+                expected: Some(Expected {
+                    revision: 1,
+                    owner: Some("operator:ops".into()),
+                }),
             },
             Action::PutHostGuard {
                 fqdn: "h.example.com".into(),
                 team: Some("billing".into()),
+                under: Default::default(),
                 version: 4,
                 expected: Some(3),
                 claimant: "billing".into(),
+                role: HostRole::Claimed,
             },
             Action::PutPathGuard {
                 fqdn: "h.example.com".into(),
@@ -296,6 +369,63 @@ mod tests {
             reason("None", None),
         ]);
         assert_eq!(got, "conflict: host h.example.com is held by payments");
+    }
+
+    #[test]
+    fn an_enclosing_host_another_team_took_or_a_missing_grant_is_named() {
+        let actions = vec![
+            Action::CheckGrant {
+                team: "billing".into(),
+                account: "222222222222".into(),
+            },
+            Action::PutHostGuard {
+                fqdn: "x.example.com".into(),
+                team: None,
+                under: Default::default(),
+                version: 2,
+                expected: Some(1),
+                claimant: "billing".into(),
+                role: HostRole::Enclosing {
+                    inner: "a.x.example.com".into(),
+                },
+            },
+        ];
+        let got = interpret(
+            &actions,
+            &[
+                reason("None", None),
+                reason("ConditionalCheckFailed", Some(("team", "payments"))),
+            ],
+        );
+        assert!(matches!(&got, Ok(Written::Conflict(e))
+            if e.to_string() == "host x.example.com (enclosing a.x.example.com) is held by payments"));
+        let got = interpret(
+            &actions,
+            &[reason("ConditionalCheckFailed", None), reason("None", None)],
+        );
+        assert!(matches!(&got, Ok(Written::Conflict(e))
+            if e.kind() == "forbidden" && e.to_string().starts_with("account 222222222222 is not granted team billing")));
+        // The claimed host gained another team's host inside it since it was read.
+        let claimed = vec![Action::PutHostGuard {
+            fqdn: "x.example.com".into(),
+            team: Some("billing".into()),
+            under: Default::default(),
+            version: 2,
+            expected: Some(1),
+            claimant: "billing".into(),
+            role: HostRole::Claimed,
+        }];
+        let inner = CancellationReason::builder()
+            .code("ConditionalCheckFailed")
+            .item("version", AttributeValue::N("2".into()))
+            .item(
+                "under",
+                AttributeValue::Ss(vec!["a.x.example.com payments".into()]),
+            )
+            .build();
+        let got = interpret(&claimed, &[inner]);
+        assert!(matches!(&got, Ok(Written::Conflict(e))
+            if e.to_string() == "host a.x.example.com (inside x.example.com) is held by payments"));
     }
 
     #[test]

@@ -18,6 +18,19 @@ pub struct Captured {
 
 /// A loopback HTTP listener answering every request with `status`.
 pub async fn response_url(status: u16) -> (String, mpsc::UnboundedReceiver<Captured>) {
+    response_url_with(status, "").await
+}
+
+/// A listener answering every request with a redirect to `location`.
+pub async fn redirecting_url(location: &str) -> (String, mpsc::UnboundedReceiver<Captured>) {
+    response_url_with(307, &format!("Location: {location}\r\n")).await
+}
+
+async fn response_url_with(
+    status: u16,
+    extra_headers: &str,
+) -> (String, mpsc::UnboundedReceiver<Captured>) {
+    let extra_headers = extra_headers.to_string();
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!(
         "http://{}/cfn-response/abc?X-Amz-Signature=sig",
@@ -67,7 +80,7 @@ pub async fn response_url(status: u16) -> (String, mpsc::UnboundedReceiver<Captu
                 body,
             });
             let answer =
-                format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                format!("HTTP/1.1 {status} X\r\n{extra_headers}Content-Length: 0\r\nConnection: close\r\n\r\n");
             let _ = conn.write_all(answer.as_bytes()).await;
             let _ = conn.shutdown().await;
         }

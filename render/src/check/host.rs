@@ -14,6 +14,14 @@ pub fn check_host(host: &str, base_domain: &str) -> Result<(), String> {
         );
     }
     check_dns_name(host)?;
+    let labels = host.split('.').count();
+    if labels > super::MAX_HOST_LABELS {
+        return Err(format!(
+            "{} has {labels} labels; at most {} in front of the base domain (each enclosing host is checked in the registration transaction)",
+            quote(host),
+            super::MAX_HOST_LABELS
+        ));
+    }
     let base = base_domain.trim_end_matches('.');
     if !base.is_empty() && (host == base || host.ends_with(&format!(".{base}"))) {
         return Err(format!(
@@ -39,9 +47,18 @@ mod tests {
 
     #[test]
     fn accepts_one_or_more_labels() {
-        for ok in ["invoices", "eu.invoices", "v2", "a-b.c-d.e"] {
+        for ok in ["invoices", "eu.invoices", "v2", "a-b.c-d.e", "a.b.c.d"] {
             assert_eq!(check_host(ok, BASE), Ok(()), "{ok}");
         }
+    }
+
+    #[test]
+    fn rejects_more_than_four_labels_naming_the_count() {
+        let err = check_host("a.b.c.d.e", BASE).expect_err("five labels");
+        assert!(
+            err.starts_with("\"a.b.c.d.e\" has 5 labels; at most 4"),
+            "{err}"
+        );
     }
 
     #[test]

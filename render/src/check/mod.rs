@@ -41,10 +41,16 @@ pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
 pub const MAX_ROUTES: usize = 64;
 /// Limits per route.
 pub const MAX_LIMITS_PER_ROUTE: usize = 8;
-/// Distinct path prefixes per entry. A registration claims one guard per prefix and may delete
-/// as many old ones, plus the entry and the host guard: 2 + 2 * 48 = 98 <= 100 actions, the
-/// DynamoDB TransactWriteItems limit.
-pub const MAX_PATH_PREFIXES: usize = 48;
+/// Distinct path prefixes per entry. A registration is one DynamoDB TransactWriteItems (at most
+/// 100 actions): the entry, the grant check, and for the new host and (when it moves) the old one
+/// the host guard plus one action per enclosing host (at most [`MAX_HOST_LABELS`] - 1), and one
+/// guard per prefix claimed there or released here:
+/// 1 + 1 + 2 * (1 + 3) + 2 * 45 = 100.
+pub const MAX_PATH_PREFIXES: usize = 45;
+/// Labels in `host` (in front of the base domain). Each enclosing host of a claimed host is one
+/// action in the registration transaction (hosts inside hosts are a conflict), so the depth is
+/// bounded; see [`MAX_PATH_PREFIXES`] for the budget.
+pub const MAX_HOST_LABELS: usize = 4;
 
 /// What the checks need to know about the gateway they register on.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -246,10 +246,10 @@ mod tests {
         let errs = run(v.clone()).expect_err("too many prefixes");
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(
-            errs[0].starts_with("routes: claims 49 distinct path prefixes; at most 48"),
+            errs[0].starts_with("routes: claims 46 distinct path prefixes; at most 45"),
             "{errs:?}"
         );
-        v["routes"] = Value::Array((0..MAX_ROUTES).map(|i| json!({"path": format!("/r{}", i % 48), "methods": [if i < 48 {"GET"} else {"POST"}]})).collect());
+        v["routes"] = Value::Array((0..MAX_ROUTES).map(|i| json!({"path": format!("/r{}", i % MAX_PATH_PREFIXES), "methods": [if i < MAX_PATH_PREFIXES {"GET"} else {"POST"}]})).collect());
         assert!(run(v).is_ok());
     }
 

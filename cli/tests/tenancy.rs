@@ -1,0 +1,334 @@
+//! `gatewayctl grant | revoke | grants | adopt` and hosts inside hosts, against moto's server:
+//! outputs, exit codes, and races between gatewayctl processes.
+
+use gateway_testkit::{unique_name, MotoServer};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+fn moto() -> &'static MotoServer {
+    static SERVER: OnceLock<MotoServer> = OnceLock::new();
+    SERVER.get_or_init(MotoServer::start)
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn command(table: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayctl"));
+    cmd.env_clear()
+        .args(args)
+        .envs(moto().aws_env())
+        .env("GATEWAY_DOMAIN", "api.example.com")
+        .env("GATEWAY_TABLE", table);
+    cmd
+}
+
+fn gatewayctl(table: &str, args: &[&str]) -> Run {
+    let out = command(table, args).output().expect("gatewayctl runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn new_table() -> String {
+    let table = unique_name("tenancy");
+    let run = gatewayctl(&table, &["init"]);
+    assert_eq!(run.code, 0, "init: {}", run.stderr);
+    table
+}
+
+fn entry_file(
+    dir: &tempfile::TempDir,
+    team: &str,
+    service: &str,
+    host: &str,
+    path: &str,
+) -> String {
+    let file = dir.path().join(format!(
+        "{team}-{service}-{host}-{}.json",
+        path.trim_start_matches('/')
+    ));
+    let doc = serde_json::json!({
+        "team": team, "service": service, "host": host,
+        "backend": "https://backend.internal.example:8443",
+        "routes": [ { "path": path } ]
+    });
+    std::fs::write(&file, doc.to_string()).expect("write entry");
+    file.display().to_string()
+}
+
+const STACK: &str = "arn:aws:cloudformation:us-east-1:222222222222:stack/invoices/5b8a9f40-1111-11ef-9f3c-0a1b2c3d4e5f";
+
+#[test]
+fn grants_are_added_listed_and_revoked() {
+    let table = new_table();
+    let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "granted team billing to account 222222222222"
+    );
+    let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
+    assert_eq!(
+        run.stdout.trim(),
+        "already granted team billing to account 222222222222"
+    );
+    assert_eq!(
+        gatewayctl(&table, &["grant", "payments", "--account", "444444444444"]).code,
+        0
+    );
+
+    let run = gatewayctl(&table, &["grant", "billing", "--account", "2222"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--account \"2222\" is not an AWS account id"),
+        "{}",
+        run.stderr
+    );
+    let run = gatewayctl(&table, &["grant", "Billing!", "--account", "222222222222"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("team"),
+        "the rejection names the field: {}",
+        run.stderr
+    );
+
+    let run = gatewayctl(&table, &["grants"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    assert!(lines[0].starts_with("TEAM") && lines[0].contains("ACCOUNT"));
+    assert!(
+        lines[1].starts_with("billing") && lines[1].contains("222222222222"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].starts_with("payments") && lines[2].contains("444444444444"),
+        "{}",
+        lines[2]
+    );
+
+    let run = gatewayctl(&table, &["grants", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("grants --json is JSON");
+    assert_eq!(doc["grants"][0]["team"], "billing");
+    assert_eq!(doc["grants"][0]["account"], "222222222222");
+    assert!(
+        doc["grants"][0]["granted_by"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("arn:aws:")),
+        "who granted it: {doc}"
+    );
+
+    let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout.trim(),
+        "revoked team billing from account 222222222222"
+    );
+    let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        "account 222222222222 was not granted team billing"
+    );
+    let run = gatewayctl(&table, &["grants", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(doc["grants"].as_array().map(Vec::len), Some(1));
+
+    // Grants never reach the entries (the reconciler reads only entries).
+    let run = gatewayctl(&table, &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(doc["entries"], serde_json::json!([]));
+    assert_eq!(doc["unreadable"], serde_json::json!([]));
+}
+
+#[test]
+fn adopt_hands_an_entry_to_a_stack_and_back() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
+    assert_eq!(gatewayctl(&table, &["register", &file]).code, 0);
+
+    let run = gatewayctl(
+        &table,
+        &[
+            "adopt",
+            "billing/invoices-api",
+            "--stack",
+            STACK,
+            "--resource",
+            "Expose",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "billing/invoices-api now owned by stack {STACK} (resource Expose) (was operators"
+        )),
+        "{}",
+        run.stdout
+    );
+    let run = gatewayctl(&table, &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(
+        doc["entries"][0]["owner"],
+        serde_json::json!({ "kind": "stack", "stack": STACK, "resource": "Expose" })
+    );
+    let run = gatewayctl(&table, &["list"]);
+    assert!(
+        run.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.trim_end().ends_with(&format!("{STACK} Expose"))),
+        "{}",
+        run.stdout
+    );
+
+    // Now the stack owns it: an operator's register or deregister is refused, saying how to take it back.
+    let changed = entry_file(&dir, "billing", "invoices-api", "invoices", "/bills");
+    let run = gatewayctl(&table, &["register", &changed]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        format!("entry billing/invoices-api is held by stack {STACK} (resource Expose); to change it from here, first take it over: gatewayctl adopt billing/invoices-api --operator")
+    );
+    assert_eq!(
+        gatewayctl(&table, &["deregister", "billing/invoices-api"]).code,
+        1
+    );
+
+    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--operator"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("now owned by operators"),
+        "{}",
+        run.stdout
+    );
+    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--stack", STACK]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("billing/invoices-api is not registered"),
+        "{}",
+        run.stderr
+    );
+    let run = gatewayctl(
+        &table,
+        &["adopt", "billing/invoices-api", "--stack", "my-stack"],
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("not a CloudFormation stack ARN"),
+        "{}",
+        run.stderr
+    );
+    let run = gatewayctl(&table, &["adopt", "billing/invoices-api"]);
+    assert_eq!(
+        run.code, 2,
+        "--stack or --operator is required: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_host_inside_or_around_another_teams_host_is_refused_naming_the_holder() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let billing = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
+    assert_eq!(gatewayctl(&table, &["register", &billing]).code, 0);
+
+    let inside = entry_file(&dir, "payments", "pay", "x.invoices", "/pay");
+    let run = gatewayctl(&table, &["register", &inside]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing"
+    );
+
+    let deep = entry_file(&dir, "search", "query", "a.b.c", "/q");
+    assert_eq!(gatewayctl(&table, &["register", &deep]).code, 0);
+    let around = entry_file(&dir, "payments", "pay", "c", "/pay");
+    let run = gatewayctl(&table, &["register", &around]);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stderr.trim(),
+        "host a.b.c.api.example.com (inside c.api.example.com) is held by search"
+    );
+    // The same team nests freely, and once search leaves, c is free.
+    let own = entry_file(&dir, "search", "suggest", "b.c", "/s");
+    assert_eq!(gatewayctl(&table, &["register", &own]).code, 0);
+    assert_eq!(
+        gatewayctl(&table, &["deregister", "search/suggest"]).code,
+        0
+    );
+    assert_eq!(gatewayctl(&table, &["deregister", "search/query"]).code, 0);
+    let run = gatewayctl(&table, &["register", &around]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// Twenty gatewayctl processes race: ten teams for `a.x`, ten for `x`. Exactly one wins, and
+/// every loser names the winning team.
+#[test]
+fn twenty_processes_race_for_a_host_and_its_subdomain_and_one_team_wins() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            let team = format!("team{i}");
+            let host = if i % 2 == 0 { "a.x" } else { "x" };
+            let file = entry_file(&dir, &team, "api", host, "/api");
+            (team, file)
+        })
+        .collect();
+    let children: Vec<_> = files
+        .iter()
+        .map(|(team, file)| {
+            let child = command(&table, &["register", file])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn gatewayctl");
+            (team.clone(), child)
+        })
+        .collect();
+    let mut winners = Vec::new();
+    let mut losers = Vec::new();
+    for (team, child) in children {
+        let out = child.wait_with_output().expect("gatewayctl finishes");
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        match out.status.code() {
+            Some(0) => winners.push(team),
+            Some(1) => losers.push((team, stderr)),
+            other => panic!("{team}: exit {other:?}: {stderr}"),
+        }
+    }
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one winner: {winners:?} {losers:?}"
+    );
+    let winner = &winners[0];
+    for (team, stderr) in &losers {
+        assert!(
+            stderr.ends_with(&format!("is held by {winner}")),
+            "{team} names the winner {winner}: {stderr}"
+        );
+    }
+    let run = gatewayctl(&table, &["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let ids: Vec<&str> = doc["entries"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|e| e["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, [format!("{winner}/api")]);
+}

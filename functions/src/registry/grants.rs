@@ -1,0 +1,161 @@
+//! Grants: which AWS account may act for which team (docs/design.md, "Trust boundaries").
+//! One row per grant, `GRANT#{team}` / `ACCOUNT#{account}`, written only by operators
+//! (`gatewayctl grant`/`revoke`). A registration from an account checks its grant twice: read
+//! first (a clear refusal without touching the guards), and as a ConditionCheck inside the
+//! registration transaction (so a revoke that lands in between wins).
+
+use super::dynamo::DynamoRegistry;
+use super::error::from_sdk;
+use super::keys::{self, Item};
+use super::write::not_granted;
+use super::RegistryError;
+use aws_sdk_dynamodb::types::ReturnValue;
+use gateway_render::check::check_identifier;
+use gateway_render::{Problem, Rejection};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One grant as stored.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Grant {
+    pub team: String,
+    pub account: String,
+    pub granted_by: String,
+    /// Unix seconds.
+    pub granted_at: u64,
+}
+
+/// An AWS account id: exactly 12 digits.
+pub fn is_account_id(account: &str) -> bool {
+    account.len() == 12 && account.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn check_grant_input(team: &str, account: &str) -> Result<(), RegistryError> {
+    let mut problems = Vec::new();
+    if let Err(reason) = check_identifier(team) {
+        problems.push(Problem {
+            field: "team".into(),
+            reason,
+        });
+    }
+    if !is_account_id(account) {
+        problems.push(Problem {
+            field: "account".into(),
+            reason: format!("{account:?} is not an AWS account id (12 digits)"),
+        });
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(RegistryError::Rejected(Rejection { problems }))
+    }
+}
+
+impl DynamoRegistry {
+    /// Grants `account` the right to register `team`'s entries. True when it is new.
+    pub async fn grant(
+        &self,
+        team: &str,
+        account: &str,
+        granted_by: &str,
+    ) -> Result<bool, RegistryError> {
+        check_grant_input(team, account)?;
+        let mut row = keys::grant_key(team, account);
+        row.insert(keys::ATTR_GRANTED_BY.into(), keys::s(granted_by));
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        row.insert(keys::ATTR_GRANTED_AT.into(), keys::n(at));
+        let out = self
+            .client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(row))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| from_sdk(&format!("granting team {team} to account {account}"), e))?;
+        Ok(out.attributes().is_none_or(|a| a.is_empty()))
+    }
+
+    /// Revokes a grant. True when there was one. Entries the account registered stay (and stay
+    /// owned by their stacks); the account can no longer change them.
+    pub async fn revoke(&self, team: &str, account: &str) -> Result<bool, RegistryError> {
+        check_grant_input(team, account)?;
+        let out = self
+            .client()
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(keys::grant_key(team, account)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| from_sdk(&format!("revoking team {team} from account {account}"), e))?;
+        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
+    }
+
+    /// Every grant, sorted by team then account.
+    pub async fn grants(&self) -> Result<Vec<Grant>, RegistryError> {
+        let mut grants = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client()
+                .scan()
+                .table_name(self.table())
+                .consistent_read(true)
+                .filter_expression("begins_with(#pk, :grant)")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":grant", keys::s(keys::GRANT_PREFIX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| from_sdk(&format!("scanning table {} for grants", self.table()), e))?;
+            for item in page.items() {
+                let pk = keys::need_s(item, keys::PK)?;
+                let sk = keys::need_s(item, keys::SK)?;
+                let (Some(team), Some(account)) = (
+                    pk.strip_prefix(keys::GRANT_PREFIX),
+                    sk.strip_prefix(keys::ACCOUNT_PREFIX),
+                ) else {
+                    continue;
+                };
+                grants.push(Grant {
+                    team: team.to_string(),
+                    account: account.to_string(),
+                    granted_by: keys::get_s(item, keys::ATTR_GRANTED_BY)
+                        .unwrap_or("")
+                        .to_string(),
+                    granted_at: keys::get_n(item, keys::ATTR_GRANTED_AT).unwrap_or(0),
+                });
+            }
+            match page.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        grants.sort_by(|a, b| (&a.team, &a.account).cmp(&(&b.team, &b.account)));
+        Ok(grants)
+    }
+
+    /// Whether `account` is granted `team` (a consistent read).
+    pub async fn is_granted(&self, team: &str, account: &str) -> Result<bool, RegistryError> {
+        let key = keys::grant_key(team, account);
+        let pk = keys::get_s(&key, keys::PK).unwrap_or_default().to_string();
+        let sk = keys::get_s(&key, keys::SK).unwrap_or_default().to_string();
+        Ok(self.get_item(pk, &sk).await?.is_some())
+    }
+
+    /// `Forbidden`, naming the team and the account, unless the grant exists.
+    pub(crate) async fn require_grant(
+        &self,
+        team: &str,
+        account: &str,
+    ) -> Result<(), RegistryError> {
+        if self.is_granted(team, account).await? {
+            Ok(())
+        } else {
+            Err(not_granted(team, account))
+        }
+    }
+}
