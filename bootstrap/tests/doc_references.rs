@@ -2,9 +2,9 @@
 //! cites (`docs/design.md#registry-table`) is a heading of that document. A comment that points a
 //! maintainer at a contract must point somewhere they can read.
 //!
-//! A citation is a path ending in `.md`, optionally followed by `#anchor`, resolved against the
-//! citing file's directory and then the repository root. In Markdown files, links to `#anchor`
-//! in the same file are checked too. Anchors are headings as GitHub spells them (lowercase,
+//! A citation is a path ending in `.md`, optionally followed by `#anchor` or by a quoted heading
+//! (`docs/design.md, "Registry table"`), resolved against the citing file's directory and then the
+//! repository root. In Markdown files, links to `#anchor` in the same file are checked too. Anchors are headings as GitHub spells them (lowercase,
 //! spaces as `-`, punctuation dropped, `-1`, `-2` for repeats). URLs and build outputs under
 //! `target/` are not citations.
 
@@ -48,7 +48,10 @@ fn citations_in(text: &str, markdown: bool) -> Vec<Citation> {
             let end = chars.get(k).map_or(line.len(), |(at, _)| *at);
             let token = &line[start..end];
             let before = &line[..start];
-            if let Some(c) = citation(token, before) {
+            if let Some(mut c) = citation(token, before) {
+                if c.anchor.is_none() && token.ends_with(".md") {
+                    c.anchor = quoted_heading(&line[end..]).map(|h| slug(&h));
+                }
                 found.push(Citation { line: i + 1, ..c });
             }
         }
@@ -95,6 +98,14 @@ fn citation(token: &str, before: &str) -> Option<Citation> {
         path: path.to_string(),
         anchor,
     })
+}
+
+/// A heading named right after a document path: `, "Registry table"` or ` "Registry table"`.
+fn quoted_heading(after: &str) -> Option<String> {
+    let rest = after.strip_prefix(',').unwrap_or(after).strip_prefix(' ')?;
+    let inner = rest.strip_prefix('"')?;
+    let heading = &inner[..inner.find('"')?];
+    (!heading.trim().is_empty()).then(|| heading.to_string())
 }
 
 /// GitHub's anchor for a heading's text.
@@ -244,7 +255,7 @@ fn design_document_has_the_sections_code_relies_on() {
         "metrics-and-alarms",
         "settings",
         "exit-codes",
-        "trust-model",
+        "trust-boundaries",
         "failure-modes",
     ] {
         assert!(known.contains(section), "docs/design.md#{section} missing");
@@ -267,18 +278,19 @@ fn a_missing_document_or_heading_is_reported() {
     std::fs::write(
         root.join("lib.rs"),
         format!(
-            "//! rules of {gone}, \"Registry table\"\n// see {guide}#registry-table-1\n// see {guide}#not-a-heading\n// https://example.com/{gone} is a URL\n"
+            "//! rules of {gone}, \"Registry table\"\n// see {guide}#registry-table-1\n// see {guide}#not-a-heading\n// https://example.com/{gone} is a URL\n// ({guide}, \"Registry table\") and ({guide}, \"Trust boundaries\")\n"
         ),
     )
     .expect("write");
     let (checked, broken) = broken_citations(root);
-    assert_eq!(checked, 5, "{broken:?}");
+    assert_eq!(checked, 7, "{broken:?}");
     assert_eq!(
         broken,
         [
             format!("{guide}:11: cites {guide}#gone, but {guide} has no heading with that anchor"),
             format!("lib.rs:1: cites {gone}, which is not in the repository"),
             format!("lib.rs:3: cites {guide}#not-a-heading, but {guide} has no heading with that anchor"),
+            format!("lib.rs:5: cites {guide}#trust-boundaries, but {guide} has no heading with that anchor"),
         ]
     );
 }
@@ -303,7 +315,7 @@ fn anchors_follow_github() {
 fn citations_are_found_in_prose_code_and_links() {
     let md = format!("{}.md", "design");
     let text = format!(
-        "see docs/{md}#registry-table.\n[x]({md}#delivery) and [y](#failure-modes)\n`*.md` target/bench.md ./README.md"
+        "see docs/{md}#registry-table.\n[x]({md}#delivery) and [y](#failure-modes)\n`*.md` target/bench.md ./README.md\n(docs/{md}, \"Trust boundaries\") and docs/{md} \"Kill switch\"."
     );
     let found = citations_in(&text, true);
     let got: Vec<(usize, &str, Option<&str>)> = found
@@ -318,6 +330,8 @@ fn citations_are_found_in_prose_code_and_links() {
             (2, md.as_str(), Some("delivery")),
             (2, "", Some("failure-modes")),
             (3, "README.md", None),
+            (4, design.as_str(), Some("trust-boundaries")),
+            (4, design.as_str(), Some("kill-switch")),
         ]
     );
 }
