@@ -1,5 +1,6 @@
 //! Concurrent registrations against moto's serialised server: the registry's own guards, not
-//! moto's, decide who wins (DESIGN.md: stock moto is not atomic under concurrent requests).
+//! moto's, decide who wins (stock moto is not atomic under concurrent requests:
+//! docs/design.md#aws-and-moto).
 
 mod registry_support;
 

@@ -1,8 +1,9 @@
 /**
- * Synth-time registration checks: a TypeScript port of DESIGN.md's registration rules (the Rust
- * `render::check` module), so a typo fails `cdk synth` in the team's pipeline instead of the
- * deploy. The register function runs the authoritative checks, plus everything that needs the
- * registry (host and path ownership); this port only catches what one entry shows on its own.
+ * Synth-time registration checks: a TypeScript port of the registration rules
+ * (docs/design.md#registration-entry; the Rust `render::check` module), so a typo fails
+ * `cdk synth` in the team's pipeline instead of the deploy. The register function runs the
+ * authoritative checks, plus everything that needs the registry (host and path ownership); this
+ * port only catches what one entry shows on its own.
  */
 
 /** Bounds shared with `render/src/check`: an entry must fit one DynamoDB transaction. */

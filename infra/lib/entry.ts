@@ -1,5 +1,5 @@
 /**
- * The registration entry, shaped like DESIGN.md's "Registration entry": the same document the
+ * The registration entry, shaped as docs/design.md#registration-entry says: the same document the
  * CLI sends. The register function receives it verbatim as JSON.
  */
 

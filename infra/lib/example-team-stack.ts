@@ -7,7 +7,7 @@ export interface ExampleTeamStackProps extends StackProps {
   readonly baseDomain: string;
 }
 
-/** What a team writes in its own stack: DESIGN.md's sample entry, put on the gateway. */
+/** What a team writes in its own stack: the sample entry of docs/design.md#registration-entry. */
 export class ExampleTeamStack extends Stack {
   constructor(scope: Construct, id: string, props: ExampleTeamStackProps) {
     super(scope, id, props);

@@ -1,4 +1,4 @@
-/** CloudWatch names the Rust binaries emit (DESIGN.md "Metrics"); no dimensions. */
+/** CloudWatch names the Rust binaries emit (docs/design.md#metrics-and-alarms); no dimensions. */
 export const METRIC_NAMESPACE = 'Gateway';
 
 export const METRICS = {

@@ -15,7 +15,7 @@ const sample = () => ({
 const fields = (value: unknown, options = {}) => checkEntry(value, options).map((p) => p.field);
 const withRoute = (route: unknown) => ({ ...sample(), routes: [route] });
 
-test("DESIGN.md's sample entry passes", () => {
+test('the sample entry of docs/design.md#registration-entry passes', () => {
   expect(checkEntry(sample(), { baseDomain: 'api.example.com' })).toEqual([]);
 });
 

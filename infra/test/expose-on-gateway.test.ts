@@ -9,7 +9,7 @@ import { testApp } from './helpers';
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
 const TOPIC_ARN = 'arn:aws:sns:eu-west-1:111111111111:Gateway-register-222222222222';
 
-/** DESIGN.md's sample entry. */
+/** The sample entry of docs/design.md#registration-entry. */
 const sample = (): Omit<ExposeOnGatewayProps, 'serviceToken'> => ({
   team: 'billing',
   service: 'invoices-api',

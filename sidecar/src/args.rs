@@ -1,4 +1,4 @@
-//! The command line. Flags follow DESIGN.md; `--bucket` also reads `GATEWAY_BUCKET`.
+//! The command line (docs/design.md#sidecar); `--bucket` also reads `GATEWAY_BUCKET`.
 
 use crate::error::SidecarError;
 use clap::Parser;

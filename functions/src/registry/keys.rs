@@ -1,4 +1,4 @@
-//! The table's keys and attribute names (DESIGN.md, "Registry table"), and typed reads of items.
+//! The table's keys and attribute names (docs/design.md#registry-table), and typed reads of items.
 
 use super::RegistryError;
 use aws_sdk_dynamodb::types::AttributeValue;

@@ -1,4 +1,4 @@
-//! Registration checks: every rule of DESIGN.md's "Registration entry", all problems at once,
+//! Registration checks: every rule of docs/design.md#registration-entry, all problems at once,
 //! each naming its field path.
 //!
 //! Raw input goes through `check_entry_bytes` (size, UTF-8, strict JSON without duplicate
