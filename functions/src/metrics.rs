@@ -16,6 +16,8 @@ pub enum Metric {
     RoutesRendered,
     ProxyConfigRejected,
     RateLimiterErrors,
+    /// Entries a reconcile run set aside, per team (docs/design.md#quarantine).
+    EntryQuarantined,
 }
 
 impl Metric {
@@ -28,6 +30,7 @@ impl Metric {
             Metric::RoutesRendered => "RoutesRendered",
             Metric::ProxyConfigRejected => "ProxyConfigRejected",
             Metric::RateLimiterErrors => "RateLimiterErrors",
+            Metric::EntryQuarantined => "EntryQuarantined",
         }
     }
 }
@@ -40,6 +43,13 @@ pub struct MetricsError(pub String);
 pub trait MetricsSink {
     fn emit(&self, data: &[(Metric, f64)])
         -> impl Future<Output = Result<(), MetricsError>> + Send;
+
+    /// One datum per team, with dimension `Team`.
+    fn emit_per_team(
+        &self,
+        metric: Metric,
+        per_team: &[(String, f64)],
+    ) -> impl Future<Output = Result<(), MetricsError>> + Send;
 }
 
 #[derive(Debug, Clone)]
@@ -67,6 +77,40 @@ impl MetricsSink for CloudWatchMetrics {
             .map(|(metric, value)| {
                 MetricDatum::builder()
                     .metric_name(metric.name())
+                    .value(*value)
+                    .unit(StandardUnit::Count)
+                    .build()
+            })
+            .collect();
+        self.client
+            .put_metric_data()
+            .namespace(NAMESPACE)
+            .set_metric_data(Some(datums))
+            .send()
+            .await
+            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
+        Ok(())
+    }
+
+    async fn emit_per_team(
+        &self,
+        metric: Metric,
+        per_team: &[(String, f64)],
+    ) -> Result<(), MetricsError> {
+        if per_team.is_empty() {
+            return Ok(());
+        }
+        let datums: Vec<MetricDatum> = per_team
+            .iter()
+            .map(|(team, value)| {
+                MetricDatum::builder()
+                    .metric_name(metric.name())
+                    .dimensions(
+                        aws_sdk_cloudwatch::types::Dimension::builder()
+                            .name("Team")
+                            .value(team)
+                            .build(),
+                    )
                     .value(*value)
                     .unit(StandardUnit::Count)
                     .build()

@@ -90,6 +90,14 @@ export class GatewayAlarms extends Construct {
         evaluationPeriods: 1,
         datapointsToAlarm: 1,
       },
+      {
+        id: 'EntryQuarantined',
+        metric: METRICS.entryQuarantined,
+        description: 'A reconcile run set an entry aside and published the rest; the Team dimension and failed/quarantine/{team}/{service}/reason.txt name it and why.',
+        period: Duration.minutes(5),
+        evaluationPeriods: 1,
+        datapointsToAlarm: 1,
+      },
     ];
     for (const c of counters) {
       this.add(

@@ -9,6 +9,8 @@ export const METRICS = {
   routesRendered: 'RoutesRendered',
   proxyConfigRejected: 'ProxyConfigRejected',
   rateLimiterErrors: 'RateLimiterErrors',
+  /** Also emitted per team with dimension `Team`; the alarm watches the undimensioned total. */
+  entryQuarantined: 'EntryQuarantined',
 } as const;
 
 /** Names shared with the Rust side: table keys and bucket layout. */

@@ -319,7 +319,7 @@ describe('config bucket', () => {
 });
 
 describe('alarms', () => {
-  const gatewayMetrics = ['ValidationFailed', 'ConfigDrift', 'ReconcileFailed', 'ProxyConfigRejected', 'RateLimiterErrors'];
+  const gatewayMetrics = ['ValidationFailed', 'ConfigDrift', 'ReconcileFailed', 'ProxyConfigRejected', 'RateLimiterErrors', 'EntryQuarantined'];
 
   test.each(gatewayMetrics)('%s alarms on any occurrence in namespace Gateway, without dimensions, to the topic', (name) => {
     const topicId = resourceId(template, 'AWS::SNS::Topic', 'AlarmsTopic');

@@ -75,6 +75,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
         },
         backends: Default::default(),
         bounds: Default::default(),
+        quarantine: Default::default(),
     };
 
     let (billing, billing_v2, catalog) = (

@@ -205,6 +205,8 @@ fn reconcile_config(
         },
         backends: Default::default(),
         bounds,
+        quarantine: gateway_functions::settings::quarantine()
+            .map_err(|e| CmdError::usage(e.to_string()))?,
     })
 }
 

@@ -41,6 +41,7 @@ async fn run() -> Result<(), Error> {
         },
         backends: Default::default(),
         bounds,
+        quarantine: settings::quarantine()?,
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

@@ -1,7 +1,7 @@
 //! The reconcile Lambda's handler: DynamoDB stream batches, EventBridge schedule ticks and direct
 //! invocations all wake the same run; only `{"action":"seed"}` asks for something else.
 
-use super::{reconcile, seed, ReconcileConfig, ReconcileError};
+use super::{reconcile_report, seed, ReconcileConfig, ReconcileError};
 use crate::metrics::MetricsSink;
 use crate::registry::Registry;
 use crate::store::ConfigStore;
@@ -38,8 +38,9 @@ where
         let outcome = seed(registry, store, cfg).await?;
         return Ok(json!({"outcome": "seed", "message": outcome.to_string()}));
     }
-    let outcome = reconcile(registry, store, metrics, cfg).await?;
-    let mut body = outcome.to_json();
-    body["message"] = Value::String(outcome.to_string());
+    let report = reconcile_report(registry, store, metrics, cfg).await?;
+    let mut body = report.outcome.to_json();
+    body["message"] = Value::String(report.outcome.to_string());
+    body["quarantined"] = report.quarantined.iter().map(|q| q.to_json()).collect();
     Ok(body)
 }

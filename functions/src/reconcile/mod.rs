@@ -8,7 +8,13 @@ mod outcome;
 
 pub use handler::{describe_event, handle};
 
+mod quarantine;
+
 pub use outcome::{Outcome, Stage};
+pub use quarantine::{Kept, QuarantineLimits, Quarantined};
+
+use quarantine::{ids_in_render_error, Candidate};
+use std::collections::BTreeMap;
 
 use crate::metrics::{Metric, MetricsSink};
 use crate::registry::{PublishedState, Registry, RegistryError, StoredEntry};
@@ -32,6 +38,8 @@ pub struct ReconcileConfig {
     pub backends: BackendLookup,
     /// Entries per team, routes, bundle bytes: a registry beyond them is not published.
     pub bounds: Bounds,
+    /// How far one run may quarantine before it rejects as a whole.
+    pub quarantine: QuarantineLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +80,47 @@ where
     S: ConfigStore + Sync,
     M: MetricsSink + Sync,
 {
-    let result = run(registry, store, metrics, cfg).await;
+    reconcile_report(registry, store, metrics, cfg)
+        .await
+        .map(|r| r.outcome)
+}
+
+/// A run's outcome and the entries it set aside (published or not, they stay quarantined).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub outcome: Outcome,
+    pub quarantined: Vec<Quarantined>,
+    /// Validations run (each one runs Envoy): 0 when nothing changed, 1 for a clean publish.
+    pub validations: usize,
+}
+
+/// [`reconcile`], also naming the quarantined entries. Each is kept under
+/// `failed/quarantine/{team}/{service}/reason.txt` and counted in `EntryQuarantined` (dimension
+/// `Team`).
+pub async fn reconcile_report<R, S, M>(
+    registry: &R,
+    store: &S,
+    metrics: &M,
+    cfg: &ReconcileConfig,
+) -> Result<RunReport, ReconcileError>
+where
+    R: Registry + Sync,
+    S: ConfigStore + Sync,
+    M: MetricsSink + Sync,
+{
+    let mut quarantined = Vec::new();
+    let mut validations = 0;
+    let mut result = run(registry, store, metrics, cfg, &mut quarantined, &mut validations).await;
+    if result.is_ok() {
+        for q in &quarantined {
+            warn!(entry = %q.id, stage = %q.stage, kept = q.kept.as_str(), reason = %q.reason, "entry quarantined");
+            let key = format!("quarantine/{}/reason.txt", q.id);
+            if let Err(e) = store.keep_failed(&key, q.report().as_bytes()).await {
+                result = Err(e.into());
+                break;
+            }
+        }
+    }
     let mut data = Vec::new();
     match &result {
         Ok(Outcome::Published { routes, .. }) => {
@@ -84,6 +132,10 @@ where
         Ok(Outcome::Unchanged { .. }) | Ok(Outcome::KeptLive { .. }) => {}
         Err(_) => data.push((Metric::ReconcileFailed, 1.0)),
     }
+    if result.is_ok() && !quarantined.is_empty() {
+        // The total, without a dimension, is what the alarm watches; per team follows below.
+        data.push((Metric::EntryQuarantined, quarantined.len() as f64));
+    }
     match &result {
         Ok(outcome) => {
             info!(outcome = outcome.kind(), decision = %outcome, "reconcile run decided")
@@ -94,7 +146,21 @@ where
     if let Err(e) = metrics.emit(&data).await {
         warn!(error = %e, "could not emit reconcile metrics");
     }
-    result
+    if result.is_ok() && !quarantined.is_empty() {
+        let mut per_team: BTreeMap<String, f64> = BTreeMap::new();
+        for q in &quarantined {
+            *per_team.entry(q.team.clone()).or_default() += 1.0;
+        }
+        let per_team: Vec<(String, f64)> = per_team.into_iter().collect();
+        if let Err(e) = metrics.emit_per_team(Metric::EntryQuarantined, &per_team).await {
+            warn!(error = %e, "could not emit EntryQuarantined");
+        }
+    }
+    result.map(|outcome| RunReport {
+        outcome,
+        quarantined,
+        validations,
+    })
 }
 
 async fn run<R, S, M>(
@@ -102,32 +168,79 @@ async fn run<R, S, M>(
     store: &S,
     _metrics: &M,
     cfg: &ReconcileConfig,
+    quarantined: &mut Vec<Quarantined>,
+    validations: &mut usize,
 ) -> Result<Outcome, ReconcileError>
 where
     R: Registry + Sync,
     S: ConfigStore + Sync,
     M: MetricsSink + Sync,
 {
-    let entries = match read_all(registry, &cfg.policy, &cfg.backends).await? {
-        Ok(entries) => entries,
-        Err(reason) => return reject(store, Stage::Registry, reason, None).await,
-    };
-    if entries.is_empty() {
+    let snapshot = registry.read_all_entries().await?;
+    if snapshot.entries.is_empty() && snapshot.unreadable.is_empty() {
         return Ok(Outcome::KeptLive {
             reason: "the registry read returned no entries; an empty route table is an outage"
                 .into(),
         });
     }
+    let (mut cand, problems) = check_each(snapshot, &cfg.policy, &cfg.backends).await;
+    // The live bundle's entries, read only when something needs its previous version.
+    let mut previous: Option<BTreeMap<String, Entry>> = None;
+    if !problems.is_empty() {
+        let prev = previous_versions(store).await?;
+        let bad_prev = backend_problem_ids(&prev, &cfg.policy, &cfg.backends).await;
+        let mut text = Vec::new();
+        for (id, lines) in &problems {
+            for l in lines {
+                text.push(format!("{id}: {l}"));
+            }
+            cand.quarantine(id, Stage::Registry, lines.join("\n"), &prev, &cfg.policy, &bad_prev);
+        }
+        previous = Some(prev);
+        if let Some(why) = cand.too_much(&cfg.quarantine) {
+            *quarantined = Vec::new();
+            return reject(store, Stage::Registry, format!("{}\n{why}", text.join("\n")), None).await;
+        }
+    }
     // Registration refuses these one at a time; concurrent registrations or rows written
     // around the register function could still pass it, so the reconciler holds the line.
-    let beyond = cfg.bounds.registry_problems(&entries);
+    let beyond = cfg.bounds.registry_problems(&cand.list());
     if !beyond.is_empty() {
+        *quarantined = Vec::new();
         return reject(store, Stage::Registry, beyond.join("\n"), None).await;
     }
-    let rendered = match render(&entries, &cfg.render) {
-        Ok(r) => r,
-        Err(e) => return reject(store, Stage::Render, e.to_string(), None).await,
+    let rendered = loop {
+        let entries = cand.list();
+        match render(&entries, &cfg.render) {
+            Ok(r) => break r,
+            Err(e) => {
+                let prev = match previous.take() {
+                    Some(p) => p,
+                    None => previous_versions(store).await?,
+                };
+                // Of the entries the error names, the one that changed since the live bundle.
+                let ids = ids_in_render_error(&e);
+                let culprit = ids
+                    .iter()
+                    .find(|id| !cand.is_quarantined(id) && prev.get(*id) != cand.entries.get(*id))
+                    .or_else(|| ids.iter().rev().find(|id| !cand.is_quarantined(id)))
+                    .cloned();
+                let stop = match &culprit {
+                    Some(id) => {
+                        cand.quarantine(id, Stage::Render, e.to_string(), &prev, &cfg.policy, &[]);
+                        cand.too_much(&cfg.quarantine)
+                    }
+                    None => Some("the error names no entry that can be set aside".to_string()),
+                };
+                previous = Some(prev);
+                if let Some(why) = stop {
+                    *quarantined = Vec::new();
+                    return reject(store, Stage::Render, format!("{e}\n{why}"), None).await;
+                }
+            }
+        }
     };
+    *quarantined = cand.quarantined.clone();
 
     let state = registry.read_state().await?;
     let live = store.head_live().await?;
@@ -147,15 +260,40 @@ where
         });
     }
 
+    let entries = cand.list();
     let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
-    if let Err((stage, reason)) = verdict {
-        return reject(store, stage, reason, Some(&rendered)).await;
+    *validations += 1;
+    let (rendered, entries) = match verdict {
+        Ok(()) => (rendered, entries),
+        Err((stage, reason)) => {
+            let prev = match previous.take() {
+                Some(p) => p,
+                None => previous_versions(store).await?,
+            };
+            match narrow(&mut cand, &prev, cfg, &stage, &reason, validations).await? {
+                Ok((r, e)) => {
+                    *quarantined = cand.quarantined.clone();
+                    (r, e)
+                }
+                Err(why) => {
+                    *quarantined = Vec::new();
+                    let reason = format!("{reason}\n{why}");
+                    return reject(store, stage, reason, Some(&rendered)).await;
+                }
+            }
+        }
+    };
+    if is_unchanged(state.as_ref(), live.as_ref(), &rendered) {
+        return Ok(Outcome::Unchanged {
+            hash: rendered.hash,
+        });
     }
 
     let bundle = Bundle::new(&rendered, &entries);
     let body = bundle.to_json();
     if let Some(reason) = cfg.bounds.bundle_problem(body.len()) {
         // Every sidecar would refuse to download it: keep the render for diagnosis instead.
+        *quarantined = Vec::new();
         return reject(store, Stage::Render, reason, Some(&rendered)).await;
     }
     publish(
@@ -170,39 +308,252 @@ where
     .await
 }
 
-/// Reads every entry and re-checks it: an entry written straight into the table is held to the
+/// Every entry re-checked on its own: an entry written straight into the table is held to the
 /// same rules as one that came through the register function, and every backend name is
-/// resolved again and judged by where it leads now.
+/// resolved again and judged by where it leads now. Returns the passing entries and, per
+/// failing id, its problems.
+async fn check_each(
+    snapshot: crate::registry::RegistrySnapshot,
+    policy: &Policy,
+    backends: &BackendLookup,
+) -> (Candidate, BTreeMap<String, Vec<String>>) {
+    let mut cand = Candidate::default();
+    let mut problems: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (key, why) in &snapshot.unreadable {
+        let id = key.strip_prefix("ENTRY#").unwrap_or(key).to_string();
+        cand.registered_routes.insert(id.clone(), 1);
+        problems
+            .entry(id)
+            .or_default()
+            .push(format!("unreadable entry: {why}"));
+    }
+    let mut passing = Vec::with_capacity(snapshot.entries.len());
+    for StoredEntry { entry, .. } in snapshot.entries {
+        cand.registered_routes
+            .insert(entry.id(), entry.routes.len().max(1));
+        match check_entry(&entry, policy) {
+            Ok(()) => passing.push(entry),
+            Err(rejection) => {
+                let list = problems.entry(entry.id()).or_default();
+                for p in rejection.problems {
+                    list.push(p.to_string());
+                }
+            }
+        }
+    }
+    for (id, p) in backends.problems(&passing, policy).await {
+        problems.entry(id).or_default().push(p.to_string());
+    }
+    for e in passing {
+        if !problems.contains_key(&e.id()) {
+            cand.entries.insert(e.id(), e);
+        }
+    }
+    (cand, problems)
+}
+
+/// Every entry, all passing the checks, sorted by id; or every problem (the seed takes all or
+/// nothing).
 async fn read_all<R: Registry>(
     registry: &R,
     policy: &Policy,
     backends: &BackendLookup,
 ) -> Result<Result<Vec<Entry>, String>, ReconcileError> {
     let snapshot = registry.read_all_entries().await?;
-    let mut problems: Vec<String> = snapshot
-        .unreadable
+    let (cand, problems) = check_each(snapshot, policy, backends).await;
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems
+            .iter()
+            .flat_map(|(id, ps)| ps.iter().map(move |p| format!("{id}: {p}")))
+            .collect();
+        return Ok(Err(lines.join("\n")));
+    }
+    Ok(Ok(cand.list()))
+}
+
+/// Ids among `entries` whose backend names lead somewhere the policy forbids now.
+async fn backend_problem_ids(
+    entries: &BTreeMap<String, Entry>,
+    policy: &Policy,
+    backends: &BackendLookup,
+) -> Vec<String> {
+    let list: Vec<Entry> = entries.values().cloned().collect();
+    backends
+        .problems(&list, policy)
+        .await
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
+}
+
+/// The entries of the live bundle, by id; none when there is no bundle or it does not parse
+/// (an operator's kill-switch bundle holds none).
+async fn previous_versions<S: ConfigStore>(
+    store: &S,
+) -> Result<BTreeMap<String, Entry>, ReconcileError> {
+    let Some(live) = store.head_live().await? else {
+        return Ok(BTreeMap::new());
+    };
+    let body = store.get_version(&live.version_id).await?;
+    match Bundle::parse(&body) {
+        Ok(b) => Ok(b.entries.into_iter().map(|e| (e.id(), e)).collect()),
+        Err(e) => {
+            warn!(error = %e, "live bundle unreadable; quarantined entries have no previous version");
+            Ok(BTreeMap::new())
+        }
+    }
+}
+
+/// Renders and validates one set; a render error counts as a failure.
+async fn try_set(
+    entries: &[Entry],
+    cfg: &ReconcileConfig,
+) -> Result<Result<Rendered, String>, ReconcileError> {
+    let rendered = match render(entries, &cfg.render) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
+    Ok(verdict.map(|()| rendered).map_err(|(stage, reason)| format!("{stage}: {reason}")))
+}
+
+/// A validation rejected the candidate: find the entries responsible by validating halves of the
+/// set of entries that differ from the live bundle (docs/design.md#quarantine). The baseline (the
+/// candidate with every suspect back at its live version) must pass, or the failure is global.
+/// Bounded by `cfg.quarantine` in validations and seconds; `Err(why)` rejects the run.
+async fn narrow(
+    cand: &mut Candidate,
+    prev: &BTreeMap<String, Entry>,
+    cfg: &ReconcileConfig,
+    stage: &Stage,
+    reason: &str,
+    runs: &mut usize,
+) -> Result<Result<(Rendered, Vec<Entry>), String>, ReconcileError> {
+    let started = std::time::Instant::now();
+    let limits = cfg.quarantine;
+    let suspects: Vec<String> = cand
+        .entries
         .iter()
-        .map(|(key, why)| format!("{key}: unreadable entry: {why}"))
+        .filter(|(id, e)| prev.get(*id) != Some(*e))
+        .map(|(id, _)| id.clone())
         .collect();
-    let mut entries: Vec<Entry> = Vec::with_capacity(snapshot.entries.len());
-    for StoredEntry { entry, .. } in snapshot.entries {
-        match check_entry(&entry, policy) {
-            Ok(()) => entries.push(entry),
-            Err(rejection) => {
-                for p in rejection.problems {
-                    problems.push(format!("{}: {p}", entry.id()));
+    if suspects.is_empty() {
+        return Ok(Err(
+            "every entry is as the live bundle holds it: the failure is not one entry's".into(),
+        ));
+    }
+    // accepted: a set known to pass; starts as the baseline.
+    let mut accepted: BTreeMap<String, Entry> = cand
+        .entries
+        .iter()
+        .filter(|(id, _)| !suspects.contains(id))
+        .map(|(id, e)| (id.clone(), e.clone()))
+        .collect();
+    for id in &suspects {
+        if let Some(p) = prev.get(id).filter(|p| check_entry(p, &cfg.policy).is_ok()) {
+            accepted.insert(id.clone(), p.clone());
+        }
+    }
+    // The registered versions of the suspects, as the full (failing) candidate had them.
+    let news = cand.entries.clone();
+    let with = |base: &BTreeMap<String, Entry>, add: &[String]| -> Vec<Entry> {
+        let mut m = base.clone();
+        for id in add {
+            if let Some(e) = news.get(id) {
+                m.insert(id.clone(), e.clone());
+            }
+        }
+        m.into_values().collect()
+    };
+    let budget = |runs: usize| -> Option<String> {
+        if runs >= limits.max_validations {
+            Some(format!(
+                "quarantine search stopped after {runs} validations (GATEWAY_QUARANTINE_MAX_VALIDATIONS)"
+            ))
+        } else if started.elapsed().as_secs() >= limits.max_seconds {
+            Some(format!(
+                "quarantine search stopped after {}s (GATEWAY_QUARANTINE_MAX_SECONDS)",
+                started.elapsed().as_secs()
+            ))
+        } else {
+            None
+        }
+    };
+    if let Some(why) = budget(*runs) {
+        return Ok(Err(why));
+    }
+    *runs += 1;
+    let mut last_good = match try_set(&accepted.values().cloned().collect::<Vec<_>>(), cfg).await? {
+        Ok(r) => r,
+        Err(why) => {
+            return Ok(Err(format!(
+                "the live versions of the changed entries fail too, so the failure is global: {why}"
+            )))
+        }
+    };
+    let mut remaining = suspects;
+    // The full candidate (accepted + remaining) is known to fail on the first round.
+    let mut known_failing: Option<String> = Some(reason.to_string());
+    while !remaining.is_empty() {
+        let mut why_lo = match known_failing.take() {
+            Some(w) => w,
+            None => {
+                if let Some(why) = budget(*runs) {
+                    return Ok(Err(why));
+                }
+                *runs += 1;
+                match try_set(&with(&accepted, &remaining), cfg).await? {
+                    Ok(r) => {
+                        last_good = r;
+                        for id in remaining.drain(..) {
+                            if let Some(e) = news.get(&id) {
+                                accepted.insert(id, e.clone());
+                            }
+                        }
+                        break;
+                    }
+                    Err(w) => w,
+                }
+            }
+        };
+        // Invariant: accepted passes, accepted + lo fails.
+        let mut lo = remaining.clone();
+        while lo.len() > 1 {
+            let h2 = lo.split_off(lo.len() / 2);
+            let h1 = std::mem::replace(&mut lo, h2);
+            if let Some(why) = budget(*runs) {
+                return Ok(Err(why));
+            }
+            *runs += 1;
+            match try_set(&with(&accepted, &h1), cfg).await? {
+                Err(w) => {
+                    why_lo = w;
+                    lo = h1;
+                }
+                Ok(r) => {
+                    last_good = r;
+                    for id in &h1 {
+                        if let Some(e) = news.get(id) {
+                            accepted.insert(id.clone(), e.clone());
+                        }
+                    }
+                    remaining.retain(|id| !h1.contains(id));
                 }
             }
         }
+        let culprit = lo.remove(0);
+        remaining.retain(|id| *id != culprit);
+        // The culprit's slot in `accepted` holds its checked previous version (or nothing),
+        // exactly what `quarantine` keeps.
+        cand.quarantine(&culprit, stage.clone(), why_lo, prev, &cfg.policy, &[]);
+        if let Some(why) = cand.too_much(&cfg.quarantine) {
+            return Ok(Err(why));
+        }
     }
-    for (id, p) in backends.problems(&entries, policy).await {
-        problems.push(format!("{id}: {p}"));
-    }
-    if !problems.is_empty() {
-        return Ok(Err(problems.join("\n")));
-    }
-    entries.sort_by_key(Entry::id);
-    Ok(Ok(entries))
+    info!(validations = *runs, quarantined = cand.quarantined.len(), "narrowed a rejection to entries");
+    let entries: Vec<Entry> = accepted.values().cloned().collect();
+    cand.entries = accepted;
+    Ok(Ok((last_good, entries)))
 }
 
 enum DriftCheck {

@@ -144,6 +144,7 @@ impl Harness {
             },
             backends: Default::default(),
             bounds: Default::default(),
+            quarantine: Default::default(),
         };
         Harness {
             moto,

@@ -137,6 +137,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         },
         backends: Default::default(),
         bounds: Default::default(),
+        quarantine: Default::default(),
     };
     let seeded = seed(&reg, &store, &cfg)
         .await

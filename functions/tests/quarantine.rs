@@ -1,0 +1,257 @@
+//! Quarantine against moto's server and the real Envoy: one team's bad entry is set aside and
+//! every other team's change publishes (docs/design.md#quarantine).
+
+mod support;
+
+use gateway_functions::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
+use gateway_functions::registry::RegistryError;
+use gateway_functions::store::ConfigStore;
+use gateway_render::{render, Bundle, Entry};
+use support::{entry, Harness};
+
+const MISSING_CA: &str = "/nonexistent/ca-certificates.crt";
+
+async fn report(h: &Harness) -> RunReport {
+    reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
+        .await
+        .expect("reconcile run")
+}
+
+async fn live_bundle(h: &Harness) -> Bundle {
+    let live = h.live().await;
+    let bundle =
+        Bundle::parse(&h.store.get_version(&live.version_id).await.expect("get")).expect("parse");
+    bundle.verify().expect("verifies");
+    bundle
+}
+
+fn by_id<'a>(b: &'a Bundle, id: &str) -> Option<&'a Entry> {
+    b.entries.iter().find(|e| e.id() == id)
+}
+
+/// Writes a row whose `entry` attribute is not an entry at all.
+async fn put_unreadable_row(h: &Harness, id: &str) {
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    h.dynamo
+        .put_item()
+        .table_name(h.registry.table())
+        .item("pk", A::S(format!("ENTRY#{id}")))
+        .item("sk", A::S("ENTRY".into()))
+        .item(
+            "entry",
+            A::S("{\"team\": \"broken\", \"surprise\": true".into()),
+        )
+        .item("revision", A::N("1".into()))
+        .item("updated_at", A::N("0".into()))
+        .send()
+        .await
+        .expect("raw put");
+}
+
+async fn seed_teams(h: &Harness, n: usize) {
+    for i in 0..n {
+        let team = format!("team{i}");
+        h.register(entry(&team, "svc", &team, &["/a"])).await;
+    }
+}
+
+#[tokio::test]
+async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publishes() {
+    let mut h = Harness::start().await;
+    h.cfg.quarantine.max_share = 0.5;
+    // The CA bundle https clusters name is missing where the validator runs: Envoy refuses any
+    // https cluster, while no http entry touches it. The registration checks cannot see this.
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    seed_teams(&h, 6).await;
+    let first = report(&h).await;
+    assert!(
+        matches!(first.outcome, Outcome::Published { .. }),
+        "{}",
+        first.outcome
+    );
+    assert!(first.quarantined.is_empty());
+    let before = live_bundle(&h).await;
+
+    // A good change from team0, which must publish.
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"]))
+        .await;
+    // team1's row replaced around the register function with a backend the checks refuse.
+    let mut hijacked = entry("team1", "svc", "team1", &["/a", "/stolen"]);
+    hijacked.backend = "http://169.254.169.254".into();
+    h.put_raw_entry(&hijacked).await;
+    // A new team's row written around the register function, refused by the checks.
+    let mut intruder = entry("intruder", "meta", "meta", &["/meta"]);
+    intruder.backend = "http://169.254.170.2".into();
+    h.put_raw_entry(&intruder).await;
+    // A row that does not parse.
+    put_unreadable_row(&h, "broken/svc").await;
+    // Registered properly (the checks pass), but Envoy rejects its cluster.
+    let mut tls = entry("tls", "svc", "secure", &["/s"]);
+    tls.backend = "https://secure.internal.example:8443".into();
+    h.register(tls).await;
+
+    let run = report(&h).await;
+    let Outcome::Published { hash, .. } = &run.outcome else {
+        panic!("expected a publish, got {}", run.outcome)
+    };
+    let mut ids: Vec<(&str, Kept)> = run
+        .quarantined
+        .iter()
+        .map(|q| (q.id.as_str(), q.kept))
+        .collect();
+    ids.sort_by_key(|(id, _)| *id);
+    assert_eq!(
+        ids,
+        [
+            ("broken/svc", Kept::LeftOut),
+            ("intruder/meta", Kept::LeftOut),
+            ("team1/svc", Kept::Previous),
+            ("tls/svc", Kept::LeftOut)
+        ]
+    );
+    let q = |id: &str| run.quarantined.iter().find(|q| q.id == id).expect("listed");
+    assert_eq!(q("team1/svc").stage, Stage::Registry);
+    assert!(
+        q("team1/svc").reason.contains("backend")
+            && q("team1/svc").reason.contains("169.254.169.254"),
+        "{}",
+        q("team1/svc").reason
+    );
+    assert!(
+        q("broken/svc").reason.contains("unreadable"),
+        "{}",
+        q("broken/svc").reason
+    );
+    let tls_q = q("tls/svc");
+    assert!(
+        matches!(&tls_q.stage, Stage::Validation(l) if l.contains("layer 3")),
+        "{}",
+        tls_q.stage
+    );
+    assert!(
+        tls_q.reason.contains(MISSING_CA),
+        "Envoy's own message: {}",
+        tls_q.reason
+    );
+    // One full validation, the baseline, then the halving over 2 changed entries (team0, tls).
+    assert!(run.validations <= 4, "{} validations", run.validations);
+
+    // What is live: team0's change, team1's last published version, none of the bad rows.
+    let b = live_bundle(&h).await;
+    assert_eq!(&b.hash, hash);
+    assert_eq!(by_id(&b, "team0/svc").map(|e| e.routes.len()), Some(2));
+    assert_eq!(by_id(&b, "team1/svc"), by_id(&before, "team1/svc"));
+    for gone in ["intruder/meta", "broken/svc", "tls/svc"] {
+        assert!(by_id(&b, gone).is_none(), "{gone} must be left out");
+    }
+    assert!(!b.files["routes.json"].contains("169.254"));
+    let rerendered = render(&b.entries, &h.cfg.render).expect("re-render");
+    assert_eq!(&rerendered.hash, hash, "the bundle's entries reproduce it");
+
+    // The failure and Envoy's exact message are kept under failed/.
+    let kept = h.get_object("failed/quarantine/tls/svc/reason.txt").await;
+    assert!(
+        kept.contains(MISSING_CA) && kept.contains("layer 3"),
+        "{kept}"
+    );
+    let kept = h.get_object("failed/quarantine/team1/svc/reason.txt").await;
+    assert!(kept.contains("the version in the live bundle"), "{kept}");
+
+    // EntryQuarantined, per team.
+    let metrics = h
+        .cloudwatch
+        .list_metrics()
+        .namespace("Gateway")
+        .metric_name("EntryQuarantined")
+        .send()
+        .await
+        .expect("list");
+    let mut teams: Vec<String> = metrics
+        .metrics()
+        .iter()
+        .flat_map(|m| m.dimensions().iter())
+        .filter(|d| d.name() == Some("Team"))
+        .filter_map(|d| d.value().map(str::to_string))
+        .collect();
+    teams.sort();
+    teams.dedup();
+    assert_eq!(teams, ["broken", "intruder", "team1", "tls"]);
+    let total = metrics.metrics().iter().any(|m| m.dimensions().is_empty());
+    assert!(total, "the undimensioned total the alarm watches");
+
+    // Its guards stay: nobody takes the quarantined entry's host meanwhile.
+    let err = h
+        .registry
+        .register(&entry("thief", "svc", "secure", &["/s"]))
+        .await
+        .expect_err("host still held");
+    assert!(
+        matches!(&err, RegistryError::Conflict { holder, .. } if holder.contains("tls")),
+        "{err}"
+    );
+
+    // The next run publishes nothing new and still names them.
+    let again = report(&h).await;
+    assert_eq!(again.outcome, Outcome::Unchanged { hash: hash.clone() });
+    assert_eq!(again.quarantined.len(), 4);
+}
+
+#[tokio::test]
+async fn quarantine_beyond_the_share_rejects_as_before_and_publishes_nothing() {
+    let h = Harness::start().await;
+    seed_teams(&h, 3).await;
+    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
+        panic!("first publish")
+    };
+    for i in 0..2 {
+        let mut bad = entry(&format!("team{i}"), "svc", &format!("team{i}"), &["/a"]);
+        bad.backend = "http://169.254.169.254".into();
+        h.put_raw_entry(&bad).await;
+    }
+    let run = report(&h).await;
+    let Outcome::Rejected { stage, reason, .. } = &run.outcome else {
+        panic!("expected a rejection, got {}", run.outcome)
+    };
+    assert_eq!(*stage, Stage::Registry);
+    assert!(
+        reason.contains("team0/svc: backend") && reason.contains("GATEWAY_QUARANTINE_MAX_SHARE"),
+        "{reason}"
+    );
+    assert!(
+        run.quarantined.is_empty(),
+        "a rejected run quarantines nothing"
+    );
+    assert_eq!(h.live().await.version_id, version_id);
+}
+
+#[tokio::test]
+async fn a_failure_the_live_versions_share_is_global_and_rejects() {
+    let mut h = Harness::start().await;
+    seed_teams(&h, 5).await;
+    let mut tls = entry("tls", "svc", "secure", &["/s"]);
+    tls.backend = "https://secure.internal.example:8443".into();
+    h.register(tls).await;
+    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
+        panic!("first publish")
+    };
+    // The CA bundle disappears: the already-published https entry fails too, so no entry is
+    // to blame and nothing is quarantined.
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"]))
+        .await;
+    let run = report(&h).await;
+    let Outcome::Rejected { stage, reason, .. } = &run.outcome else {
+        panic!("expected a rejection, got {}", run.outcome)
+    };
+    assert!(
+        matches!(stage, Stage::Validation(l) if l.contains("layer 3")),
+        "{stage}"
+    );
+    assert!(
+        reason.contains(MISSING_CA) && reason.contains("global"),
+        "{reason}"
+    );
+    assert!(run.quarantined.is_empty());
+    assert_eq!(run.validations, 2, "the full validation and the baseline");
+    assert_eq!(h.live().await.version_id, version_id);
+}
