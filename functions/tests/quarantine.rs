@@ -255,3 +255,33 @@ async fn a_failure_the_live_versions_share_is_global_and_rejects() {
     assert_eq!(run.validations, 2, "the full validation and the baseline");
     assert_eq!(h.live().await.version_id, version_id);
 }
+
+#[tokio::test]
+async fn the_search_is_bounded_in_validations_and_then_rejects_as_before() {
+    let mut h = Harness::start().await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    seed_teams(&h, 8).await;
+    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
+        panic!("first publish")
+    };
+    h.cfg.quarantine.max_validations = 2;
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"])).await;
+    let mut tls = entry("tls", "svc", "secure", &["/s"]);
+    tls.backend = "https://secure.internal.example:8443".into();
+    h.register(tls).await;
+    let run = report(&h).await;
+    let Outcome::Rejected { reason, .. } = &run.outcome else {
+        panic!("expected a rejection, got {}", run.outcome)
+    };
+    assert!(
+        reason.contains("stopped after 2 validations") && reason.contains(MISSING_CA),
+        "{reason}"
+    );
+    assert_eq!(run.validations, 2);
+    assert_eq!(h.live().await.version_id, version_id);
+    // With the default budget the same registry publishes team0's change.
+    h.cfg.quarantine = Default::default();
+    let run = report(&h).await;
+    assert!(matches!(run.outcome, Outcome::Published { .. }), "{}", run.outcome);
+    assert_eq!(run.quarantined.len(), 1);
+}

@@ -19,13 +19,14 @@ pub struct QuarantineLimits {
     /// Envoy validations one run may spend narrowing a rejection down to entries, the first
     /// full validation included. `GATEWAY_QUARANTINE_MAX_VALIDATIONS`, default 24.
     pub max_validations: usize,
-    /// Seconds one run may spend narrowing. `GATEWAY_QUARANTINE_MAX_SECONDS`, default 300.
+    /// Seconds one run may spend narrowing. `GATEWAY_QUARANTINE_MAX_SECONDS`, default 90: the
+    /// reconcile function times out at 3 minutes, and the search is checked between validations.
     pub max_seconds: u64,
 }
 
 pub const DEFAULT_MAX_SHARE: f64 = 0.25;
 pub const DEFAULT_MAX_VALIDATIONS: usize = 24;
-pub const DEFAULT_MAX_SECONDS: u64 = 300;
+pub const DEFAULT_MAX_SECONDS: u64 = 90;
 
 impl Default for QuarantineLimits {
     fn default() -> Self {
