@@ -132,7 +132,22 @@ fn the_operator_loop_from_seed_to_kill_switch_and_back() {
         .as_str()
         .expect("version")
         .to_string();
+    let pending = g.json(&["status", "billing/invoices", "--json"]);
+    assert_eq!(pending["state"], "pending", "registered, not yet published: {pending}");
+    assert_eq!(pending["revision_registered"], 2);
+    assert_eq!(pending["revision_published"], 1);
     g.ok(&["reconcile"]);
+    let one = g.json(&["status", "billing/invoices", "--json"]);
+    assert_eq!(one["state"], "published", "{one}");
+    assert_eq!(one["revision_published"], 2);
+    let live_hash = g.json(&["status", "--json"])["live"]["hash"].clone();
+    assert_eq!(one["hash"], live_hash, "first published in the live bundle");
+    let text = g.ok(&["status", "billing/invoices"]);
+    assert!(text.contains("state:      published"), "{text}");
+    assert!(g.ok(&["status"]).contains("quarantined: none"));
+    let missing = g.ctl(&["status", "nobody/nothing"]);
+    assert_ne!(missing.code, 0);
+    assert!(missing.stderr.contains("nobody/nothing is not registered"), "{}", missing.stderr);
     let diff = g.ok(&["diff", &before]);
     assert!(
         diff.contains("+ billing/invoices: route * /receipts"),

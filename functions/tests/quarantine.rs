@@ -4,7 +4,7 @@
 mod support;
 
 use gateway_functions::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
-use gateway_functions::registry::RegistryError;
+use gateway_functions::registry::{EntryState, RegistryError};
 use gateway_functions::store::ConfigStore;
 use gateway_render::{render, Bundle, Entry};
 use support::{entry, Harness};
@@ -46,6 +46,10 @@ async fn put_unreadable_row(h: &Harness, id: &str) {
         .send()
         .await
         .expect("raw put");
+}
+
+async fn status_of(h: &Harness, id: &str) -> gateway_functions::registry::EntryStatus {
+    h.registry.status(id).await.expect("status").expect("row")
 }
 
 async fn seed_teams(h: &Harness, n: usize) {
@@ -190,10 +194,49 @@ async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publish
         "{err}"
     );
 
+    // Status rows: team0 published at revision 2 in this bundle; the quarantined ones name why.
+    let team0 = status_of(&h, "team0/svc").await;
+    assert_eq!(team0.state(2), EntryState::Published);
+    assert_eq!(team0.hash.as_deref(), Some(hash.as_str()));
+    let team1 = status_of(&h, "team1/svc").await;
+    assert_eq!(team1.state(1), EntryState::Quarantined);
+    assert_eq!(
+        team1.revision_published,
+        Some(1),
+        "the row was registered, published, then overwritten"
+    );
+    let tls_status = status_of(&h, "tls/svc").await;
+    assert_eq!(tls_status.state(1), EntryState::Quarantined);
+    let q = tls_status.quarantine.as_ref().expect("quarantine");
+    assert!(
+        q.stage.contains("layer 3") && q.reason.contains(MISSING_CA) && q.kept == "left-out",
+        "{q:?}"
+    );
+    assert_eq!(tls_status.revision_published, None);
+
     // The next run publishes nothing new and still names them.
     let again = report(&h).await;
     assert_eq!(again.outcome, Outcome::Unchanged { hash: hash.clone() });
     assert_eq!(again.quarantined.len(), 4);
+
+    // Fixed and registered again: it publishes and its status says so.
+    let mut fixed = entry("tls", "svc", "secure", &["/s"]);
+    fixed.backend = "http://127.0.0.1:8443".into();
+    h.register(fixed).await;
+    let run = report(&h).await;
+    let Outcome::Published { hash, .. } = &run.outcome else {
+        panic!("expected a publish, got {}", run.outcome)
+    };
+    assert_eq!(run.quarantined.len(), 3);
+    let tls_status = h
+        .registry
+        .status("tls/svc")
+        .await
+        .expect("status")
+        .expect("row");
+    assert_eq!(tls_status.state(2), EntryState::Published);
+    assert!(tls_status.quarantine.is_none());
+    assert_eq!(tls_status.hash.as_deref(), Some(hash.as_str()));
 }
 
 #[tokio::test]
@@ -265,7 +308,8 @@ async fn the_search_is_bounded_in_validations_and_then_rejects_as_before() {
         panic!("first publish")
     };
     h.cfg.quarantine.max_validations = 2;
-    h.register(entry("team0", "svc", "team0", &["/a", "/b"])).await;
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"]))
+        .await;
     let mut tls = entry("tls", "svc", "secure", &["/s"]);
     tls.backend = "https://secure.internal.example:8443".into();
     h.register(tls).await;
@@ -282,6 +326,10 @@ async fn the_search_is_bounded_in_validations_and_then_rejects_as_before() {
     // With the default budget the same registry publishes team0's change.
     h.cfg.quarantine = Default::default();
     let run = report(&h).await;
-    assert!(matches!(run.outcome, Outcome::Published { .. }), "{}", run.outcome);
+    assert!(
+        matches!(run.outcome, Outcome::Published { .. }),
+        "{}",
+        run.outcome
+    );
     assert_eq!(run.quarantined.len(), 1);
 }

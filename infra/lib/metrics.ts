@@ -19,3 +19,5 @@ export const FAILED_PREFIX = 'failed/';
 /** The reconciler's own row (`STATE`/`PUBLISHED`); its writes must not wake the reconciler. */
 export const STATE_PK = 'STATE';
 export const ENTRY_PK_PREFIX = 'ENTRY#';
+/** Per-entry status rows, written only by the reconciler (docs/design.md#entry-status). */
+export const STATUS_PK_PREFIX = 'STATUS#';

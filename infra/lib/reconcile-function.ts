@@ -9,7 +9,7 @@ import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { BUNDLE_OBJECT, ENTRY_PK_PREFIX, FAILED_PREFIX, METRIC_NAMESPACE, STATE_PK } from './metrics';
+import { BUNDLE_OBJECT, ENTRY_PK_PREFIX, FAILED_PREFIX, METRIC_NAMESPACE, STATE_PK, STATUS_PK_PREFIX } from './metrics';
 import { IMAGE_CONTEXT_EXCLUDES } from './pins';
 
 export interface ReconcileFunctionProps {
@@ -110,6 +110,14 @@ export class ReconcileFunction extends Construct {
         actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.table.tableArn],
         conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [STATE_PK] } },
+      }),
+    );
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteEntryStatus',
+        actions: ['dynamodb:PutItem'],
+        resources: [props.table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${STATUS_PK_PREFIX}*`] } },
       }),
     );
     fn.addToRolePolicy(

@@ -192,7 +192,7 @@ describe('reconcile function', () => {
     });
   });
 
-  test('it publishes bundle.json and failed/ renders, and writes only its STATE row', () => {
+  test('it publishes bundle.json and failed/ renders, and writes only its STATE and STATUS# rows', () => {
     const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
     const statements = statementsOf('ReconcileFunctionServiceRole');
     expect(statements).toContainEqual(
@@ -208,6 +208,12 @@ describe('reconcile function', () => {
       expect.objectContaining({
         Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
         Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['STATE'] } },
+      }),
+    );
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: 'dynamodb:PutItem',
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['STATUS#*'] } },
       }),
     );
     expect(statements).toContainEqual(

@@ -73,6 +73,11 @@ pub struct ReconcileArgs {
 /// The live bundle: version, hash, who wrote it, drift, entries and routes
 #[derive(clap::Args, Debug)]
 pub struct StatusArgs {
+    /// One entry, `TEAM/SERVICE`: its registered and published revisions and its state
+    /// (pending, published or quarantined with stage and reason). Without it: the gateway's
+    /// status and every quarantined entry.
+    #[arg(value_name = "TEAM/SERVICE")]
+    pub entry: Option<String>,
     #[command(flatten)]
     pub target: Target,
     #[command(flatten)]
@@ -272,14 +277,65 @@ pub fn reconcile(args: ReconcileArgs) -> CmdResult {
     })
 }
 
+/// `gatewayctl status TEAM/SERVICE` (docs/design.md#entry-status).
+fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
+    block_on(async {
+        let c = clients(target, Policy::new("", false), false).await;
+        let reg_err = |e: gateway_functions::registry::RegistryError| CmdError::failed(e.to_string());
+        let stored = c.registry.get(id).await.map_err(reg_err)?;
+        let status = c.registry.status(id).await.map_err(reg_err)?;
+        let Some(stored) = stored else {
+            return Err(CmdError::failed(format!(
+                "{id} is not registered{}",
+                if status.is_some() { " (a status row remains from before it was deregistered)" } else { "" }
+            )));
+        };
+        let status = status.unwrap_or_else(|| gateway_functions::registry::EntryStatus {
+            id: id.to_string(),
+            ..Default::default()
+        });
+        if json {
+            return print_json(&status.to_json(Some(stored.revision)));
+        }
+        let state = status.state(stored.revision);
+        println!("entry:      {id}");
+        println!("registered: revision {}", stored.revision);
+        match status.revision_published {
+            Some(r) => println!(
+                "published:  revision {r}, first in bundle version {} ({})",
+                status.version_id.as_deref().unwrap_or("?"),
+                status.hash.as_deref().unwrap_or("?")
+            ),
+            None => println!("published:  never"),
+        }
+        println!("state:      {}", state.as_str());
+        if let Some(q) = status.quarantine.as_ref().filter(|q| q.revision == stored.revision) {
+            println!("stage:      {}", q.stage);
+            println!(
+                "served:     {}",
+                if q.kept == "previous" { "the previously published revision" } else { "nothing (left out)" }
+            );
+            println!("reason:     {}", q.reason.replace('\n', "\n            "));
+            println!("details:    failed/quarantine/{id}/reason.txt");
+        }
+        Ok(())
+    })
+}
+
 pub fn status(args: StatusArgs) -> CmdResult {
+    if let Some(id) = &args.entry {
+        return entry_status(&args.target, id, args.json.json);
+    }
     block_on(async {
         let c = clients(&args.target, Policy::new("", false), false).await;
+        let quarantined = quarantined_entries(&c).await?;
         let s = operator::status(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
         if args.json.json {
-            return print_json(&s.to_json());
+            let mut doc = s.to_json();
+            doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
+            return print_json(&doc);
         }
         match &s.live {
             None => println!(
@@ -330,8 +386,44 @@ pub fn status(args: StatusArgs) -> CmdResult {
         } else {
             println!("drift:     no");
         }
+        if quarantined.is_empty() {
+            println!("quarantined: none");
+        } else {
+            println!("quarantined: {}", quarantined.len());
+            for (st, _) in &quarantined {
+                if let Some(q) = &st.quarantine {
+                    let first = q.reason.lines().next().unwrap_or_default();
+                    println!("  {} ({}, {}): {first}", st.id, q.stage, q.kept);
+                }
+            }
+        }
         Ok(())
     })
+}
+
+/// Status rows whose registered revision is the quarantined one, with that revision.
+async fn quarantined_entries(
+    c: &Clients,
+) -> Result<Vec<(gateway_functions::registry::EntryStatus, u64)>, CmdError> {
+    let reg_err = |e: gateway_functions::registry::RegistryError| CmdError::failed(e.to_string());
+    let statuses = c.registry.statuses().await.map_err(reg_err)?;
+    let listed = c.registry.list().await.map_err(reg_err)?;
+    let mut out = Vec::new();
+    for stored in listed.entries {
+        if let Some(st) = statuses.get(&stored.entry.id()) {
+            if st.state(stored.revision) == gateway_functions::registry::EntryState::Quarantined {
+                out.push((st.clone(), stored.revision));
+            }
+        }
+    }
+    // Unreadable rows are quarantined at revision 0.
+    for (key, _) in listed.unreadable {
+        let id = key.strip_prefix("ENTRY#").unwrap_or(&key);
+        if let Some(st) = statuses.get(id).filter(|s| s.state(0) == gateway_functions::registry::EntryState::Quarantined) {
+            out.push((st.clone(), 0));
+        }
+    }
+    Ok(out)
 }
 
 pub fn history(args: HistoryArgs) -> CmdResult {

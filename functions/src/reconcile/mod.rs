@@ -17,7 +17,9 @@ use quarantine::{ids_in_render_error, Candidate};
 use std::collections::BTreeMap;
 
 use crate::metrics::{Metric, MetricsSink};
-use crate::registry::{PublishedState, Registry, RegistryError, StoredEntry};
+use crate::registry::{
+    EntryStatus, PublishedState, QuarantineStatus, Registry, RegistryError, StoredEntry,
+};
 use crate::resolve::BackendLookup;
 use crate::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use gateway_render::check::{check_entry, Policy};
@@ -110,7 +112,23 @@ where
 {
     let mut quarantined = Vec::new();
     let mut validations = 0;
-    let mut result = run(registry, store, metrics, cfg, &mut quarantined, &mut validations).await;
+    let mut revisions = BTreeMap::new();
+    let mut result = run(
+        registry,
+        store,
+        metrics,
+        cfg,
+        &mut quarantined,
+        &mut validations,
+        &mut revisions,
+    )
+    .await;
+    if let Ok(outcome) = &result {
+        // Status rows are a report: failing to write them never changes the run's decision.
+        if let Err(e) = record_statuses(registry, outcome, &quarantined, &revisions).await {
+            warn!(error = %e, "could not record per-entry status rows");
+        }
+    }
     if result.is_ok() {
         for q in &quarantined {
             warn!(entry = %q.id, stage = %q.stage, kept = q.kept.as_str(), reason = %q.reason, "entry quarantined");
@@ -170,6 +188,7 @@ async fn run<R, S, M>(
     cfg: &ReconcileConfig,
     quarantined: &mut Vec<Quarantined>,
     validations: &mut usize,
+    revisions: &mut BTreeMap<String, u64>,
 ) -> Result<Outcome, ReconcileError>
 where
     R: Registry + Sync,
@@ -184,6 +203,7 @@ where
         });
     }
     let (mut cand, problems) = check_each(snapshot, &cfg.policy, &cfg.backends).await;
+    *revisions = cand.revisions.clone();
     // The live bundle's entries, read only when something needs its previous version.
     let mut previous: Option<BTreeMap<String, Entry>> = None;
     if !problems.is_empty() {
@@ -322,13 +342,18 @@ async fn check_each(
     for (key, why) in &snapshot.unreadable {
         let id = key.strip_prefix("ENTRY#").unwrap_or(key).to_string();
         cand.registered_routes.insert(id.clone(), 1);
+        cand.revisions.insert(id.clone(), 0);
         problems
             .entry(id)
             .or_default()
             .push(format!("unreadable entry: {why}"));
     }
     let mut passing = Vec::with_capacity(snapshot.entries.len());
-    for StoredEntry { entry, .. } in snapshot.entries {
+    for StoredEntry {
+        entry, revision, ..
+    } in snapshot.entries
+    {
+        cand.revisions.insert(entry.id(), revision);
         cand.registered_routes
             .insert(entry.id(), entry.routes.len().max(1));
         match check_entry(&entry, policy) {
@@ -554,6 +579,76 @@ async fn narrow(
     let entries: Vec<Entry> = accepted.values().cloned().collect();
     cand.entries = accepted;
     Ok(Ok((last_good, entries)))
+}
+
+/// Brings the per-entry status rows in line with a decided run (docs/design.md#entry-status):
+/// after a publish or an unchanged run every registered entry not quarantined is published at
+/// its registered revision; a quarantined one records revision, stage and reason. Only rows that
+/// change are written.
+async fn record_statuses<R: Registry>(
+    registry: &R,
+    outcome: &Outcome,
+    quarantined: &[Quarantined],
+    revisions: &BTreeMap<String, u64>,
+) -> Result<(), ReconcileError> {
+    let (version_id, hash) = match outcome {
+        Outcome::Published {
+            version_id, hash, ..
+        } => (version_id.clone(), hash.clone()),
+        Outcome::Unchanged { hash } => match registry.read_state().await? {
+            Some(s) if &s.hash == hash => (s.version_id, s.hash),
+            _ => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    let old = registry.read_statuses().await?;
+    let at = now();
+    let mut rows = Vec::new();
+    for (id, revision) in revisions {
+        let before = old.get(id).cloned().unwrap_or_else(|| EntryStatus {
+            id: id.clone(),
+            ..Default::default()
+        });
+        let mut next = before.clone();
+        match quarantined.iter().find(|q| &q.id == id) {
+            Some(q) => {
+                let same = before.quarantine.as_ref().filter(|b| {
+                    b.revision == *revision
+                        && b.stage == q.stage.to_string()
+                        && b.kept == q.kept.as_str()
+                });
+                next.quarantine = Some(QuarantineStatus {
+                    revision: *revision,
+                    stage: q.stage.to_string(),
+                    reason: q.reason.clone(),
+                    kept: q.kept.as_str().to_string(),
+                    since: same.map(|b| b.since).unwrap_or(at),
+                });
+                if let Some(b) = same {
+                    // The stored (possibly truncated) reason stands while nothing else changed.
+                    if let Some(n) = next.quarantine.as_mut() {
+                        n.reason = b.reason.clone();
+                    }
+                }
+            }
+            None => {
+                next.quarantine = None;
+                if before.revision_published != Some(*revision) {
+                    next.revision_published = Some(*revision);
+                    next.version_id = Some(version_id.clone());
+                    next.hash = Some(hash.clone());
+                    next.published_at = Some(at);
+                }
+            }
+        }
+        if next != before {
+            rows.push(next);
+        }
+    }
+    if !rows.is_empty() {
+        registry.write_statuses(&rows).await?;
+    }
+    Ok(())
 }
 
 enum DriftCheck {

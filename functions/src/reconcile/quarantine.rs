@@ -160,6 +160,8 @@ pub struct Candidate {
     pub quarantined: Vec<Quarantined>,
     /// Routes each registered entry asks for (an unreadable row counts one).
     pub registered_routes: BTreeMap<String, usize>,
+    /// Each registered entry's revision (an unreadable row's is 0).
+    pub revisions: BTreeMap<String, u64>,
 }
 
 impl Candidate {

@@ -471,6 +471,16 @@ impl DynamoRegistry {
 }
 
 impl Registry for DynamoRegistry {
+    async fn read_statuses(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, super::EntryStatus>, RegistryError> {
+        self.statuses().await
+    }
+
+    async fn write_statuses(&self, rows: &[super::EntryStatus]) -> Result<(), RegistryError> {
+        self.put_statuses(rows).await
+    }
+
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         let mut snapshot = RegistrySnapshot::default();
         let mut start: Option<Item> = None;

@@ -13,12 +13,14 @@ mod keys;
 mod owner;
 mod plan;
 mod retry;
+mod status;
 mod write;
 
 pub use dynamo::DynamoRegistry;
 pub use error::RegistryError;
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
+pub use status::{EntryState, EntryStatus, QuarantineStatus};
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -117,5 +119,17 @@ pub trait Registry {
         &self,
         expected: Option<&PublishedState>,
         next: &PublishedState,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// Every per-entry status row, by id (docs/design.md#entry-status).
+    fn read_statuses(
+        &self,
+    ) -> impl Future<Output = Result<std::collections::BTreeMap<String, EntryStatus>, RegistryError>>
+           + Send;
+
+    /// Writes these status rows whole.
+    fn write_statuses(
+        &self,
+        rows: &[EntryStatus],
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }

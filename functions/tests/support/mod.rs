@@ -49,6 +49,20 @@ pub struct FaultyRegistry<'a> {
 }
 
 impl Registry for FaultyRegistry<'_> {
+    async fn read_statuses(
+        &self,
+    ) -> Result<
+        std::collections::BTreeMap<String, gateway_functions::registry::EntryStatus>,
+        RegistryError,
+    > {
+        self.inner.read_statuses().await
+    }
+    async fn write_statuses(
+        &self,
+        rows: &[gateway_functions::registry::EntryStatus],
+    ) -> Result<(), RegistryError> {
+        self.inner.write_statuses(rows).await
+    }
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         if self.faults.fail_read.load(Ordering::SeqCst) {
             return Err(RegistryError::Retryable("injected: table throttled".into()));
