@@ -113,5 +113,5 @@ async fn quarantine_one_entry_among_a_thousand() {
     println!("{table}");
     let dir = std::env::var("CARGO_TARGET_DIR")
         .unwrap_or_else(|_| format!("{}/../target", env!("CARGO_MANIFEST_DIR")));
-    std::fs::write(format!("{dir}/bench-quarantine.md"), &table).expect("write table");
+    std::fs::write(std::path::Path::new(&dir).join("bench-quarantine.md"), &table).expect("write table");
 }
