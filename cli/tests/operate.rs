@@ -393,3 +393,49 @@ fn runtime_kill_switch_over_the_admin_unix_socket() {
     assert_eq!(relative.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&relative.stderr).contains("absolute"));
 }
+
+#[test]
+fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    g.ok(&["register", &g.entry("catalog", "products", &["/products"])]);
+    g.ok(&["reconcile"]);
+    let versions = g.json(&["history", "--json"]).as_array().expect("array").len();
+
+    let candidate = g.entry("billing", "invoices", &["/invoices", "/receipts"]);
+    let p = g.json(&["preview", &candidate, "--json"]);
+    assert_eq!(p["candidate"]["state"], "would publish", "{p}");
+    assert_eq!(p["outcome"]["outcome"], "published", "{p}");
+    let hash = p["hash"].as_str().expect("hash").to_string();
+    let diff = p["diff"].to_string();
+    assert!(diff.contains("/receipts"), "{p}");
+    let text = g.ok(&["preview", &candidate]);
+    assert!(text.contains("billing/invoices: would publish") && text.contains(&hash), "{text}");
+
+    // Nothing was written: no version, no registration, no status change.
+    assert_eq!(g.json(&["history", "--json"]).as_array().expect("array").len(), versions);
+    assert_eq!(g.json(&["status", "billing/invoices", "--json"])["revision_registered"], 1);
+
+    // The reconciler then publishes exactly that hash.
+    g.ok(&["register", &candidate]);
+    let published = g.json(&["reconcile", "--json"]);
+    assert_eq!(published["hash"], hash.as_str(), "{published}");
+
+    // A candidate taking billing's host: it would be quarantined, the holder named, exit 1.
+    let thief = g.dir.path().join("thief.json");
+    std::fs::write(
+        &thief,
+        serde_json::json!({"team": "thief", "service": "x", "host": "billing",
+            "backend": "http://127.0.0.1:9", "routes": [{"path": "/steal"}]})
+        .to_string(),
+    )
+    .expect("write");
+    let run = g.ctl(&["preview", thief.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
+    let p: Value = serde_json::from_str(&run.stdout).expect("json");
+    let reason = p["candidate"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("billing/invoices") && reason.contains("thief/x"), "{p}");
+    assert_eq!(p["candidate"]["kept"], "left-out");
+    assert_eq!(g.json(&["history", "--json"]).as_array().expect("array").len(), versions + 1);
+}

@@ -8,9 +8,11 @@ mod outcome;
 
 pub use handler::{describe_event, handle};
 
+mod preview;
 mod quarantine;
 
 pub use outcome::{Outcome, Stage};
+pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};
 
 use quarantine::{ids_in_render_error, Candidate};

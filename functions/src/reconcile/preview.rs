@@ -1,0 +1,157 @@
+//! `gatewayctl preview`: the reconcile run itself, over the live registry with one candidate in
+//! place of its id, writing nothing (docs/design.md#preview). Same checks, render, quarantine,
+//! validation layers and pinned Envoy as a real run, so the verdict and hash are the ones the
+//! next run would reach for that registry.
+
+use super::{reconcile_report, ReconcileConfig, ReconcileError, RunReport};
+use crate::metrics::{Metric, MetricsError, MetricsSink};
+use crate::registry::{
+    EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, StoredEntry,
+};
+use crate::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
+use gateway_render::{Bundle, Entry};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// What a preview found.
+#[derive(Debug)]
+pub struct Preview {
+    /// The run's decision and the entries it would quarantine (the candidate among them when it
+    /// would be set aside, with the holder of a conflict named in the reason).
+    pub report: RunReport,
+    /// The bundle the run would publish (`None` when it would publish nothing).
+    pub would_publish: Option<Bundle>,
+    pub live: Option<Bundle>,
+}
+
+struct PreviewRegistry<'a, R> {
+    inner: &'a R,
+    candidate: &'a Entry,
+}
+
+impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
+    async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
+        let mut snap = self.inner.read_all_entries().await?;
+        let id = self.candidate.id();
+        let key = format!("ENTRY#{id}");
+        snap.unreadable.retain(|(k, _)| *k != key);
+        match snap.entries.iter_mut().find(|s| s.entry.id() == id) {
+            Some(s) if s.entry == *self.candidate => {}
+            Some(s) => {
+                s.entry = self.candidate.clone();
+                s.revision += 1;
+            }
+            None => {
+                snap.entries.push(StoredEntry {
+                    entry: self.candidate.clone(),
+                    revision: 1,
+                    updated_at: 0,
+                    owner: None,
+                });
+                snap.entries.sort_by_key(|s| s.entry.id());
+            }
+        }
+        Ok(snap)
+    }
+    async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        self.inner.read_state().await
+    }
+    async fn record_published(
+        &self,
+        _expected: Option<&PublishedState>,
+        _next: &PublishedState,
+    ) -> Result<(), RegistryError> {
+        Ok(())
+    }
+    async fn read_statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
+        self.inner.read_statuses().await
+    }
+    async fn write_statuses(&self, _rows: &[EntryStatus]) -> Result<(), RegistryError> {
+        Ok(())
+    }
+}
+
+struct PreviewStore<'a, S> {
+    inner: &'a S,
+    published: Mutex<Option<Vec<u8>>>,
+}
+
+impl<S: ConfigStore + Sync> ConfigStore for PreviewStore<'_, S> {
+    async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
+        self.inner.head_live().await
+    }
+    async fn head_version(&self, version_id: &str) -> Result<BundleHead, StoreError> {
+        self.inner.head_version(version_id).await
+    }
+    async fn get_version(&self, version_id: &str) -> Result<Vec<u8>, StoreError> {
+        self.inner.get_version(version_id).await
+    }
+    async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
+        if let Ok(mut slot) = self.published.lock() {
+            *slot = Some(put.body.to_vec());
+        }
+        Ok("(preview: not written)".into())
+    }
+    async fn keep_failed(&self, _key: &str, _body: &[u8]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn list_versions(&self, limit: usize) -> Result<Vec<BundleVersion>, StoreError> {
+        self.inner.list_versions(limit).await
+    }
+    async fn restore_version(&self, _v: &str, _h: &str) -> Result<String, StoreError> {
+        Err(StoreError::Aws("a preview writes nothing".into()))
+    }
+}
+
+struct NoMetrics;
+
+impl MetricsSink for NoMetrics {
+    async fn emit(&self, _data: &[(Metric, f64)]) -> Result<(), MetricsError> {
+        Ok(())
+    }
+    async fn emit_per_team(
+        &self,
+        _metric: Metric,
+        _per_team: &[(String, f64)],
+    ) -> Result<(), MetricsError> {
+        Ok(())
+    }
+}
+
+/// Runs the reconcile steps with `candidate` in place of its id; writes nothing anywhere.
+pub async fn preview<R, S>(
+    registry: &R,
+    store: &S,
+    cfg: &ReconcileConfig,
+    candidate: &Entry,
+) -> Result<Preview, ReconcileError>
+where
+    R: Registry + Sync,
+    S: ConfigStore + Sync,
+{
+    let reg = PreviewRegistry {
+        inner: registry,
+        candidate,
+    };
+    let st = PreviewStore {
+        inner: store,
+        published: Mutex::new(None),
+    };
+    let report = reconcile_report(&reg, &st, &NoMetrics, cfg).await?;
+    let body = st.published.lock().ok().and_then(|mut s| s.take());
+    let would_publish = match body {
+        Some(b) => Some(Bundle::parse(&b).map_err(|e| {
+            ReconcileError::Validator(format!("the previewed bundle does not parse: {e}"))
+        })?),
+        None => None,
+    };
+    let live = match store.head_live().await? {
+        Some(head) => Bundle::parse(&store.get_version(&head.version_id).await?).ok(),
+        None => None,
+    };
+    Ok(Preview {
+        report,
+        would_publish,
+        live,
+    })
+}
