@@ -91,6 +91,25 @@ pub fn quarantine() -> Result<crate::reconcile::QuarantineLimits, InvalidSetting
     .map_err(InvalidSetting)
 }
 
+/// `GATEWAY_PUBLISH_WAIT_SECONDS`: how long the custom resource waits for its entry to publish
+/// (default 240; keep it below the register function's timeout).
+pub fn publish_wait() -> Result<std::time::Duration, InvalidSetting> {
+    match std::env::var("GATEWAY_PUBLISH_WAIT_SECONDS").ok().filter(|v| !v.trim().is_empty()) {
+        None => Ok(std::time::Duration::from_secs(
+            crate::registry::DEFAULT_PUBLISH_WAIT_SECONDS,
+        )),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(std::time::Duration::from_secs)
+            .map_err(|_| {
+                InvalidSetting(format!(
+                    "GATEWAY_PUBLISH_WAIT_SECONDS: {v:?} is not a whole number of seconds"
+                ))
+            }),
+    }
+}
+
 /// A setting whose value cannot be used; the message names it.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]

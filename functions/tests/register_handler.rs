@@ -40,7 +40,7 @@ fn cfn_event(
 
 fn as_string_property(e: &gateway_render::Entry) -> Value {
     json!({ "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
-            "Entry": serde_json::to_string(e).expect("json") })
+            "Entry": serde_json::to_string(e).expect("json"), "WaitFor": "registered" })
 }
 
 async fn answered(rx: &mut mpsc::UnboundedReceiver<Captured>) -> Captured {
@@ -183,7 +183,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
     let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     // What CloudFormation delivers for an object property: every scalar a string.
-    let properties = json!({ "Entry": {
+    let properties = json!({ "WaitFor": "registered", "Entry": {
         "team": "billing", "service": "invoices-api", "host": "invoices",
         "backend": "https://invoices.internal.example:8443",
         "routes": [ { "path": "/invoices", "methods": ["GET"],

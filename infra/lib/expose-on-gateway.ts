@@ -43,6 +43,13 @@ export interface ExposeOnGatewayProps {
   readonly serviceToken: GatewayServiceToken;
   /** The gateway's base domain; when given, the full hostname is checked at synth (≤ 253). */
   readonly baseDomain?: string;
+  /**
+   * When the deploy step succeeds (docs/design.md#deploys-that-wait): `registered` once the
+   * entry is stored; `published` (default) once the reconciler has published it, FAILED with
+   * the stage and reason when it quarantines it or when it is not published within the register
+   * function's wait (`GATEWAY_PUBLISH_WAIT_SECONDS`, default 240 s).
+   */
+  readonly waitFor?: 'registered' | 'published';
 }
 
 /**
@@ -56,6 +63,7 @@ export interface ExposeOnGatewayProps {
  * - `Entry`: the entry document as a JSON string. CloudFormation turns every number in custom
  *   resource properties into a string, so the entry travels as one string and keeps its types.
  * - `EntryKey`: `team/service`, for logs and for deregistering.
+ * - `WaitFor`: `registered` or `published` (default), see `waitFor`.
  */
 export class ExposeOnGateway extends Construct {
   /** The entry sent to the register function, exactly as checked. */
@@ -91,6 +99,7 @@ export class ExposeOnGateway extends Construct {
       properties: {
         Entry: JSON.stringify(this.entry),
         EntryKey: entryKey(this.entry),
+        WaitFor: props.waitFor ?? 'published',
       },
     });
   }

@@ -32,7 +32,7 @@ export function registrationTopicName(prefix: string, account: string): string {
 
 /** Keys the register function may touch: entries and guards it writes, grants it only reads. */
 export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*'];
-export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*'];
+export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*'];
 
 /**
  * The register function and one registration topic per team account.
@@ -68,7 +68,8 @@ export class RegisterFunction extends Construct {
       handler: 'bootstrap',
       code: lambda.Code.fromAsset(props.codePath),
       memorySize: 256,
-      timeout: Duration.seconds(30),
+      // The custom resource waits up to GATEWAY_PUBLISH_WAIT_SECONDS (240) for its entry to publish.
+      timeout: Duration.minutes(5),
       logGroup,
       environment: {
         GATEWAY_TABLE: props.table.tableName,

@@ -39,6 +39,7 @@ describe('custom resource', () => {
     const resource = Object.values(template.findResources('Custom::GatewayRoute'))[0];
     expect(resource.Properties.ServiceToken).toBe(FUNCTION_ARN);
     expect(resource.Properties.EntryKey).toBe('billing/invoices-api');
+    expect(resource.Properties.WaitFor).toBe('published');
     // A string, so CloudFormation cannot turn 100 into "100".
     expect(typeof resource.Properties.Entry).toBe('string');
     expect(JSON.parse(resource.Properties.Entry)).toEqual(sample());

@@ -125,7 +125,7 @@ describe('register function', () => {
     expect(writes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*'] } });
     const reads = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:GetItem'));
     expect(reads?.Condition).toEqual({
-      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*'] },
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*'] },
     });
     for (const st of statements) {
       if (JSON.stringify(st.Action).includes('dynamodb:')) {

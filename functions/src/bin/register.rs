@@ -27,7 +27,8 @@ async fn run() -> Result<(), Error> {
     let conf = aws::sdk_config().await;
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
         .with_policy(policy)
-        .with_bounds(settings::bounds()?);
+        .with_bounds(settings::bounds()?)
+        .with_publish_wait(settings::publish_wait()?, std::time::Duration::from_secs(2));
     let http = register::ResponseClient::new()?;
     // The gateway's own account: what a direct invoke is trusted as (only principals of this
     // account can invoke the function directly). Without it the function cannot decide whom to

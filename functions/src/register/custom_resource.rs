@@ -27,6 +27,34 @@ use std::time::Duration;
 /// `failed-<RequestId>`, whose Delete succeeds without touching the registry.
 pub const ENTRY_PROPERTY: &str = "Entry";
 
+/// `ResourceProperties.WaitFor`: `registered` answers once the entry is stored; `published`
+/// (the default) once the reconciler has published its registered revision, FAILED when it
+/// quarantined it, FAILED when neither happened within the wait (docs/design.md#deploys-that-wait).
+pub const WAIT_FOR_PROPERTY: &str = "WaitFor";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WaitFor {
+    Registered,
+    Published,
+}
+
+fn wait_for(properties: &Value) -> Result<WaitFor, RegistryError> {
+    match properties.get(WAIT_FOR_PROPERTY) {
+        None | Some(Value::Null) => Ok(WaitFor::Published),
+        Some(Value::String(s)) if s == "published" => Ok(WaitFor::Published),
+        Some(Value::String(s)) if s == "registered" => Ok(WaitFor::Registered),
+        Some(other) => Err(RegistryError::Rejected(Rejection {
+            problems: vec![Problem {
+                field: format!("ResourceProperties.{WAIT_FOR_PROPERTY}"),
+                reason: format!(
+                    "{other} is not supported; expected \"registered\" or \"published\" \
+                     (\"serving\" needs proxy reports, which this gateway does not collect yet)"
+                ),
+            }],
+        })),
+    }
+}
+
 /// The whole response must stay under CloudFormation's 4 KiB; the reason is the only part
 /// that can grow.
 const MAX_REASON_BYTES: usize = 3000;
@@ -220,6 +248,10 @@ async fn put_entry(
         Err(e) => return Answer::failed(e, id_on_failure, String::new()),
     };
     let entry_id = super::entry_id(&input);
+    let wait = match wait_for(properties) {
+        Ok(w) => w,
+        Err(e) => return Answer::failed(e, id_on_failure, entry_id),
+    };
     let entry = match check_entry_value(&input, registry.policy()) {
         Ok(entry) => entry,
         Err(rejection) => {
@@ -230,10 +262,29 @@ async fn put_entry(
         Ok(outcome) => {
             let id = entry.id();
             let fqdn = entry.fqdn(registry.base_domain());
+            let mut waited = String::new();
+            if wait == WaitFor::Published {
+                match wait_until_published(registry, &id, outcome.revision()).await {
+                    Ok(note) => waited = note,
+                    // Registered but not live: FAILED with the entry's id, so a rolled-back Create
+                    // deregisters it and an Update goes back to the previous version.
+                    Err(why) => {
+                        return Answer {
+                            ok: false,
+                            reason: why.clone(),
+                            physical_resource_id: id.clone(),
+                            data: BTreeMap::new(),
+                            detail: json!({ "ok": false, "outcome": "not-published", "revision": outcome.revision(), "reason": why }),
+                            entry_id: id,
+                            decision: "not-published".into(),
+                        }
+                    }
+                }
+            }
             Answer {
                 ok: true,
                 reason: format!(
-                    "{id} on {fqdn}: {} (revision {})",
+                    "{id} on {fqdn}: {} (revision {}){waited}",
                     outcome.as_str(),
                     outcome.revision()
                 ),
@@ -249,6 +300,59 @@ async fn put_entry(
             }
         }
         Err(e) => Answer::failed(e, id_on_failure, entry_id),
+    }
+}
+
+/// Reads the entry's status row until its registered `revision` is published (`Ok`, with a note
+/// for the reason) or quarantined, or the wait runs out (`Err`, the stage and reason).
+async fn wait_until_published(
+    registry: &DynamoRegistry,
+    id: &str,
+    revision: u64,
+) -> Result<String, String> {
+    use crate::registry::EntryState;
+    let (wait, poll) = registry.publish_wait();
+    let started = std::time::Instant::now();
+    loop {
+        match registry.status(id).await {
+            Ok(Some(st)) => match st.state(revision) {
+                EntryState::Published => {
+                    return Ok(format!(
+                        "; published in bundle {} ({})",
+                        st.version_id.unwrap_or_default(),
+                        st.hash.unwrap_or_default()
+                    ))
+                }
+                EntryState::Quarantined => {
+                    let q = st.quarantine.unwrap_or_else(|| unreachable_quarantine(revision));
+                    return Err(format!(
+                        "{id} revision {revision} is registered but QUARANTINED by the reconciler at stage {}: {}",
+                        q.stage, q.reason
+                    ));
+                }
+                EntryState::Pending => {}
+            },
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the status row; still waiting"),
+        }
+        if started.elapsed() + poll > wait {
+            return Err(format!(
+                "{id} revision {revision} is registered but was not published within {}s (state pending: \
+                 no reconcile run has decided it yet); see `gatewayctl status {id}`",
+                wait.as_secs()
+            ));
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+fn unreachable_quarantine(revision: u64) -> crate::registry::QuarantineStatus {
+    crate::registry::QuarantineStatus {
+        revision,
+        stage: "unknown".into(),
+        reason: "no reason recorded".into(),
+        kept: String::new(),
+        since: 0,
     }
 }
 

@@ -26,6 +26,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long `create_table_if_absent` waits for a new table to become ACTIVE.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// `GATEWAY_PUBLISH_WAIT_SECONDS`' default: the register function's timeout is 5 minutes.
+pub const DEFAULT_PUBLISH_WAIT_SECONDS: u64 = 240;
+
 pub struct DynamoRegistry {
     client: aws_sdk_dynamodb::Client,
     table: String,
@@ -34,6 +37,10 @@ pub struct DynamoRegistry {
     bounds: Bounds,
     /// Who `register` and `deregister` act as (operators; see [`DynamoRegistry::with_operator`]).
     operator: String,
+    /// How long the custom resource waits for `waitFor` (docs/design.md#deploys-that-wait).
+    publish_wait: std::time::Duration,
+    /// How often it reads the entry's status row meanwhile.
+    publish_poll: std::time::Duration,
 }
 
 impl DynamoRegistry {
@@ -52,7 +59,25 @@ impl DynamoRegistry {
             backends: BackendLookup::default(),
             bounds: Bounds::default(),
             operator: "an unidentified operator".to_string(),
+            publish_wait: std::time::Duration::from_secs(DEFAULT_PUBLISH_WAIT_SECONDS),
+            publish_poll: std::time::Duration::from_secs(2),
         }
+    }
+
+    /// Replaces how long the custom resource waits for its entry to publish, and how often it
+    /// looks.
+    pub fn with_publish_wait(
+        mut self,
+        wait: std::time::Duration,
+        poll: std::time::Duration,
+    ) -> Self {
+        self.publish_wait = wait;
+        self.publish_poll = poll;
+        self
+    }
+
+    pub fn publish_wait(&self) -> (std::time::Duration, std::time::Duration) {
+        (self.publish_wait, self.publish_poll)
     }
 
     /// Replaces the bounds on entries per team and routes in the registry.

@@ -16,7 +16,7 @@ mod retry;
 mod status;
 mod write;
 
-pub use dynamo::DynamoRegistry;
+pub use dynamo::{DynamoRegistry, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::RegistryError;
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};

@@ -1,0 +1,156 @@
+//! `ExposeOnGateway`'s `WaitFor`: the custom resource answers SUCCESS once the reconciler has
+//! published the entry and FAILED with the stage and reason when it quarantines it or the wait
+//! runs out. Against moto's server, the real Envoy and a local stand-in for the ResponseURL
+//! (docs/design.md#deploys-that-wait).
+
+mod response_url;
+mod support;
+
+use gateway_functions::register::{handle, ResponseClient};
+use gateway_functions::registry::DynamoRegistry;
+use response_url::response_url;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use support::{entry, Harness, DOMAIN};
+
+const ACCOUNT: &str = "123456789012";
+const MISSING_CA: &str = "/nonexistent/ca-certificates.crt";
+
+fn create(url: &str, request_id: &str, e: &gateway_render::Entry, wait_for: Option<&str>) -> Value {
+    let mut props = json!({ "Entry": serde_json::to_string(e).expect("json") });
+    if let Some(w) = wait_for {
+        props["WaitFor"] = json!(w);
+    }
+    json!({
+        "RequestType": "Create",
+        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/team/guid",
+        "RequestId": request_id,
+        "ResourceType": "Custom::GatewayRoute",
+        "LogicalResourceId": "Expose",
+        "ResourceProperties": props,
+    })
+}
+
+async fn registry(h: &Harness, wait: Duration) -> DynamoRegistry {
+    let reg = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
+        .with_policy(h.cfg.policy.clone())
+        .with_publish_wait(wait, Duration::from_millis(200));
+    for team in ["billing", "payments"] {
+        reg.grant(team, ACCOUNT, "test").await.expect("grant");
+    }
+    reg
+}
+
+/// Calls the handler while reconcile runs keep coming (as the stream and schedule would).
+async fn create_while_reconciling(h: &Harness, reg: &DynamoRegistry, event: Value) -> Value {
+    let done = AtomicBool::new(false);
+    let http = ResponseClient::new().expect("http");
+    let (answer, ()) = tokio::join!(
+        async {
+            let a = handle(reg, &http, ACCOUNT, event).await.expect("handled");
+            done.store(true, Ordering::SeqCst);
+            a
+        },
+        async {
+            while !done.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                h.reconcile().await;
+            }
+        }
+    );
+    answer
+}
+
+#[tokio::test]
+async fn success_once_published_failed_with_the_reason_when_quarantined_or_out_of_time() {
+    let mut h = Harness::start().await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    for i in 0..4 {
+        let team = format!("team{i}");
+        h.register(entry(&team, "svc", &team, &["/a"])).await;
+    }
+    h.reconcile().await;
+    let reg = registry(&h, Duration::from_secs(60)).await;
+
+    // A good entry: SUCCESS only after the reconciler published it.
+    let (url, mut rx) = response_url(200).await;
+    let good = entry("billing", "invoices", "invoices", &["/invoices"]);
+    let answer = create_while_reconciling(&h, &reg, create(&url, "r1", &good, None)).await;
+    let put = rx.recv().await.expect("answered");
+    assert_eq!(put.body["Status"], "SUCCESS", "{} {answer}", put.body);
+    let reason = put.body["Reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("published in bundle"), "{reason}");
+    let live = h.live().await;
+    assert!(
+        reason.contains(live.hash.as_deref().expect("hash")),
+        "{reason}"
+    );
+
+    // An entry Envoy rejects: FAILED, naming the stage and Envoy's message; its id is the
+    // physical id so a rollback's Delete deregisters it.
+    let (url, mut rx) = response_url(200).await;
+    let mut tls = entry("payments", "api", "payments", &["/pay"]);
+    tls.backend = "https://payments.internal.example:8443".into();
+    create_while_reconciling(&h, &reg, create(&url, "r2", &tls, Some("published"))).await;
+    let put = rx.recv().await.expect("answered");
+    assert_eq!(put.body["Status"], "FAILED", "{}", put.body);
+    let reason = put.body["Reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("QUARANTINED") && reason.contains("layer 3") && reason.contains(MISSING_CA),
+        "{reason}"
+    );
+    assert_eq!(put.body["PhysicalResourceId"], "payments/api");
+
+    // No reconcile run at all: FAILED when the wait runs out, saying so.
+    let short = registry(&h, Duration::from_secs(1)).await;
+    let (url, mut rx) = response_url(200).await;
+    let late = entry("billing", "late", "late", &["/late"]);
+    let http = ResponseClient::new().expect("http");
+    handle(&short, &http, ACCOUNT, create(&url, "r3", &late, None))
+        .await
+        .expect("handled");
+    let put = rx.recv().await.expect("answered");
+    assert_eq!(put.body["Status"], "FAILED", "{}", put.body);
+    let reason = put.body["Reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("not published within 1s") && reason.contains("pending"),
+        "{reason}"
+    );
+
+    // waitFor registered answers at once; an unknown value is refused before anything is stored.
+    let (url, mut rx) = response_url(200).await;
+    let quick = entry("billing", "quick", "quick", &["/q"]);
+    handle(
+        &short,
+        &http,
+        ACCOUNT,
+        create(&url, "r4", &quick, Some("registered")),
+    )
+    .await
+    .expect("handled");
+    assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
+    let (url, mut rx) = response_url(200).await;
+    let serving = entry("billing", "serving", "serving", &["/s"]);
+    handle(
+        &short,
+        &http,
+        ACCOUNT,
+        create(&url, "r5", &serving, Some("serving")),
+    )
+    .await
+    .expect("handled");
+    let put = rx.recv().await.expect("answered");
+    assert_eq!(put.body["Status"], "FAILED");
+    assert!(
+        put.body["Reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("WaitFor"),
+        "{}",
+        put.body
+    );
+    assert!(short.get("billing/serving").await.expect("get").is_none());
+}
