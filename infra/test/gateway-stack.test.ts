@@ -612,3 +612,16 @@ function stackAssembly(): string {
   const app = stack.node.root as import('aws-cdk-lib').App;
   return app.synth().directory;
 }
+
+describe('dashboard', () => {
+  test('one dashboard graphs every gateway metric, quarantined entries per team, next to the alarms', () => {
+    const dashboards = template.findResources('AWS::CloudWatch::Dashboard');
+    expect(Object.keys(dashboards)).toHaveLength(1);
+    const body = JSON.stringify(Object.values(dashboards)[0].Properties.DashboardBody);
+    for (const name of ['Published', 'RoutesRendered', 'ValidationFailed', 'ReconcileFailed', 'EntryQuarantined', 'ConfigDrift', 'ProxyConfigRejected', 'RateLimiterErrors']) {
+      expect(body).toContain(name);
+    }
+    expect(body).toContain('{Gateway,Team}');
+    expect(body).toContain('alarm');
+  });
+});
