@@ -77,6 +77,7 @@ fn cfn_create(url: &str, request_id: &str, entry: &Entry) -> Value {
         "ResourceProperties": {
             "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
             "Entry": serde_json::to_string(entry).expect("entry json"),
+            "WaitFor": "registered",
         },
     })
 }
@@ -312,6 +313,7 @@ fn cfn_event(
         "ResourceProperties": {
             "ServiceToken": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
             "Entry": serde_json::to_string(entry).expect("entry json"),
+            "WaitFor": "registered",
         },
     });
     if let Some(p) = physical {
