@@ -4,7 +4,7 @@
 use crate::clusters::backend_of;
 use crate::contract::{
     CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER,
-    LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL,
+    LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL, ROUTE_METADATA_NAMESPACE,
 };
 use crate::entry::{Entry, Limit, Route};
 use crate::names;
@@ -282,6 +282,7 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),
         ("route", action),
+        ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
     if let Some(tokens) = burst_tokens(route) {
         out.as_object_mut().expect("object of members").insert(
@@ -290,6 +291,13 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
         );
     }
     Ok(out)
+}
+
+/// Who a route belongs to, for the access log: Envoy's formatter cannot split the route or
+/// cluster name, so the renderer writes team and service where `%METADATA(ROUTE:…)%` reads
+/// them (docs/design.md#access-log).
+fn route_metadata(team: &str, service: &str) -> Value {
+    json!({ "filter_metadata": { ROUTE_METADATA_NAMESPACE: { "service": service, "team": team } } })
 }
 
 /// A route can carry one local bucket. Of several `burst` limits the smallest is kept: a bucket
