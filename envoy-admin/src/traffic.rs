@@ -161,7 +161,8 @@ fn split_stat(name: &str) -> Option<(Service, &str)> {
 
 /// What happened between `before` and `after`, busiest first. A counter that went down means
 /// Envoy restarted between the readings: `after` alone is then the window's count. A service
-/// with no request in the window is left out.
+/// with nothing in the window is left out. Envoy merges histograms at its stats flush (every 5 s),
+/// so latency can arrive one window after the requests it times.
 pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDelta> {
     let empty = ServiceCounters::default();
     let mut out: Vec<ServiceDelta> = after
@@ -194,7 +195,7 @@ pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDe
                 latency_p99_ms: percentile(&buckets, 0.99),
             }
         })
-        .filter(|d| d.requests > 0 || d.connect_failures > 0)
+        .filter(|d| d.requests > 0 || d.connect_failures > 0 || d.latency_p50_ms.is_some())
         .collect();
     out.sort_by(|a, b| {
         b.requests

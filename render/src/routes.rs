@@ -67,7 +67,7 @@ pub fn catch_all_virtual_host(status: u16, body: &str) -> Value {
             "routes",
             Value::Array(vec![
                 health_check_route(),
-                json_response_route(CATCH_ALL_VHOST, status, body),
+                json_response_route(CATCH_ALL_VHOST, "", status, body),
             ]),
         ),
     ])
@@ -84,6 +84,7 @@ fn health_check_route() -> Value {
             "headers": [{ "name": ":method", "string_match": { "exact": "GET" } }]
         },
         "direct_response": { "status": 200, "body": { "inline_string": "ok\n" } },
+        "metadata": route_metadata("", ""),
         "typed_per_filter_config": {
             KILL_SWITCH_FILTER: {
                 "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
@@ -98,10 +99,13 @@ pub fn json_error_body(message: &str) -> String {
     format!("{}\n", json!({ "error": message }))
 }
 
-/// A route matching everything under `/`, answering directly with a JSON body.
-fn json_response_route(name: &str, status: u16, body: &str) -> Value {
+/// A route matching everything under `/`, answering directly with a JSON body. `team` is the
+/// host's team for a team host's 404, empty on the catch-all: the access log then says "" rather
+/// than null.
+fn json_response_route(name: &str, team: &str, status: u16, body: &str) -> Value {
     json!({
         "name": name,
+        "metadata": route_metadata(team, ""),
         "match": { "prefix": "/" },
         "direct_response": { "status": status, "body": { "inline_string": body } },
         // A direct response with a body is text/plain unless told otherwise.
@@ -146,6 +150,7 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
     if !root_claimed {
         rendered.push(json_response_route(
             &names::fallback_route_name(fqdn),
+            &entries[0].team,
             404,
             &json_error_body("no route for this path"),
         ));

@@ -104,9 +104,12 @@ impl TrafficSink for CloudWatchTraffic {
     }
 }
 
-/// Reads and publishes every `interval`, forever (the caller aborts the task). The first reading
-/// is the baseline. When a publish fails the baseline stays, so the next window carries the
-/// counts that did not get through; when a reading fails the window simply grows.
+/// Reads and publishes every `interval`, forever (the caller aborts the task). A first reading
+/// of a running Envoy is the baseline (the sidecar restarted beside it: those counts were
+/// published before). If Envoy cannot be read before the first reading, it starts after the
+/// sidecar (as in the proxy task) and its counters start at zero, so the baseline is zero. When a
+/// publish fails the baseline stays, so the next window carries the counts that did not get
+/// through; when a reading fails the window simply grows.
 pub async fn publish_loop<S: TrafficSink>(admin: AdminClient, sink: S, interval: Duration) {
     let mut baseline: Option<TrafficSnapshot> = None;
     loop {
@@ -120,7 +123,7 @@ pub async fn publish_loop<S: TrafficSink>(admin: AdminClient, sink: S, interval:
                     } else {
                         match sink.publish(&deltas).await {
                             Ok(()) => {
-                                tracing::debug!(
+                                tracing::info!(
                                     services = deltas.len(),
                                     "request metrics published"
                                 );
@@ -133,7 +136,10 @@ pub async fn publish_loop<S: TrafficSink>(admin: AdminClient, sink: S, interval:
                     }
                 }
             },
-            Err(e) => tracing::warn!(error = %e, "cannot read Envoy's per-service stats"),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read Envoy's per-service stats");
+                baseline.get_or_insert_with(TrafficSnapshot::default);
+            }
         }
         tokio::time::sleep(interval).await;
     }

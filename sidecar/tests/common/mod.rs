@@ -413,13 +413,18 @@ pub struct Gateway {
 
 impl Gateway {
     pub async fn start(moto: &MotoServer, entries: &[Entry]) -> Gateway {
+        Gateway::start_with(moto, entries, &[]).await
+    }
+
+    /// As `start`, with more sidecar arguments (`--metrics-interval 1`).
+    pub async fn start_with(moto: &MotoServer, entries: &[Entry], extra: &[&str]) -> Gateway {
         let bucket = Bucket::create(moto).await;
         let (first_version, first_hash) = bucket.publish(entries).await;
         let dirs = Dirs::new();
         let ports = EnvoyPorts::free();
         let admin = format!("http://{}", ports.admin);
         let sidecar =
-            SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+            SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, extra));
         wait_files(&dirs, Duration::from_secs(30)).await;
         let envoy = start_envoy(&dirs, ports);
         sidecar
