@@ -5,6 +5,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { GatewayAlarms } from './alarms';
+import { GatewayDashboard } from './dashboard';
 import { BreakGlassRole } from './break-glass-role';
 import { ConfigBucket } from './config-bucket';
 import { envoyVersion, REPO_ROOT } from './pins';
@@ -86,6 +87,8 @@ export class GatewayStack extends Stack {
       reconcile: this.reconcile.function,
       key,
     });
+
+    new GatewayDashboard(this, 'Dashboard');
 
     const vpc = props.vpc ?? this.buildVpc(props.natGateways ?? 2);
     this.proxy = new ProxyService(this, 'Proxy', {
