@@ -269,3 +269,88 @@ async fn access_log_request_ids_and_per_service_metrics() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+/// CloudWatch that accepts connections and never answers: the sidecar still delivers a new
+/// bundle within its usual time, and says the metrics did not get through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_cloudwatch_never_slows_delivery() {
+    use common::{envoy_mode_args, start_envoy, wait_files, Bucket, Dirs, SidecarProcess};
+    let moto = common::shared_moto();
+    let blackhole = std::net::TcpListener::bind("127.0.0.1:0").expect("black hole");
+    let blackhole_url = format!("http://{}", blackhole.local_addr().expect("addr"));
+    let backend = Backend::start("billing");
+    let first = vec![entry(
+        "billing",
+        "invoices",
+        "billing",
+        &backend.url(),
+        vec![route("/invoices", None, vec![])],
+    )];
+    let bucket = Bucket::create(moto).await;
+    let (_, first_hash) = bucket.publish(&first).await;
+    let dirs = Dirs::new();
+    let ports = gateway_testkit::envoy::EnvoyPorts::free();
+    let admin = format!("http://{}", ports.admin);
+    let sidecar = SidecarProcess::start_with_env(
+        moto,
+        &envoy_mode_args(&bucket.name, &dirs, &admin, &["--metrics-interval", "1"]),
+        &[("AWS_ENDPOINT_URL_CLOUDWATCH", blackhole_url.as_str())],
+    );
+    wait_files(&dirs, Duration::from_secs(30)).await;
+    let envoy = start_envoy(&dirs, ports);
+    sidecar
+        .wait_live(&first_hash, Duration::from_secs(30))
+        .await;
+    let client = common::client();
+    for _ in 0..5 {
+        common::send(
+            &client,
+            envoy.listener_addr(),
+            "GET",
+            "billing",
+            "/invoices/1",
+        )
+        .await
+        .expect("request");
+    }
+    // Let a publish start and hang on the black hole.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let second = vec![entry(
+        "billing",
+        "invoices",
+        "billing",
+        &backend.url(),
+        vec![
+            route("/invoices", None, vec![]),
+            route("/refunds", None, vec![]),
+        ],
+    )];
+    let (_, second_hash) = bucket.publish(&second).await;
+    let started = Instant::now();
+    sidecar
+        .wait_live(&second_hash, Duration::from_secs(8))
+        .await;
+    let took = started.elapsed();
+    let answer = common::backend_answer(
+        &client,
+        envoy.listener_addr(),
+        "GET",
+        "billing",
+        "/refunds/2",
+    )
+    .await
+    .expect("the new route");
+    assert_eq!(answer["path"], "/refunds/2");
+    // The publish that hung is reported once its bound (10 s) passes.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sidecar.log_text().contains("request metrics not published") {
+        assert!(
+            Instant::now() < deadline,
+            "no publish failure logged:\n{}",
+            sidecar.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    eprintln!("delivery with CloudWatch hanging took {took:?}");
+    drop(blackhole);
+}
