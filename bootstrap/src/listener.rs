@@ -178,28 +178,29 @@ fn access_log() -> Value {
         "typed_config": {
             "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
             "log_format": {
-            // REQ_WITHOUT_QUERY is an extension: declared here or Envoy refuses the format.
-            "formatters": [ {
-                "name": "envoy.formatter.req_without_query",
-                "typed_config": { "@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery" }
-            } ],
-            "json_format": {
-                "time": "%START_TIME(%Y-%m-%dT%H:%M:%E3SZ)%",
-                "team": meta("team"),
-                "service": meta("service"),
-                "route": "%ROUTE_NAME%",
-                "method": "%REQ(:METHOD)%",
-                "path": "%REQ_WITHOUT_QUERY(:PATH)%",
-                "status": "%RESPONSE_CODE%",
-                "response_flags": "%RESPONSE_FLAGS%",
-                "duration_ms": "%DURATION%",
-                "upstream_host": "%UPSTREAM_HOST%",
-                "client_ip": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
-                "request_id": "%REQ(X-REQUEST-ID)%",
-                "bytes_in": "%BYTES_RECEIVED%",
-                "bytes_out": "%BYTES_SENT%",
-                "user_agent": "%REQ(USER-AGENT)%"
-            } }
+                // REQ_WITHOUT_QUERY is an extension: declared here or Envoy refuses the format.
+                "formatters": [ {
+                    "name": "envoy.formatter.req_without_query",
+                    "typed_config": { "@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery" }
+                } ],
+                "json_format": {
+                    "time": "%START_TIME(%Y-%m-%dT%H:%M:%E3SZ)%",
+                    "team": meta("team"),
+                    "service": meta("service"),
+                    "route": "%ROUTE_NAME%",
+                    "method": "%REQ(:METHOD)%",
+                    "path": "%REQ_WITHOUT_QUERY(:PATH)%",
+                    "status": "%RESPONSE_CODE%",
+                    "response_flags": "%RESPONSE_FLAGS%",
+                    "duration_ms": "%DURATION%",
+                    "upstream_host": "%UPSTREAM_HOST%",
+                    "client_ip": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+                    "request_id": "%REQ(X-REQUEST-ID)%",
+                    "bytes_in": "%BYTES_RECEIVED%",
+                    "bytes_out": "%BYTES_SENT%",
+                    "user_agent": "%REQ(USER-AGENT)%"
+                }
+            }
         }
     })
 }
