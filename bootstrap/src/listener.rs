@@ -7,6 +7,7 @@ use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
     GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
+    ROUTE_METADATA_NAMESPACE,
 };
 use serde_json::{json, Value};
 use std::net::SocketAddr;
@@ -125,6 +126,17 @@ pub(crate) fn gateway_listener(
             "initial_stream_window_size": 65536,
             "initial_connection_window_size": 1048576
         },
+        // Request ids: Envoy makes one when the request has none, keeps the client's (a team
+        // traces a call through its own systems), sends it to the backend and returns it.
+        // `pack_trace_reason: false`: an incoming id reaches the backend byte for byte.
+        "generate_request_id": true,
+        "preserve_external_request_id": true,
+        "always_set_request_id_in_response": true,
+        "request_id_extension": { "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
+            "pack_trace_reason": false
+        } },
+        "access_log": [access_log()],
         "http_filters": http_filters()
     });
     let route_field = match routes {
@@ -152,6 +164,45 @@ pub(crate) fn gateway_listener(
             "typed_config": hcm
         } ] } ]
     }))
+}
+
+/// One JSON line per request on stdout (the ECS log driver ships it to CloudWatch Logs); keys
+/// in docs/design.md#access-log. The path is logged without its query string, and no cookie,
+/// authorization or other client-chosen header but the user agent and request id is logged:
+/// query strings and those headers carry credentials. Team and service come from the route's
+/// metadata, which only team routes carry, so the catch-all logs them empty.
+fn access_log() -> Value {
+    let meta = |key: &str| format!("%METADATA(ROUTE:{ROUTE_METADATA_NAMESPACE}:{key})%");
+    json!({
+        "name": "envoy.access_loggers.stdout",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+            "log_format": {
+                // REQ_WITHOUT_QUERY is an extension: declared here or Envoy refuses the format.
+                "formatters": [ {
+                    "name": "envoy.formatter.req_without_query",
+                    "typed_config": { "@type": "type.googleapis.com/envoy.extensions.formatter.req_without_query.v3.ReqWithoutQuery" }
+                } ],
+                "json_format": {
+                    "time": "%START_TIME(%Y-%m-%dT%H:%M:%E3SZ)%",
+                    "team": meta("team"),
+                    "service": meta("service"),
+                    "route": "%ROUTE_NAME%",
+                    "method": "%REQ(:METHOD)%",
+                    "path": "%REQ_WITHOUT_QUERY(:PATH)%",
+                    "status": "%RESPONSE_CODE%",
+                    "response_flags": "%RESPONSE_FLAGS%",
+                    "duration_ms": "%DURATION%",
+                    "upstream_host": "%UPSTREAM_HOST%",
+                    "client_ip": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+                    "request_id": "%REQ(X-REQUEST-ID)%",
+                    "bytes_in": "%BYTES_RECEIVED%",
+                    "bytes_out": "%BYTES_SENT%",
+                    "user_agent": "%REQ(USER-AGENT)%"
+                }
+            }
+        }
+    })
 }
 
 /// Kill switch first (it must stop traffic before anything else spends effort on it), then the

@@ -46,6 +46,7 @@ enum Command {
     Restore(cmd::operate::RestoreArgs),
     Resume(cmd::operate::ResumeArgs),
     Demo(cmd::demo::Args),
+    Top(cmd::top::Args),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +74,7 @@ fn main() -> ExitCode {
         Command::Restore(args) => cmd::operate::restore(args),
         Command::Resume(args) => cmd::operate::resume(args),
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Top(args) => cmd::top::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,8 @@
 //! (`admin.address.pipe`), where no route can reach it; local runs may keep it on loopback TCP.
 //! Both speak the same HTTP/1.1, one request per connection: admin calls are rare and small.
 
+pub mod traffic;
+
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Bytes;
 use hyper::Request;

@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { METRICS, METRIC_NAMESPACE } from './metrics';
+import { METRICS, METRIC_NAMESPACE, REQUEST_METRICS } from './metrics';
 
 export interface GatewayDashboardProps {
   /** The alarms shown next to the graphs (docs/design.md#metrics-and-alarms). */
@@ -11,7 +11,8 @@ export interface GatewayDashboardProps {
 /**
  * One CloudWatch dashboard with the gateway's metrics next to its alarms: publishes and routes,
  * validation failures, quarantined entries (total and per team), drift, reconcile failures,
- * proxy config rejections and limiter errors.
+ * proxy config rejections and limiter errors; and the traffic per team and service
+ * (docs/design.md#request-metrics), through CloudWatch SEARCH because teams register at run time.
  */
 export class GatewayDashboard extends Construct {
   readonly dashboard: cloudwatch.Dashboard;
@@ -62,6 +63,24 @@ export class GatewayDashboard extends Construct {
       ]),
       graph('Drift', [sum(METRICS.configDrift)]),
       graph('Proxy config rejections and limiter errors', [sum(METRICS.proxyConfigRejected), sum(METRICS.rateLimiterErrors)]),
+    );
+    const search = (metric: string, stat: string, label: string) =>
+      new cloudwatch.MathExpression({
+        expression: `SEARCH('{${METRIC_NAMESPACE},Team,Service} MetricName="${metric}"', '${stat}', 60)`,
+        label,
+        usingMetrics: {},
+      });
+    this.dashboard.addWidgets(
+      new cloudwatch.TextWidget({
+        markdown: '## Traffic per team\nPublished by every proxy\'s sidecar; the access log (one JSON line per request) is in the proxy log group, stream prefix `envoy`.',
+        width: 24,
+        height: 2,
+      }),
+    );
+    this.dashboard.addWidgets(
+      graph('Requests per team/service', [search(REQUEST_METRICS.requests, 'Sum', 'Requests')]),
+      graph('5xx per team/service', [search(REQUEST_METRICS.responses5xx, 'Sum', '5xx')]),
+      graph('p99 latency (ms, worst proxy) per team/service', [search(REQUEST_METRICS.latencyP99, 'Maximum', 'p99')]),
     );
   }
 }

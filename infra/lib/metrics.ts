@@ -13,6 +13,19 @@ export const METRICS = {
   entryQuarantined: 'EntryQuarantined',
 } as const;
 
+/**
+ * Per-service request metrics the proxy's sidecar publishes, dimensions `Team` and `Service`
+ * (docs/design.md#request-metrics).
+ */
+export const REQUEST_METRICS = {
+  requests: 'Requests',
+  responses4xx: 'Responses4xx',
+  responses5xx: 'Responses5xx',
+  upstreamConnectFailures: 'UpstreamConnectFailures',
+  latencyP50: 'LatencyP50',
+  latencyP99: 'LatencyP99',
+} as const;
+
 /** Names shared with the Rust side: table keys and bucket layout. */
 export const BUNDLE_OBJECT = 'bundle.json';
 export const FAILED_PREFIX = 'failed/';

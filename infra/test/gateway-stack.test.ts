@@ -625,3 +625,23 @@ describe('dashboard', () => {
     expect(body).toContain('alarm');
   });
 });
+
+describe('observability', () => {
+  test('the proxy log group (Envoy access log included) has a retention', () => {
+    const groups = template.findResources('AWS::Logs::LogGroup');
+    const proxy = Object.entries(groups).filter(([id]) => id.startsWith('Proxy'));
+    expect(proxy.length).toBeGreaterThan(0);
+    for (const [, group] of proxy) {
+      expect(group.Properties.RetentionInDays).toBeGreaterThan(0);
+    }
+  });
+
+  test('a dashboard graphs Requests, Responses5xx and LatencyP99 by Team and Service', () => {
+    const dashboards = template.findResources('AWS::CloudWatch::Dashboard');
+    expect(Object.keys(dashboards)).toHaveLength(1);
+    const body = JSON.stringify(Object.values(dashboards)[0].Properties.DashboardBody);
+    for (const metric of ['Requests', 'Responses5xx', 'LatencyP99']) {
+      expect(body).toMatch(new RegExp(`\\{Gateway,Team,Service\\} MetricName=[\\\\]*"${metric}[\\\\]*"`));
+    }
+  });
+});

@@ -19,6 +19,11 @@ pub const HEALTH_CHECK_PATH: &str = "/healthz";
 /// filter off, and only for its own fixed 200.
 pub const HEALTH_CHECK_ROUTE: &str = "gateway-health-check";
 
+/// Route metadata namespace (`metadata.filter_metadata`) holding a team route's `team` and
+/// `service`; the bootstrap's access log reads them with `%METADATA(ROUTE:gateway:team)%`
+/// (docs/design.md#access-log).
+pub const ROUTE_METADATA_NAMESPACE: &str = "gateway";
+
 /// File names inside a bundle and in the watched directories.
 pub const CLUSTERS_FILE: &str = "clusters.json";
 pub const ROUTES_FILE: &str = "routes.json";

@@ -4,7 +4,7 @@
 use crate::clusters::backend_of;
 use crate::contract::{
     CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER,
-    LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL,
+    LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL, ROUTE_METADATA_NAMESPACE,
 };
 use crate::entry::{Entry, Limit, Route};
 use crate::names;
@@ -67,7 +67,7 @@ pub fn catch_all_virtual_host(status: u16, body: &str) -> Value {
             "routes",
             Value::Array(vec![
                 health_check_route(),
-                json_response_route(CATCH_ALL_VHOST, status, body),
+                json_response_route(CATCH_ALL_VHOST, "", status, body),
             ]),
         ),
     ])
@@ -84,6 +84,7 @@ fn health_check_route() -> Value {
             "headers": [{ "name": ":method", "string_match": { "exact": "GET" } }]
         },
         "direct_response": { "status": 200, "body": { "inline_string": "ok\n" } },
+        "metadata": route_metadata("", ""),
         "typed_per_filter_config": {
             KILL_SWITCH_FILTER: {
                 "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
@@ -98,10 +99,13 @@ pub fn json_error_body(message: &str) -> String {
     format!("{}\n", json!({ "error": message }))
 }
 
-/// A route matching everything under `/`, answering directly with a JSON body.
-fn json_response_route(name: &str, status: u16, body: &str) -> Value {
+/// A route matching everything under `/`, answering directly with a JSON body. `team` is the
+/// host's team for a team host's 404, empty on the catch-all: the access log then says "" rather
+/// than null.
+fn json_response_route(name: &str, team: &str, status: u16, body: &str) -> Value {
     json!({
         "name": name,
+        "metadata": route_metadata(team, ""),
         "match": { "prefix": "/" },
         "direct_response": { "status": status, "body": { "inline_string": body } },
         // A direct response with a body is text/plain unless told otherwise.
@@ -146,6 +150,7 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
     if !root_claimed {
         rendered.push(json_response_route(
             &names::fallback_route_name(fqdn),
+            &entries[0].team,
             404,
             &json_error_body("no route for this path"),
         ));
@@ -282,6 +287,7 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),
         ("route", action),
+        ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
     if let Some(tokens) = burst_tokens(route) {
         out.as_object_mut().expect("object of members").insert(
@@ -290,6 +296,13 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
         );
     }
     Ok(out)
+}
+
+/// Who a route belongs to, for the access log: Envoy's formatter cannot split the route or
+/// cluster name, so the renderer writes team and service where `%METADATA(ROUTE:…)%` reads
+/// them (docs/design.md#access-log).
+fn route_metadata(team: &str, service: &str) -> Value {
+    json!({ "filter_metadata": { ROUTE_METADATA_NAMESPACE: { "service": service, "team": team } } })
 }
 
 /// A route can carry one local bucket. Of several `burst` limits the smallest is kept: a bucket

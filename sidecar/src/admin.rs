@@ -39,6 +39,11 @@ impl EnvoyAdmin {
         })
     }
 
+    /// The admin client, for readers beside delivery (the request metrics' own task).
+    pub fn client(&self) -> &AdminClient {
+        &self.client
+    }
+
     pub fn url(&self) -> &str {
         &self.base
     }

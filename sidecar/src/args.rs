@@ -28,6 +28,10 @@ pub struct Args {
     /// Seconds between polls.
     #[arg(long, default_value_t = 15)]
     pub interval: u64,
+    /// Seconds between readings of Envoy's per-service stats published to CloudWatch (Envoy mode,
+    /// not with --once).
+    #[arg(long, default_value_t = 60)]
+    pub metrics_interval: u64,
     /// Address of the health (/healthz) and status (/status) server.
     #[arg(long, default_value = "127.0.0.1:9902")]
     pub listen: SocketAddr,
@@ -70,6 +74,7 @@ pub struct Config {
     pub bucket: String,
     pub mode: Mode,
     pub interval: Duration,
+    pub metrics_interval: Duration,
     pub listen: SocketAddr,
     pub once: bool,
     pub state_file: Option<PathBuf>,
@@ -118,6 +123,9 @@ impl Args {
         if self.interval == 0 {
             return Err(usage("--interval must be at least 1 second"));
         }
+        if self.metrics_interval == 0 {
+            return Err(usage("--metrics-interval must be at least 1 second"));
+        }
         if self.apply_timeout == 0 {
             return Err(usage("--apply-timeout must be at least 1 second"));
         }
@@ -151,6 +159,7 @@ impl Args {
             bucket,
             mode,
             interval: Duration::from_secs(self.interval),
+            metrics_interval: Duration::from_secs(self.metrics_interval),
             listen: self.listen,
             once: self.once,
             state_file: self.state_file,
@@ -189,6 +198,7 @@ mod tests {
         ])
         .expect("valid");
         assert_eq!(c.interval, Duration::from_secs(15));
+        assert_eq!(c.metrics_interval, Duration::from_secs(60));
         assert_eq!(c.apply_timeout, Duration::from_secs(60));
         assert_eq!(
             c.mode,

@@ -13,6 +13,7 @@ pub mod probe;
 pub mod run;
 pub mod source;
 pub mod state;
+pub mod traffic;
 pub mod union;
 
 pub use error::SidecarError;

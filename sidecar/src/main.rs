@@ -33,7 +33,10 @@ async fn main() -> ExitCode {
         Ok(sidecar) if config.once => run::run_once(sidecar)
             .await
             .map(|outcome| tracing::info!(?outcome, "done")),
-        Ok(sidecar) => run::run_loop(sidecar, &config, run::shutdown_signal()).await,
+        Ok(sidecar) => {
+            let traffic = gateway_sidecar::traffic::CloudWatchTraffic::from_conf(&sdk);
+            run::run_loop_with(sidecar, &config, run::shutdown_signal(), Some(traffic)).await
+        }
         Err(e) => Err(e),
     };
     match result {

@@ -8,6 +8,7 @@ use crate::health;
 use crate::poll::{Outcome, Sidecar};
 use crate::source::BundleSource;
 use crate::state::{SharedStatus, Status};
+use crate::traffic::TrafficSink;
 use gateway_functions::metrics::{CloudWatchMetrics, MetricsSink};
 use gateway_functions::store::s3_client;
 use std::future::Future;
@@ -60,10 +61,29 @@ pub fn build(
 /// abandoned: every file write is atomic, and every state between the steps of a delivery is
 /// one Envoy can run (the next start resumes from the files).
 pub async fn run_loop<M: MetricsSink>(
-    mut sidecar: Sidecar<M>,
+    sidecar: Sidecar<M>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), SidecarError> {
+    run_loop_with(sidecar, config, shutdown, None::<crate::traffic::CloudWatchTraffic>).await
+}
+
+/// The loop, plus (Envoy mode, given a sink) the request metrics in a task of their own, so a
+/// slow CloudWatch never delays a delivery (docs/design.md#request-metrics).
+pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
+    mut sidecar: Sidecar<M>,
+    config: &Config,
+    shutdown: impl Future<Output = ()>,
+    traffic: Option<T>,
+) -> Result<(), SidecarError> {
+    let metrics_task = match (sidecar.target(), traffic) {
+        (Target::Envoy(envoy), Some(sink)) => Some(tokio::spawn(crate::traffic::publish_loop(
+            envoy.admin.client().clone(),
+            sink,
+            config.metrics_interval,
+        ))),
+        _ => None,
+    };
     let listener = health::bind(config.listen).await?;
     tracing::info!(listen = %config.listen, "health and status server listening");
     let server = tokio::spawn(health::serve(
@@ -84,6 +104,9 @@ pub async fn run_loop<M: MetricsSink>(
     }
     tracing::info!("shutting down");
     server.abort();
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
     Ok(())
 }
 

@@ -84,7 +84,10 @@ impl Drop for Backend {
 }
 
 /// Request headers a backend echoes back as `echo-<name>` response headers.
-pub const ECHOED: [&str; 2] = ["x-forwarded-for", "x-envoy-external-address"];
+pub const ECHOED: [&str; 3] = ["x-forwarded-for", "x-envoy-external-address", "x-request-id"];
+
+/// Paths under this prefix are answered 500 (with the same JSON body): a failing backend.
+pub const FAILING_PREFIX: &str = "/fail";
 
 /// The body a backend answers `method path` with.
 pub fn expected_body(backend: &str, method: &str, path: &str) -> serde_json::Value {
@@ -123,6 +126,7 @@ fn serve(
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<Incoming>| {
                     served.fetch_add(1, Ordering::SeqCst);
+                    let failing = req.uri().path().starts_with(FAILING_PREFIX);
                     let body =
                         expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
                     // What the proxy told the backend about the client, echoed back as
@@ -133,6 +137,9 @@ fn serve(
                         .collect();
                     async move {
                         let mut response = Response::new(Full::new(Bytes::from(body)));
+                        if failing {
+                            *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+                        }
                         response.headers_mut().insert(
                             hyper::header::CONTENT_TYPE,
                             hyper::header::HeaderValue::from_static("application/json"),

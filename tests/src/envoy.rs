@@ -35,6 +35,7 @@ pub struct EnvoyProcess {
     /// Set when the admin endpoint is a Unix socket (`ports.admin` is then unused).
     admin_socket: Option<PathBuf>,
     log: tempfile::NamedTempFile,
+    access_log: tempfile::NamedTempFile,
     _bootstrap: tempfile::NamedTempFile,
 }
 
@@ -124,10 +125,16 @@ impl EnvoyProcess {
             .unwrap_or_else(|e| panic!("writing the bootstrap file: {e}"));
         let log = tempfile::NamedTempFile::new()
             .unwrap_or_else(|e| panic!("creating Envoy's log file: {e}"));
+        let access_log = tempfile::NamedTempFile::new()
+            .unwrap_or_else(|e| panic!("creating Envoy's stdout file: {e}"));
         let child = Command::new(&bin)
             .args(args(file.path()))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(
+                access_log
+                    .reopen()
+                    .unwrap_or_else(|e| panic!("opening Envoy's stdout file: {e}")),
+            )
             .stderr(
                 log.reopen()
                     .unwrap_or_else(|e| panic!("opening Envoy's log file: {e}")),
@@ -139,6 +146,7 @@ impl EnvoyProcess {
             ports,
             admin_socket,
             log,
+            access_log,
             _bootstrap: file,
         };
         match envoy.wait_ready() {
@@ -191,6 +199,12 @@ impl EnvoyProcess {
     /// What Envoy wrote to stderr so far.
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// What Envoy wrote to stdout so far: the gateway bootstrap's access log, a JSON line per
+    /// request.
+    pub fn access_log_text(&self) -> String {
+        std::fs::read_to_string(self.access_log.path()).unwrap_or_default()
     }
 
     pub fn log_path(&self) -> &Path {

@@ -11,6 +11,7 @@ pub mod registry;
 pub mod render;
 pub mod tenancy;
 pub mod time;
+pub mod top;
 pub mod validate;
 
 /// Why a command did not succeed, and the exit code that says so.

@@ -147,6 +147,15 @@ pub struct SidecarProcess {
 impl SidecarProcess {
     /// `gateway-sidecar` with `args` plus `--listen` on a free port, talking to `moto`.
     pub fn start(moto: &MotoServer, args: &[String]) -> SidecarProcess {
+        SidecarProcess::start_with_env(moto, args, &[])
+    }
+
+    /// As `start`, with more environment (`AWS_ENDPOINT_URL_CLOUDWATCH` pointed elsewhere).
+    pub fn start_with_env(
+        moto: &MotoServer,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> SidecarProcess {
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
         let log =
             tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("sidecar log file: {e}"));
@@ -155,6 +164,7 @@ impl SidecarProcess {
             .arg("--listen")
             .arg(listen.to_string())
             .envs(moto.aws_env())
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -413,13 +423,18 @@ pub struct Gateway {
 
 impl Gateway {
     pub async fn start(moto: &MotoServer, entries: &[Entry]) -> Gateway {
+        Gateway::start_with(moto, entries, &[]).await
+    }
+
+    /// As `start`, with more sidecar arguments (`--metrics-interval 1`).
+    pub async fn start_with(moto: &MotoServer, entries: &[Entry], extra: &[&str]) -> Gateway {
         let bucket = Bucket::create(moto).await;
         let (first_version, first_hash) = bucket.publish(entries).await;
         let dirs = Dirs::new();
         let ports = EnvoyPorts::free();
         let admin = format!("http://{}", ports.admin);
         let sidecar =
-            SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+            SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, extra));
         wait_files(&dirs, Duration::from_secs(30)).await;
         let envoy = start_envoy(&dirs, ports);
         sidecar

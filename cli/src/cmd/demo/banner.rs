@@ -113,6 +113,18 @@ pub fn print(plan: &Plan, up: &Up) {
         "   {ctl} restore                # the reconciler's last good version comes back"
     ));
     out.push(format!(
+        " Access log: one JSON line per request on Envoy's stdout, in {} (keys in README.md):",
+        plan.display(&plan.run_dir.join("envoy.log"))
+    ));
+    out.push(format!(
+        "   grep '^{{' {} | tail -3",
+        plan.display(&plan.run_dir.join("envoy.log"))
+    ));
+    out.push(format!(
+        "   {ctl} top --admin {}   # requests/s, 5xx share and p99 per service, busiest first",
+        plan.admin
+    ));
+    out.push(format!(
         " Logs: {}/{{envoy,sidecar,ratelimit-sidecar,ratelimit,moto}}.log   sidecar status: http://{}/status",
         plan.display(&plan.run_dir),
         plan.sidecar_listen

@@ -1,0 +1,140 @@
+//! `gatewayctl top`: from one proxy's stats, requests per second, 5xx share and p99 upstream
+//! latency per service over a short window, busiest first — the first look during an incident
+//! (docs/design.md#request-metrics).
+
+use super::{block_on, CmdError, CmdResult};
+use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta};
+use gateway_envoy_admin::{AdminClient, AdminEndpoint};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Envoy's admin: unix:/PATH (production: unix:/run/envoy/admin.sock) or HOST:PORT
+    #[arg(long, default_value = "127.0.0.1:9901")]
+    pub admin: String,
+    /// Seconds between the two readings the figures are computed from
+    #[arg(long, default_value_t = 5)]
+    pub window: u64,
+    /// One JSON object per service instead of the table
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    if args.window == 0 || args.window > 3600 {
+        return Err(CmdError::usage("--window: 1 to 3600 seconds"));
+    }
+    let endpoint: AdminEndpoint = args
+        .admin
+        .parse()
+        .map_err(|e: gateway_envoy_admin::AdminError| CmdError::usage(format!("--admin: {e}")))?;
+    let client = AdminClient::new(endpoint);
+    block_on(async move {
+        let read = |client: &AdminClient| {
+            let client = client.clone();
+            async move {
+                read_traffic(&client).await.map_err(|e| {
+                    CmdError::failed(format!("{e}\nis Envoy's admin listening there?"))
+                })
+            }
+        };
+        let before = read(&client).await?;
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_secs(args.window)).await;
+        let after = read(&client).await?;
+        let seconds = started.elapsed().as_secs_f64();
+        let deltas = delta(&before, &after);
+        if args.json {
+            for d in &deltas {
+                println!("{}", row_json(d, seconds));
+            }
+        } else {
+            print!("{}", table(&deltas, seconds));
+        }
+        Ok(())
+    })
+}
+
+fn five_xx_share(d: &ServiceDelta) -> f64 {
+    if d.requests == 0 {
+        0.0
+    } else {
+        d.responses_5xx as f64 / d.requests as f64
+    }
+}
+
+fn row_json(d: &ServiceDelta, seconds: f64) -> serde_json::Value {
+    serde_json::json!({
+        "team": d.service.team,
+        "service": d.service.service,
+        "rps": d.requests as f64 / seconds,
+        "requests": d.requests,
+        "responses_5xx": d.responses_5xx,
+        "share_5xx": five_xx_share(d),
+        "p99_ms": d.latency_p99_ms,
+    })
+}
+
+/// The table, busiest first (the order `delta` returns).
+pub fn table(deltas: &[ServiceDelta], seconds: f64) -> String {
+    let mut out = format!(
+        "{:<40} {:>10} {:>8} {:>10}\n",
+        "TEAM/SERVICE", "RPS", "5XX", "P99 MS"
+    );
+    if deltas.is_empty() {
+        out.push_str(&format!("(no requests in the last {seconds:.0} s)\n"));
+    }
+    for d in deltas {
+        let p99 = d
+            .latency_p99_ms
+            .map(|p| format!("{p:.0}"))
+            .unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{:<40} {:>10.1} {:>7.1}% {:>10}\n",
+            format!("{}/{}", d.service.team, d.service.service),
+            d.requests as f64 / seconds,
+            five_xx_share(d) * 100.0,
+            p99
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_envoy_admin::traffic::Service;
+
+    fn d(team: &str, requests: u64, fivexx: u64, p99: Option<f64>) -> ServiceDelta {
+        ServiceDelta {
+            service: Service {
+                team: team.into(),
+                service: "api".into(),
+            },
+            requests,
+            responses_4xx: 0,
+            responses_5xx: fivexx,
+            connect_failures: 0,
+            latency_p50_ms: p99,
+            latency_p99_ms: p99,
+        }
+    }
+
+    #[test]
+    fn table_shows_rate_share_and_p99() {
+        let t = table(
+            &[d("billing", 50, 10, Some(25.0)), d("search", 5, 0, None)],
+            5.0,
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].starts_with("billing/api"), "{t}");
+        assert!(
+            lines[1].contains("10.0") && lines[1].contains("20.0%") && lines[1].ends_with("25"),
+            "{t}"
+        );
+        assert!(
+            lines[2].starts_with("search/api") && lines[2].ends_with('-'),
+            "{t}"
+        );
+    }
+}

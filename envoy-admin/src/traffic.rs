@@ -1,0 +1,297 @@
+//! Per-service traffic from Envoy's per-cluster stats: requests, 4xx, 5xx, connect failures and
+//! the upstream latency histogram of each `team.service` cluster. Envoy's counters only grow, so
+//! what happened between two readings is their difference (`delta`); the sidecar publishes those
+//! differences and `gatewayctl top` divides them by the time between readings
+//! (docs/design.md#request-metrics).
+
+use crate::{AdminClient, AdminError};
+use std::collections::BTreeMap;
+
+/// Only the stats this module reads, of clusters named `team.service` (two labels: the
+/// rate-limit cluster and Envoy's `external.`/`internal.` sub-stats do not match), and only the
+/// ones in use. `histogram_buckets=detailed` gives the latency histogram's cumulative buckets,
+/// so a window's percentiles come from the difference of two readings.
+pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5Ecluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time)%24";
+
+/// One cluster's counters since Envoy started.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServiceCounters {
+    pub requests: u64,
+    pub responses_4xx: u64,
+    pub responses_5xx: u64,
+    pub connect_failures: u64,
+    /// Upstream latency (ms): `(lower bound, width)` of each bucket and its cumulative count.
+    pub latency: BTreeMap<(u64, u64), u64>,
+}
+
+/// A team and service, as the cluster `team.service` names them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Service {
+    pub team: String,
+    pub service: String,
+}
+
+/// One reading of every team cluster's counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TrafficSnapshot {
+    pub services: BTreeMap<Service, ServiceCounters>,
+}
+
+/// What one service did between two readings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceDelta {
+    pub service: Service,
+    pub requests: u64,
+    pub responses_4xx: u64,
+    pub responses_5xx: u64,
+    pub connect_failures: u64,
+    /// Upstream latency percentiles in ms over the window; `None` without a timed request.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrafficError {
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+    #[error("Envoy admin {endpoint}: /stats answered {status}")]
+    Status { endpoint: String, status: u16 },
+    #[error("Envoy admin {endpoint}: /stats: {reason}")]
+    Parse { endpoint: String, reason: String },
+}
+
+/// Reads the per-service counters from Envoy's admin.
+pub async fn read_traffic(admin: &AdminClient) -> Result<TrafficSnapshot, TrafficError> {
+    let response = admin.get(TRAFFIC_STATS_PATH).await?;
+    let endpoint = admin.endpoint().to_string();
+    if !response.is_success() {
+        return Err(TrafficError::Status {
+            endpoint,
+            status: response.status,
+        });
+    }
+    TrafficSnapshot::parse(&response.body)
+        .map_err(|reason| TrafficError::Parse { endpoint, reason })
+}
+
+impl TrafficSnapshot {
+    /// Envoy's `{"stats":[{"name":…,"value":…},…,{"histograms":{"details":[…]}}]}`.
+    pub fn parse(body: &[u8]) -> Result<TrafficSnapshot, String> {
+        let doc: serde_json::Value =
+            serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
+        let stats = doc
+            .get("stats")
+            .and_then(|s| s.as_array())
+            .ok_or("no \"stats\" list")?;
+        let mut snapshot = TrafficSnapshot::default();
+        for stat in stats {
+            if let Some(details) = stat
+                .get("histograms")
+                .and_then(|h| h.get("details"))
+                .and_then(|d| d.as_array())
+            {
+                for histogram in details {
+                    let Some((service, "upstream_rq_time")) = histogram
+                        .get("name")
+                        .and_then(|n| n.as_str())
+                        .and_then(split_stat)
+                    else {
+                        continue;
+                    };
+                    let counters = snapshot.services.entry(service).or_default();
+                    for bucket in histogram
+                        .get("totals")
+                        .and_then(|t| t.as_array())
+                        .into_iter()
+                        .flatten()
+                    {
+                        let lower = bucket.get("lower_bound").and_then(|v| v.as_f64());
+                        let width = bucket.get("width").and_then(|v| v.as_f64());
+                        let count = bucket.get("count").and_then(|v| v.as_u64());
+                        if let (Some(lower), Some(width), Some(count)) = (lower, width, count) {
+                            counters
+                                .latency
+                                .insert((lower.to_bits(), width.to_bits()), count);
+                        }
+                    }
+                }
+                continue;
+            }
+            let (Some(name), Some(value)) = (
+                stat.get("name").and_then(|n| n.as_str()),
+                stat.get("value").and_then(|v| v.as_u64()),
+            ) else {
+                continue;
+            };
+            let Some((service, leaf)) = split_stat(name) else {
+                continue;
+            };
+            let counters = snapshot.services.entry(service).or_default();
+            match leaf {
+                "upstream_rq_total" => counters.requests = value,
+                "upstream_rq_4xx" => counters.responses_4xx = value,
+                "upstream_rq_5xx" => counters.responses_5xx = value,
+                "upstream_cx_connect_fail" => counters.connect_failures = value,
+                _ => {}
+            }
+        }
+        Ok(snapshot)
+    }
+}
+
+/// `cluster.team.service.leaf` → (team/service, leaf). Team and service names never hold a dot
+/// (docs/design.md#registration-entry), so the cluster is exactly two labels.
+fn split_stat(name: &str) -> Option<(Service, &str)> {
+    let rest = name.strip_prefix("cluster.")?;
+    let mut parts = rest.splitn(3, '.');
+    let team = parts.next()?;
+    let service = parts.next()?;
+    let leaf = parts.next()?;
+    if leaf.contains('.') {
+        return None;
+    }
+    Some((
+        Service {
+            team: team.to_string(),
+            service: service.to_string(),
+        },
+        leaf,
+    ))
+}
+
+/// What happened between `before` and `after`, busiest first. A counter that went down means
+/// Envoy restarted between the readings: `after` alone is then the window's count. A service
+/// with nothing in the window is left out. Envoy merges histograms at its stats flush (every 5 s),
+/// so latency can arrive one window after the requests it times.
+pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDelta> {
+    let empty = ServiceCounters::default();
+    let mut out: Vec<ServiceDelta> = after
+        .services
+        .iter()
+        .map(|(service, now)| {
+            let then = before.services.get(service).unwrap_or(&empty);
+            let restarted = now.requests < then.requests;
+            let then = if restarted { &empty } else { then };
+            let diff = |a: u64, b: u64| a.saturating_sub(b);
+            let buckets: Vec<(f64, f64, u64)> = now
+                .latency
+                .iter()
+                .map(|((lower, width), count)| {
+                    let was = then.latency.get(&(*lower, *width)).copied().unwrap_or(0);
+                    (
+                        f64::from_bits(*lower),
+                        f64::from_bits(*width),
+                        diff(*count, was),
+                    )
+                })
+                .collect();
+            ServiceDelta {
+                service: service.clone(),
+                requests: diff(now.requests, then.requests),
+                responses_4xx: diff(now.responses_4xx, then.responses_4xx),
+                responses_5xx: diff(now.responses_5xx, then.responses_5xx),
+                connect_failures: diff(now.connect_failures, then.connect_failures),
+                latency_p50_ms: percentile(&buckets, 0.50),
+                latency_p99_ms: percentile(&buckets, 0.99),
+            }
+        })
+        .filter(|d| d.requests > 0 || d.connect_failures > 0 || d.latency_p50_ms.is_some())
+        .collect();
+    out.sort_by(|a, b| {
+        b.requests
+            .cmp(&a.requests)
+            .then_with(|| a.service.cmp(&b.service))
+    });
+    out
+}
+
+/// The `q` quantile of bucketed counts: the upper edge of the bucket holding it (an upper bound,
+/// as Envoy's own percentiles are bucket-resolution).
+fn percentile(buckets: &[(f64, f64, u64)], q: f64) -> Option<f64> {
+    let total: u64 = buckets.iter().map(|b| b.2).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut sorted = buckets.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let rank = (q * total as f64).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (lower, width, count) in sorted {
+        seen += count;
+        if seen >= rank {
+            return Some(lower + width);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(requests: u64, fivexx: u64, buckets: &[(f64, f64, u64)]) -> TrafficSnapshot {
+        let totals: Vec<String> = buckets
+            .iter()
+            .map(|(l, w, c)| format!(r#"{{"lower_bound":{l},"width":{w},"count":{c}}}"#))
+            .collect();
+        let body = format!(
+            r#"{{"stats":[
+              {{"name":"cluster.billing.invoices.upstream_rq_total","value":{requests}}},
+              {{"name":"cluster.billing.invoices.upstream_rq_5xx","value":{fivexx}}},
+              {{"name":"cluster.billing.invoices.external.upstream_rq_5xx","value":999}},
+              {{"name":"cluster.ratelimit.upstream_rq_total","value":999}},
+              {{"histograms":{{"details":[{{"name":"cluster.billing.invoices.upstream_rq_time","totals":[{}]}}]}}}}
+            ]}}"#,
+            totals.join(",")
+        );
+        TrafficSnapshot::parse(body.as_bytes()).expect("parses")
+    }
+
+    #[test]
+    fn reads_team_clusters_only() {
+        let s = snapshot(10, 2, &[(0.0, 1.0, 10)]);
+        assert_eq!(s.services.len(), 1, "{s:?}");
+        let (service, counters) = s.services.iter().next().expect("one");
+        assert_eq!(
+            (service.team.as_str(), service.service.as_str()),
+            ("billing", "invoices")
+        );
+        assert_eq!((counters.requests, counters.responses_5xx), (10, 2));
+    }
+
+    #[test]
+    fn delta_is_the_difference_and_percentiles_come_from_the_window() {
+        let before = snapshot(10, 2, &[(0.0, 1.0, 10)]);
+        let after = snapshot(
+            110,
+            7,
+            &[(0.0, 1.0, 10), (100.0, 10.0, 99), (1000.0, 100.0, 1)],
+        );
+        let d = delta(&before, &after);
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].requests, d[0].responses_5xx), (100, 5));
+        assert_eq!(d[0].latency_p50_ms, Some(110.0));
+        assert_eq!(d[0].latency_p99_ms, Some(110.0));
+        let after_more = snapshot(
+            112,
+            7,
+            &[(0.0, 1.0, 10), (100.0, 10.0, 99), (1000.0, 100.0, 3)],
+        );
+        assert_eq!(delta(&after, &after_more)[0].latency_p99_ms, Some(1100.0));
+    }
+
+    #[test]
+    fn a_restart_counts_from_zero_and_an_idle_service_is_left_out() {
+        let before = snapshot(500, 50, &[(0.0, 1.0, 500)]);
+        let after = snapshot(3, 1, &[(0.0, 1.0, 3)]);
+        let d = delta(&before, &after);
+        assert_eq!((d[0].requests, d[0].responses_5xx), (3, 1));
+        assert!(delta(&after, &after).is_empty());
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(TrafficSnapshot::parse(b"<html>").is_err());
+        assert!(TrafficSnapshot::parse(b"{}").is_err());
+    }
+}
