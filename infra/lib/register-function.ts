@@ -78,8 +78,8 @@ export class RegisterFunction extends Construct {
     });
     // Only what a registration transaction does, and only on its own rows: it writes entries and
     // host/path guards, reads grants (and checks them inside the transaction), and can neither
-    // write grants nor the reconciler's STATE row. No scan, no stream. (TransactWriteItems is
-    // authorised per item action; it is no IAM action of its own.)
+    // write grants nor the reconciler's STATE row. (TransactWriteItems is authorised per item
+    // action; it is no IAM action of its own.)
     this.function.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'WriteEntriesAndGuards',
@@ -94,6 +94,16 @@ export class RegisterFunction extends Construct {
         actions: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],
         resources: [props.table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': REGISTER_READS_KEYS } },
+      }),
+    );
+    // The registry caps (entries per team, routes in all; docs/design.md) are counted with a
+    // consistent Scan before the transaction. A Scan has no leading key, so no LeadingKeys
+    // condition can narrow it: the role may read the table, never write outside the rows above.
+    this.function.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'CountEntriesForTheCaps',
+        actions: ['dynamodb:Scan'],
+        resources: [props.table.tableArn],
       }),
     );
     Validations.of(this.function).acknowledge({
