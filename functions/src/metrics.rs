@@ -18,9 +18,19 @@ pub enum Metric {
     RateLimiterErrors,
     /// Entries a reconcile run set aside, per team (docs/design.md#quarantine).
     EntryQuarantined,
+    /// Percent of the memory envelope the registry fills (docs/design.md#memory-envelope);
+    /// alarmed at 80.
+    CapacityUsed,
 }
 
 impl Metric {
+    pub fn unit(self) -> StandardUnit {
+        match self {
+            Metric::CapacityUsed => StandardUnit::Percent,
+            _ => StandardUnit::Count,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Metric::ValidationFailed => "ValidationFailed",
@@ -31,6 +41,7 @@ impl Metric {
             Metric::ProxyConfigRejected => "ProxyConfigRejected",
             Metric::RateLimiterErrors => "RateLimiterErrors",
             Metric::EntryQuarantined => "EntryQuarantined",
+            Metric::CapacityUsed => "CapacityUsed",
         }
     }
 }
@@ -78,7 +89,7 @@ impl MetricsSink for CloudWatchMetrics {
                 MetricDatum::builder()
                     .metric_name(metric.name())
                     .value(*value)
-                    .unit(StandardUnit::Count)
+                    .unit(metric.unit())
                     .build()
             })
             .collect();

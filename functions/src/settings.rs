@@ -67,13 +67,14 @@ fn policy_from(
     Ok(policy)
 }
 
-/// `GATEWAY_MAX_ENTRIES_PER_TEAM`, `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_BUNDLE_BYTES` (defaults in
-/// `gateway_render::bounds`).
+/// `GATEWAY_MAX_ENTRIES_PER_TEAM`, `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_CLUSTERS`,
+/// `GATEWAY_MAX_BUNDLE_BYTES` (defaults in `gateway_render::bounds`).
 pub fn bounds() -> Result<gateway_render::Bounds, InvalidSetting> {
     let var = |name: &str| std::env::var(name).ok();
     gateway_render::Bounds::from_values(
         var("GATEWAY_MAX_ENTRIES_PER_TEAM").as_deref(),
         var("GATEWAY_MAX_ROUTES").as_deref(),
+        var("GATEWAY_MAX_CLUSTERS").as_deref(),
         var("GATEWAY_MAX_BUNDLE_BYTES").as_deref(),
     )
     .map_err(InvalidSetting)

@@ -102,3 +102,68 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
     h.cfg.bounds = Bounds::default();
     assert!(matches!(h.reconcile().await, Outcome::Published { .. }));
 }
+
+#[tokio::test]
+async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() {
+    let mut h = Harness::start().await;
+    let bounds = Bounds {
+        max_routes: 10,
+        max_clusters: 2,
+        ..Bounds::default()
+    };
+    let registry = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
+        .with_policy(h.cfg.policy.clone())
+        .with_bounds(bounds);
+    for (team, service) in [("billing", "a"), ("shop", "cart")] {
+        registry
+            .register(&entry(team, service, team, &["/a"]))
+            .await
+            .expect("two clusters fit");
+    }
+    let third = registry
+        .register(&entry("shop", "pay", "shop", &["/pay"]))
+        .await
+        .expect_err("a third cluster");
+    assert_eq!(
+        rejection(third),
+        ["backend: the registry would hold 3 backend clusters; at most 2 \
+          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"]
+    );
+    // An entry holding its cluster may always change.
+    registry
+        .register(&entry("billing", "a", "billing", &["/a", "/a2"]))
+        .await
+        .expect("an entry changes within the envelope");
+
+    // The reconciler measures the same envelope on every run and holds the line on rows
+    // written around the register function; the live config stays.
+    h.cfg.bounds = bounds;
+    let run = || {
+        gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
+    };
+    let report = run().await.expect("run");
+    assert!(matches!(report.outcome, Outcome::Published { .. }), "{}", report.outcome);
+    assert_eq!(report.capacity_used, Some(100.0), "2 of 2 clusters, 3 of 10 routes");
+    let live = h.store.head_live().await.expect("head").expect("live");
+    h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"])).await;
+    let over = run().await.expect("run");
+    let Outcome::Rejected { stage, reason, .. } = &over.outcome else {
+        panic!("expected a rejection, got {}", over.outcome)
+    };
+    assert_eq!(*stage, Stage::Registry);
+    assert_eq!(
+        reason,
+        "the registry would hold 3 backend clusters; at most 2 (GATEWAY_MAX_CLUSTERS, \
+         the memory envelope the gateway is sized for)"
+    );
+    assert_eq!(over.capacity_used, Some(150.0));
+    assert_eq!(
+        h.store.head_live().await.expect("head").expect("live").version_id,
+        live.version_id,
+        "the live config stays"
+    );
+    assert!(
+        h.metric_names().await.contains(&"CapacityUsed".to_string()),
+        "CapacityUsed reaches CloudWatch"
+    );
+}

@@ -6,6 +6,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { CAPACITY_ALARM_PERCENT } from './capacity';
 import { METRIC_NAMESPACE, METRICS } from './metrics';
 
 export interface GatewayAlarmsProps {
@@ -120,6 +121,27 @@ export class GatewayAlarms extends Construct {
       );
     }
 
+    // The memory envelope (docs/design.md#memory-envelope): every run reports how full it is.
+    this.add(
+      'CapacityUsed',
+      new cloudwatch.Alarm(this, 'CapacityUsed', {
+        alarmDescription:
+          'The registry fills 80 % or more of the memory envelope the gateway is sized for (routes or https clusters); ' +
+          'at 100 % registration refuses growth. Raise the stack\'s capacity setting (it resizes the functions and proxies) or prune entries.',
+        metric: new cloudwatch.Metric({
+          namespace: METRIC_NAMESPACE,
+          metricName: METRICS.capacityUsed,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: Duration.minutes(5),
+        }),
+        threshold: CAPACITY_ALARM_PERCENT,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        datapointsToAlarm: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+      action,
+    );
     this.add(
       'RegisterErrors',
       props.register.metricErrors({ period: Duration.minutes(5), statistic: cloudwatch.Stats.SUM }).createAlarm(this, 'RegisterErrors', {

@@ -64,6 +64,16 @@ export class GatewayDashboard extends Construct {
       graph('Drift', [sum(METRICS.configDrift)]),
       graph('Proxy config rejections and limiter errors', [sum(METRICS.proxyConfigRejected), sum(METRICS.rateLimiterErrors)]),
     );
+    this.dashboard.addWidgets(
+      graph('Capacity used (% of the memory envelope; alarm at 80)', [
+        new cloudwatch.Metric({
+          namespace: METRIC_NAMESPACE,
+          metricName: METRICS.capacityUsed,
+          statistic: cloudwatch.Stats.MAXIMUM,
+          period: Duration.minutes(5),
+        }),
+      ]),
+    );
     const search = (metric: string, stat: string, label: string) =>
       new cloudwatch.MathExpression({
         expression: `SEARCH('{${METRIC_NAMESPACE},Team,Service} MetricName="${metric}"', '${stat}', 60)`,

@@ -8,6 +8,7 @@ import { GatewayAlarms } from './alarms';
 import { GatewayDashboard } from './dashboard';
 import { BreakGlassRole } from './break-glass-role';
 import { ConfigBucket } from './config-bucket';
+import { capacitySettings, DEFAULT_CAPACITY, GatewayCapacity, proxyTaskSize, reconcileMemoryMiB } from './capacity';
 import { envoyVersion, REPO_ROOT } from './pins';
 import { ProxyService } from './proxy-service';
 import { ReconcileFunction } from './reconcile-function';
@@ -43,6 +44,12 @@ export interface GatewayStackProps extends StackProps {
   readonly backendDomains?: string[];
   /** Proxies in front of Envoy appending to X-Forwarded-For: 1 (the load balancer, default) or 2. */
   readonly trustedProxies?: number;
+  /**
+   * The largest registry the gateway must hold (docs/design.md#memory-envelope); default
+   * 20,000 routes and 2,500 clusters. Sizes the reconcile function and the proxy task, and the
+   * functions refuse registrations past it.
+   */
+  readonly capacity?: GatewayCapacity;
 }
 
 /** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
@@ -74,12 +81,14 @@ export class GatewayStack extends Stack {
       teamAccounts: props.teamAccounts ?? [],
       key,
     });
+    const capacity = props.capacity ?? DEFAULT_CAPACITY;
     this.reconcile = new ReconcileFunction(this, 'Reconcile', {
       table: this.registry.table,
       bucket: this.config.bucket,
       baseDomain: props.baseDomain,
       envoyVersion: pinned,
       repoRoot,
+      memorySize: reconcileMemoryMiB(capacity),
     });
     this.seed = new Seed(this, 'Seed', { reconcile: this.reconcile.function });
     this.alarms = new GatewayAlarms(this, 'Alarms', {
@@ -103,11 +112,14 @@ export class GatewayStack extends Stack {
       rateLimitImage: props.rateLimitImage,
       backendCidrs: props.backendCidrs,
       trustedProxies: props.trustedProxies,
+      taskSize: proxyTaskSize(capacity),
     });
     // Registration and every reconcile hold backends to what the proxies' egress allows.
+    // ... and to the memory envelope the functions and proxies are sized for.
     const backendRules: Record<string, string> = {
       GATEWAY_BACKEND_CIDRS: ProxyService.backendCidrs({ vpc, backendCidrs: props.backendCidrs }).join(','),
       GATEWAY_BACKEND_DOMAINS: (props.backendDomains ?? []).join(','),
+      ...capacitySettings(capacity),
     };
     for (const fn of [this.register.function, this.reconcile.function]) {
       for (const [name, value] of Object.entries(backendRules)) {

@@ -11,6 +11,8 @@ export const METRICS = {
   rateLimiterErrors: 'RateLimiterErrors',
   /** Also emitted per team with dimension `Team`; the alarm watches the undimensioned total. */
   entryQuarantined: 'EntryQuarantined',
+  /** Percent of the memory envelope the registry fills (docs/design.md#memory-envelope). */
+  capacityUsed: 'CapacityUsed',
 } as const;
 
 /**

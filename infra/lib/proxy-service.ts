@@ -9,6 +9,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
+import { DEFAULT_CAPACITY, proxyTaskSize } from './capacity';
 import { BUNDLE_OBJECT, METRIC_NAMESPACE } from './metrics';
 import { envoyArgs, IMAGE_CONTEXT_EXCLUDES } from './pins';
 import { RateLimitRedis } from './rate-limit-redis';
@@ -61,6 +62,8 @@ export const WATCHED_DIRS = {
 } as const;
 
 export interface ProxyServiceProps {
+  /** CPU units and MiB of one task; the stack derives it from its capacity (`capacity.ts`). */
+  readonly taskSize?: { readonly cpu: number; readonly memoryMiB: number };
   readonly vpc: ec2.IVpc;
   readonly bucket: s3.IBucket;
   readonly baseDomain: string;
@@ -232,9 +235,11 @@ export class ProxyService extends Construct {
   }
 
   private buildTask(props: ProxyServiceProps): ecs.FargateTaskDefinition {
+    // Sized from the memory envelope (capacity.ts, docs/design.md#memory-envelope).
+    const size = props.taskSize ?? proxyTaskSize(DEFAULT_CAPACITY);
     const task = new ecs.FargateTaskDefinition(this, 'Task', {
-      cpu: 1024,
-      memoryLimitMiB: 2048,
+      cpu: size.cpu,
+      memoryLimitMiB: size.memoryMiB,
       runtimePlatform: {
         cpuArchitecture: ecs.CpuArchitecture.X86_64,
         operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,

@@ -10,6 +10,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { BUNDLE_OBJECT, ENTRY_PK_PREFIX, FAILED_PREFIX, METRIC_NAMESPACE, STATE_PK, STATUS_PK_PREFIX } from './metrics';
+import { DEFAULT_CAPACITY, reconcileMemoryMiB } from './capacity';
 import { IMAGE_CONTEXT_EXCLUDES } from './pins';
 
 export interface ReconcileFunctionProps {
@@ -19,6 +20,8 @@ export interface ReconcileFunctionProps {
   readonly envoyVersion: string;
   /** Build context of the image: the repository root. */
   readonly repoRoot: string;
+  /** MiB; the stack derives it from its capacity (`capacity.ts`). Default: the default capacity's. */
+  readonly memorySize?: number;
 }
 
 /** Where the reconcile image puts Envoy (the envoyproxy/envoy base image's path). */
@@ -47,8 +50,9 @@ export class ReconcileFunction extends Construct {
       }),
       architecture: lambda.Architecture.X86_64,
       reservedConcurrentExecutions: 1,
-      // `envoy --mode validate` of 50k inlined routes peaks near 800 MB and takes ~8 s.
-      memorySize: 2048,
+      // One run holds the registry and its render while `envoy --mode validate` checks it: sized
+      // from the memory envelope (capacity.ts, docs/design.md#memory-envelope).
+      memorySize: props.memorySize ?? reconcileMemoryMiB(DEFAULT_CAPACITY),
       timeout: Duration.minutes(3),
       logGroup,
       environment: {

@@ -622,7 +622,7 @@ describe('dashboard', () => {
     const dashboards = template.findResources('AWS::CloudWatch::Dashboard');
     expect(Object.keys(dashboards)).toHaveLength(1);
     const body = JSON.stringify(Object.values(dashboards)[0].Properties.DashboardBody);
-    for (const name of ['Published', 'RoutesRendered', 'ValidationFailed', 'ReconcileFailed', 'EntryQuarantined', 'ConfigDrift', 'ProxyConfigRejected', 'RateLimiterErrors']) {
+    for (const name of ['Published', 'RoutesRendered', 'ValidationFailed', 'ReconcileFailed', 'EntryQuarantined', 'ConfigDrift', 'ProxyConfigRejected', 'RateLimiterErrors', 'CapacityUsed']) {
       expect(body).toContain(name);
     }
     expect(body).toContain('{Gateway,Team}');

@@ -1,7 +1,11 @@
 //! Bounds on what one registrant can cost the shared gateway: entries per team, routes in the
 //! whole registry, and the bytes of a bundle (what the reconciler publishes and every sidecar
 //! downloads and holds in memory). Operators set them (`GATEWAY_MAX_ENTRIES_PER_TEAM`,
-//! `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_BUNDLE_BYTES`); every refusal names the limit.
+//! `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_CLUSTERS`, `GATEWAY_MAX_BUNDLE_BYTES`); every refusal
+//! names the limit. Routes and https clusters are also the memory envelope the shipped
+//! infrastructure is sized for (docs/design.md#memory-envelope): registration and the reconciler
+//! refuse a registry past them, so nothing accepted can outgrow the memory the functions and
+//! proxies are given.
 
 use crate::entry::Entry;
 use std::collections::BTreeMap;
@@ -12,6 +16,11 @@ pub const DEFAULT_MAX_ENTRIES_PER_TEAM: usize = 100;
 /// bundle is 111 MB (docs/benchmarks.md); 20k keeps a reconcile run and every proxy's reload
 /// well inside that.
 pub const DEFAULT_MAX_ROUTES: usize = 20_000;
+/// Backend clusters in the whole registry. The envelope prices every cluster as an https one
+/// (a TLS context and its own parse of the CA file, in validation and in every proxy: the
+/// largest per-cluster cost measured, docs/benchmarks.md "Memory envelope"), so a registry of
+/// many plain-http clusters cannot slip past it either.
+pub const DEFAULT_MAX_CLUSTERS: usize = 2_500;
 /// Bytes of `bundle.json`: 2.0-2.2 KB per route measured (docs/benchmarks.md, "Bundle size"), so
 /// the default route cap (about 45 MB) fits with room for longer paths and more limits.
 pub const DEFAULT_MAX_BUNDLE_BYTES: usize = 128 * 1024 * 1024;
@@ -20,6 +29,7 @@ pub const DEFAULT_MAX_BUNDLE_BYTES: usize = 128 * 1024 * 1024;
 pub struct Bounds {
     pub max_entries_per_team: usize,
     pub max_routes: usize,
+    pub max_clusters: usize,
     pub max_bundle_bytes: usize,
 }
 
@@ -28,6 +38,7 @@ impl Default for Bounds {
         Bounds {
             max_entries_per_team: DEFAULT_MAX_ENTRIES_PER_TEAM,
             max_routes: DEFAULT_MAX_ROUTES,
+            max_clusters: DEFAULT_MAX_CLUSTERS,
             max_bundle_bytes: DEFAULT_MAX_BUNDLE_BYTES,
         }
     }
@@ -39,6 +50,7 @@ impl Bounds {
     pub fn from_values(
         entries_per_team: Option<&str>,
         routes: Option<&str>,
+        https_clusters: Option<&str>,
         bundle_bytes: Option<&str>,
     ) -> Result<Bounds, String> {
         let d = Bounds::default();
@@ -49,6 +61,11 @@ impl Bounds {
                 d.max_entries_per_team,
             )?,
             max_routes: parse("GATEWAY_MAX_ROUTES", routes, d.max_routes)?,
+            max_clusters: parse(
+                "GATEWAY_MAX_CLUSTERS",
+                https_clusters,
+                d.max_clusters,
+            )?,
             max_bundle_bytes: parse("GATEWAY_MAX_BUNDLE_BYTES", bundle_bytes, d.max_bundle_bytes)?,
         })
     }
@@ -69,7 +86,27 @@ impl Bounds {
         if routes > self.max_routes {
             problems.push(self.routes_problem(routes));
         }
+        let clusters = clusters(entries);
+        if clusters > self.max_clusters {
+            problems.push(self.clusters_problem(clusters));
+        }
         problems
+    }
+
+    /// How full the memory envelope is, in percent: the larger of routes and clusters
+    /// against their bounds (over 100 when a registry is past them).
+    pub fn capacity_used(&self, entries: &[Entry]) -> f64 {
+        let routes: usize = entries.iter().map(|e| e.routes.len()).sum();
+        let share = |n: usize, max: usize| n as f64 * 100.0 / max as f64;
+        share(routes, self.max_routes).max(share(clusters(entries), self.max_clusters))
+    }
+
+    pub fn clusters_problem(&self, clusters: usize) -> String {
+        format!(
+            "the registry would hold {clusters} backend clusters; at most {} \
+             (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)",
+            self.max_clusters
+        )
     }
 
     pub fn entries_problem(&self, team: &str, entries: usize) -> String {
@@ -95,6 +132,11 @@ impl Bounds {
             )
         })
     }
+}
+
+/// Backend clusters `entries` render to: one per entry's backend.
+pub fn clusters(entries: &[Entry]) -> usize {
+    entries.len()
 }
 
 fn parse(name: &str, value: Option<&str>, default: usize) -> Result<usize, String> {
@@ -134,6 +176,7 @@ mod tests {
         let b = Bounds {
             max_entries_per_team: 2,
             max_routes: 10,
+            max_clusters: 4,
             max_bundle_bytes: 100,
         };
         let entries = [
@@ -150,6 +193,17 @@ mod tests {
                 "the registry would hold 11 routes; at most 10 (GATEWAY_MAX_ROUTES)"
             ]
         );
+        let roomy = Bounds {
+            max_clusters: 4,
+            ..b
+        };
+        assert_eq!(roomy.capacity_used(&entries), 90.0, "9 of 10 routes");
+        assert_eq!(
+            Bounds { max_clusters: 2, ..roomy }.registry_problems(&entries),
+            ["the registry would hold 3 backend clusters; at most 2 (GATEWAY_MAX_CLUSTERS, \
+              the memory envelope the gateway is sized for)"]
+        );
+        assert_eq!(Bounds { max_clusters: 2, ..roomy }.capacity_used(&entries), 150.0);
         assert_eq!(b.bundle_problem(100), None);
         assert_eq!(
             b.bundle_problem(101).as_deref(),
@@ -160,17 +214,20 @@ mod tests {
     #[test]
     fn settings_parse_with_defaults_and_name_a_bad_value() {
         assert_eq!(
-            Bounds::from_values(None, None, Some(" ")),
+            Bounds::from_values(None, None, None, Some(" ")),
             Ok(Bounds::default())
         );
-        let b = Bounds::from_values(Some("5"), Some("1000"), Some("4096")).expect("valid");
+        let b = Bounds::from_values(Some("5"), Some("1000"), Some("7"), Some("4096"))
+            .expect("valid");
         assert_eq!(
-            (b.max_entries_per_team, b.max_routes, b.max_bundle_bytes),
-            (5, 1000, 4096)
+            (b.max_entries_per_team, b.max_routes, b.max_clusters, b.max_bundle_bytes),
+            (5, 1000, 7, 4096)
         );
         for bad in ["0", "-1", "ten", "1.5"] {
-            let e = Bounds::from_values(None, Some(bad), None).expect_err(bad);
+            let e = Bounds::from_values(None, Some(bad), None, None).expect_err(bad);
             assert!(e.starts_with("GATEWAY_MAX_ROUTES:"), "{e}");
+            let e = Bounds::from_values(None, None, Some(bad), None).expect_err(bad);
+            assert!(e.starts_with("GATEWAY_MAX_CLUSTERS:"), "{e}");
         }
     }
 }

@@ -151,7 +151,7 @@ impl Args {
             }
         }
         let max_bundle_bytes =
-            gateway_render::Bounds::from_values(None, None, self.max_bundle_bytes.as_deref())
+            gateway_render::Bounds::from_values(None, None, None, self.max_bundle_bytes.as_deref())
                 .map_err(|e| SidecarError::Usage(format!("--max-bundle-bytes: {e}")))?
                 .max_bundle_bytes;
         Ok(Config {

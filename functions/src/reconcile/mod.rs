@@ -96,6 +96,9 @@ pub struct RunReport {
     pub quarantined: Vec<Quarantined>,
     /// Validations run (each one runs Envoy): 0 when nothing changed, 1 for a clean publish.
     pub validations: usize,
+    /// How full the memory envelope the registry read is (`CapacityUsed`, percent), when the
+    /// run got that far.
+    pub capacity_used: Option<f64>,
 }
 
 /// [`reconcile`], also naming the quarantined entries. Each is kept under
@@ -115,6 +118,7 @@ where
     let mut quarantined = Vec::new();
     let mut validations = 0;
     let mut revisions = BTreeMap::new();
+    let mut capacity_used = None;
     let mut result = run(
         registry,
         store,
@@ -123,6 +127,7 @@ where
         &mut quarantined,
         &mut validations,
         &mut revisions,
+        &mut capacity_used,
     )
     .await;
     if let Ok(outcome) = &result {
@@ -152,6 +157,10 @@ where
         Ok(Outcome::Unchanged { .. }) | Ok(Outcome::KeptLive { .. }) => {}
         Err(_) => data.push((Metric::ReconcileFailed, 1.0)),
     }
+    if let Some(used) = capacity_used {
+        // Every run that read the registry reports it, so the 80 % alarm always has data.
+        data.push((Metric::CapacityUsed, used));
+    }
     if result.is_ok() && !quarantined.is_empty() {
         // The total, without a dimension, is what the alarm watches; per team follows below.
         data.push((Metric::EntryQuarantined, quarantined.len() as f64));
@@ -180,6 +189,7 @@ where
         outcome,
         quarantined,
         validations,
+        capacity_used,
     })
 }
 
@@ -191,6 +201,7 @@ async fn run<R, S, M>(
     quarantined: &mut Vec<Quarantined>,
     validations: &mut usize,
     revisions: &mut BTreeMap<String, u64>,
+    capacity_used: &mut Option<f64>,
 ) -> Result<Outcome, ReconcileError>
 where
     R: Registry + Sync,
@@ -226,7 +237,10 @@ where
     }
     // Registration refuses these one at a time; concurrent registrations or rows written
     // around the register function could still pass it, so the reconciler holds the line.
-    let beyond = cfg.bounds.registry_problems(&cand.list());
+    let listed = cand.list();
+    *capacity_used = Some(cfg.bounds.capacity_used(&listed));
+    let beyond = cfg.bounds.registry_problems(&listed);
+    drop(listed);
     if !beyond.is_empty() {
         *quarantined = Vec::new();
         return reject(store, Stage::Registry, beyond.join("\n"), None).await;

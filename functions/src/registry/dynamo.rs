@@ -195,7 +195,8 @@ impl DynamoRegistry {
         }
     }
 
-    /// Entries per team and routes in the registry, counted on a consistent read of the table.
+    /// Entries per team, routes and backend clusters in the registry, counted on a consistent read
+    /// of the table.
     /// Only growth is refused: a team may always shrink or change an entry within its count.
     async fn check_bounds(&self, entry: &Entry) -> Result<(), RegistryError> {
         let snapshot = self.list().await?;
@@ -227,6 +228,22 @@ impl DynamoRegistry {
             problems.push(Problem {
                 field: "routes".into(),
                 reason: self.bounds.routes_problem(after),
+            });
+        }
+        // The memory envelope's other axis (docs/design.md#memory-envelope): clusters.
+        let clusters = |e: &Entry| gateway_render::bounds::clusters(std::slice::from_ref(e));
+        let others_clusters: usize = snapshot
+            .entries
+            .iter()
+            .filter(|s| s.entry.id() != id)
+            .map(|s| clusters(&s.entry))
+            .sum();
+        let before = others_clusters + current.map_or(0, |c| clusters(&c.entry));
+        let after = others_clusters + clusters(entry);
+        if after > self.bounds.max_clusters && after > before {
+            problems.push(Problem {
+                field: "backend".into(),
+                reason: self.bounds.clusters_problem(after),
             });
         }
         if problems.is_empty() {

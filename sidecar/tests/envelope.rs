@@ -1,0 +1,318 @@
+//! The memory envelope: what a registry of N routes costs in memory at each stage that must hold
+//! it, measured with the real pieces (docs/benchmarks.md, "Memory envelope"). A measurement, not a
+//! check: run it with
+//! `cargo test -p gateway-sidecar --test envelope -- --ignored --nocapture` (sizes from
+//! `ENVELOPE_ROUTES`, default `10000,25000,50000`); it prints the table and writes it to
+//! `target/bench-envelope.md`.
+//!
+//! For each size: a registry of entries with ten routes each (`ENVELOPE_ROUTES_PER_ENTRY`) and
+//! one https backend each (the
+//! costliest cluster kind) is written to moto's table, the reconcile function's own code runs
+//! (read, render, validate with the pinned Envoy, publish) while a sampler reads the resident
+//! memory of this process and of its Envoy child every 10 ms, then the sidecar binary delivers
+//! the published bundle to a real Envoy on the gateway's bootstrap, and the peaks of both are
+//! read from `/proc` (`VmHWM`, `VmRSS`).
+
+mod common;
+
+use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
+use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
+use gateway_functions::registry::DynamoRegistry;
+use gateway_functions::store::{s3_client, ConfigStore, S3Store};
+use gateway_render::bounds::Bounds;
+use gateway_render::{Entry, Policy, RenderConfig};
+use gateway_testkit::envoy::EnvoyPorts;
+use gateway_testkit::{envoy_bin, repo_root, unique_name};
+use gateway_validator::{EnvoyOptions, ValidateOptions};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Routes per entry (`ENVELOPE_ROUTES_PER_ENTRY`, default 10): fewer means more clusters for the
+/// same routes, which separates the per-route cost from the per-cluster one.
+fn routes_per_entry() -> usize {
+    std::env::var("ENVELOPE_ROUTES_PER_ENTRY")
+        .ok()
+        .map(|v| v.parse().expect("ENVELOPE_ROUTES_PER_ENTRY: a count"))
+        .unwrap_or(10)
+}
+
+/// A kibibyte figure from `/proc/PID/status` (`VmRSS`, `VmHWM`).
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Children of `parent` whose command is `envoy`.
+fn envoy_children(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|d| d.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // pid (comm) state ppid ...
+            let Some((comm, rest)) = stat.split_once(") ") else {
+                return false;
+            };
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+            comm.ends_with("(envoy") && ppid == Some(parent)
+        })
+        .collect()
+}
+
+/// Samples this process plus its Envoy children every 10 ms until stopped; returns the peak of
+/// the sum and the peak of the children alone, in MiB.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<(u64, u64)>,
+}
+
+impl Sampler {
+    fn start() -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let me = std::process::id();
+        let thread = std::thread::spawn(move || {
+            let (mut peak_sum, mut peak_child) = (0u64, 0u64);
+            while !flag.load(Ordering::Relaxed) {
+                let own = status_kib(me, "VmRSS").unwrap_or(0);
+                let child: u64 = envoy_children(me)
+                    .into_iter()
+                    .filter_map(|p| status_kib(p, "VmRSS"))
+                    .sum();
+                peak_sum = peak_sum.max(own + child);
+                peak_child = peak_child.max(child);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            (peak_sum / 1024, peak_child / 1024)
+        });
+        Sampler { stop, thread }
+    }
+
+    fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("sampler")
+    }
+}
+
+/// Entry `i` of a generated registry: its routes under its own prefix, every limit kind spread
+/// over them, one https backend on a private address (no DNS involved).
+fn generated(i: usize) -> Entry {
+    let team = i / 4;
+    let routes: Vec<_> = (0..routes_per_entry())
+        .map(|r| {
+            let path = format!("/svc{i}/r{r}");
+            match r % 5 {
+                0 => json!({"path": path, "methods": ["GET"],
+                            "limits": [{"per": "client-ip", "requests": 100, "every": "minute"}]}),
+                1 => json!({"path": path, "methods": ["POST"],
+                            "limits": [{"per": "route", "requests": 100, "every": "second"},
+                                       {"burst": 20}]}),
+                2 => json!({"path": path,
+                            "limits": [{"per": "header", "header": "x-api-key",
+                                        "requests": 100, "every": "hour"}]}),
+                3 => json!({"path": path, "limits": [{"burst": 5}]}),
+                _ => json!({"path": path}),
+            }
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "team": format!("team{team}"),
+        "service": format!("svc{i}"),
+        "host": format!("team{team}"),
+        "backend": format!("https://10.{}.{}.{}:8443", i / 65536 % 256, i / 256 % 256, i % 256),
+        "routes": routes,
+    }))
+    .expect("a generated entry parses")
+}
+
+/// Writes the entries straight into the table in batches, in the shape the register function
+/// writes (its own path is timed by the registration benchmarks; moto's server leaks memory on
+/// transactions, so a large registry is loaded this way).
+async fn load(dynamo: &aws_sdk_dynamodb::Client, table: &str, entries: &[Entry]) {
+    use aws_sdk_dynamodb::types::{AttributeValue as A, PutRequest, WriteRequest};
+    for chunk in entries.chunks(25) {
+        let mut requests: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|e| {
+                let put = PutRequest::builder()
+                    .item("pk", A::S(format!("ENTRY#{}", e.id())))
+                    .item("sk", A::S("ENTRY".into()))
+                    .item("entry", A::S(serde_json::to_string(e).expect("entry json")))
+                    .item("revision", A::N("1".into()))
+                    .item("updated_at", A::N("0".into()))
+                    .build()
+                    .expect("put request");
+                WriteRequest::builder().put_request(put).build()
+            })
+            .collect();
+        while !requests.is_empty() {
+            let out = dynamo
+                .batch_write_item()
+                .request_items(table, requests)
+                .send()
+                .await
+                .expect("batch write");
+            requests = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(table))
+                .unwrap_or_default();
+        }
+    }
+}
+
+struct Row {
+    routes: usize,
+    https_clusters: usize,
+    ca: &'static str,
+    reconcile_secs: f64,
+    reconcile_peak: u64,
+    validate_peak: u64,
+    bundle_mib: f64,
+    sidecar_peak: u64,
+    envoy_serving: u64,
+}
+
+async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
+    let moto = common::shared_moto();
+    let conf = moto.sdk_config().await;
+    let policy = Policy::new(DOMAIN, true);
+    let dynamo = gateway_functions::aws::dynamodb_client(&conf);
+    let registry = DynamoRegistry::new(dynamo.clone(), unique_name("envelope"), DOMAIN)
+        .with_policy(policy.clone());
+    registry.create_table_if_absent().await.expect("table");
+    let bucket = unique_name("envelope");
+    let store = S3Store::new(s3_client(&conf), &bucket);
+    store.create_bucket_if_absent().await.expect("bucket");
+    let metrics = CloudWatchMetrics::from_conf(&conf);
+    let mut render = RenderConfig::new(DOMAIN);
+    render.upstream_ca_file = ca.1.clone();
+    let cfg = ReconcileConfig {
+        render,
+        policy,
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(envoy_bin()),
+            skip_envoy: false,
+        },
+        backends: Default::default(),
+        bounds: Bounds {
+            max_routes: 1_000_000,
+            max_clusters: 1_000_000,
+            max_bundle_bytes: 1 << 30,
+            ..Bounds::default()
+        },
+        quarantine: Default::default(),
+    };
+    seed(&registry, &store, &cfg).await.expect("seed");
+    let entries: Vec<Entry> = (0..routes.div_ceil(routes_per_entry())).map(generated).collect();
+    let https_clusters = entries.len();
+    load(&dynamo, registry.table(), &entries).await;
+    drop(entries);
+
+    let sampler = Sampler::start();
+    let started = Instant::now();
+    let outcome = reconcile(&registry, &store, &metrics, &cfg)
+        .await
+        .expect("reconcile");
+    let reconcile_secs = started.elapsed().as_secs_f64();
+    let (reconcile_peak, validate_peak) = sampler.stop();
+    let Outcome::Published { hash, .. } = outcome else {
+        panic!("the generated registry publishes: {outcome}");
+    };
+    let live = store.head_live().await.expect("head").expect("a live bundle");
+    let bundle_mib =
+        store.get_version(&live.version_id).await.expect("get").len() as f64 / 1048576.0;
+
+    let dirs = Dirs::new();
+    let ports = EnvoyPorts::free();
+    let admin = format!("http://{}", ports.admin);
+    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket, &dirs, &admin, &[]));
+    common::wait_files(&dirs, Duration::from_secs(600)).await;
+    let envoy = start_envoy(&dirs, ports);
+    sidecar.wait_live(&hash, Duration::from_secs(600)).await;
+    let sidecar_peak = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0) / 1024;
+    let envoy_serving = status_kib(envoy.pid(), "VmRSS").unwrap_or(0) / 1024;
+    Row {
+        routes,
+        https_clusters,
+        ca: ca.0,
+        reconcile_secs,
+        reconcile_peak,
+        validate_peak,
+        bundle_mib,
+        sidecar_peak,
+        envoy_serving,
+    }
+}
+
+/// A CA file holding one certificate (the first of the system bundle): what an operator's own
+/// private CA looks like to Envoy.
+fn one_certificate_ca() -> String {
+    let system = std::fs::read_to_string(gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE)
+        .expect("the system CA bundle");
+    let end = "-----END CERTIFICATE-----";
+    let first = &system[..system.find(end).expect("a certificate") + end.len()];
+    let start = first.find("-----BEGIN CERTIFICATE-----").expect("a certificate");
+    let path = std::env::temp_dir().join(unique_name("one-ca"));
+    std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run with --ignored"]
+async fn memory_envelope() {
+    let sizes: Vec<usize> = std::env::var("ENVELOPE_ROUTES")
+        .unwrap_or_else(|_| "10000,25000,50000".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("ENVELOPE_ROUTES: route counts"))
+        .collect();
+    let small_ca = one_certificate_ca();
+    let mut rows = Vec::new();
+    for &n in &sizes {
+        for ca in [
+            ("one certificate", small_ca.clone()),
+            ("system bundle", gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE.to_string()),
+        ] {
+            let row = measure(n, ca).await;
+            eprintln!(
+                "{} routes, {}: reconcile {:.1} s, peak {} MiB (Envoy {} MiB), sidecar {} MiB, Envoy serving {} MiB",
+                row.routes, row.ca, row.reconcile_secs, row.reconcile_peak, row.validate_peak,
+                row.sidecar_peak, row.envoy_serving
+            );
+            rows.push(row);
+        }
+    }
+    let mut table = String::from(
+        "| routes | https clusters | upstream CA | reconcile run | reconcile + validate peak | of which Envoy validate | bundle | sidecar peak | Envoy serving |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in &rows {
+        table.push_str(&format!(
+            "| {} | {} | {} | {:.1} s | {} MiB | {} MiB | {:.1} MiB | {} MiB | {} MiB |\n",
+            r.routes,
+            r.https_clusters,
+            r.ca,
+            r.reconcile_secs,
+            r.reconcile_peak,
+            r.validate_peak,
+            r.bundle_mib,
+            r.sidecar_peak,
+            r.envoy_serving
+        ));
+    }
+    println!("{table}");
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| repo_root().join("target"));
+    std::fs::write(target.join("bench-envelope.md"), &table).expect("write the table");
+    assert!(
+        rows.iter().all(|r| r.reconcile_peak > 0 && r.sidecar_peak > 0),
+        "every stage was measured"
+    );
+}
