@@ -37,6 +37,7 @@ timed npx cdk synth --no-notices --quiet \
   -c region=eu-west-1 \
   -c certificateArn=arn:aws:acm:eu-west-1:111111111111:certificate/00000000-0000-0000-0000-000000000000 \
   -c registerCodePath="$placeholder" \
+  -c upstreamCa=test/fixtures/upstream-ca.pem \
   -c exampleTeam=true
 templates=(cdk.out/*.template.json)
 [ "${#templates[@]}" -ge 2 ] || { echo "expected the Gateway and ExampleTeam templates, found: ${templates[*]}"; exit 1; }

@@ -2,6 +2,7 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import * as path from 'path';
+import { DEFAULT_CAPACITY } from '../lib/capacity';
 import { ExampleTeamStack } from '../lib/example-team-stack';
 import { GatewayStack } from '../lib/gateway-stack';
 
@@ -11,6 +12,10 @@ import { GatewayStack } from '../lib/gateway-stack';
  *   teamAccounts      comma-separated account ids allowed to register (one topic each; teams
  *                     are granted to accounts in the registry: gatewayctl grant)
  *   certificateArn    ACM certificate of the listener (HTTP only without it)
+ *   upstreamCa        required: PEM file of the CAs https backends chain to, or "system"
+ *   capacityRoutes, capacityClusters
+ *                     the largest registry the gateway holds (default 20000 and 2500); sizes
+ *                     the reconcile function and the proxy task
  *   registerCodePath  cargo-lambda output dir; default ../target/lambda/register
  *   account, region   deployment environment; default the CLI's
  *   exampleTeam       "true" adds a sample team stack (used by check.sh to lint the construct)
@@ -42,6 +47,14 @@ const gateway = new GatewayStack(app, 'Gateway', {
   teamAccounts: (ctx('teamAccounts') ?? '').split(',').map((a) => a.trim()).filter((a) => a.length > 0),
   certificateArn: ctx('certificateArn'),
   registerCodePath: registerCodePath ? path.resolve(registerCodePath) : undefined,
+  upstreamCa: ctx('upstreamCa') ?? '',
+  capacity:
+    ctx('capacityRoutes') || ctx('capacityClusters')
+      ? {
+          routes: Number(ctx('capacityRoutes') ?? DEFAULT_CAPACITY.routes),
+          clusters: Number(ctx('capacityClusters') ?? DEFAULT_CAPACITY.clusters),
+        }
+      : undefined,
 });
 
 if (ctx('exampleTeam') === 'true') {

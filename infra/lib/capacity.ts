@@ -20,18 +20,28 @@ export const DEFAULT_CAPACITY: GatewayCapacity = { routes: 20_000, clusters: 2_5
 /** `CapacityUsed` at or above this percent alarms. */
 export const CAPACITY_ALARM_PERCENT = 80;
 
+/** One stage's measured cost in MiB. */
+export interface StageCost {
+  readonly baseMiB: number;
+  readonly perRouteMiB: number;
+  /** Per https cluster with a one-certificate CA file. */
+  readonly perClusterMiB: number;
+  /** What the system CA bundle adds per https cluster (scaled by the CA file's certificates). */
+  readonly systemCaPerClusterMiB: number;
+}
+
 /**
- * Measured costs in MiB (Envoy 1.40, the system CA bundle on every https cluster): a fixed part,
- * per route, per cluster. Fitted on 10k/25k/50k routes with one cluster per ten routes, and 10k
- * routes with one per two (docs/benchmarks.md).
+ * Measured costs (Envoy 1.40): a fixed part, per route, per cluster, and what the CA file adds
+ * per cluster. Fitted on 10k/25k/50k routes with one cluster per ten routes, and 10k routes with
+ * one per two, each with a one-certificate CA and the system bundle (docs/benchmarks.md).
  */
 export const MEASURED = {
   /** One reconcile run: the function's own process plus its `envoy --mode validate` child. */
-  reconcile: { baseMiB: 64, perRouteMiB: 0.0237, perClusterMiB: 0.089 + 0.3 },
+  reconcile: { baseMiB: 64, perRouteMiB: 0.024, perClusterMiB: 0.089, systemCaPerClusterMiB: 0.3 } as StageCost,
   /** Envoy serving the config (`VmRSS` once live). */
-  envoy: { baseMiB: 68, perRouteMiB: 0.007, perClusterMiB: 0.0665 + 0.3 },
-  /** One sidecar delivering the bundle (`VmHWM`). */
-  sidecar: { baseMiB: 24, perRouteMiB: 0.007, perClusterMiB: 0.0155 },
+  envoy: { baseMiB: 68, perRouteMiB: 0.007, perClusterMiB: 0.0665, systemCaPerClusterMiB: 0.3 } as StageCost,
+  /** One sidecar delivering the bundle (`VmHWM`); it never parses the CA. */
+  sidecar: { baseMiB: 24, perRouteMiB: 0.007, perClusterMiB: 0.0155, systemCaPerClusterMiB: 0 } as StageCost,
   /** The rate-limit service and what the measurements do not cover in the task. */
   rateLimitMiB: 128,
 } as const;
@@ -42,8 +52,12 @@ export const HEADROOM = 1.25;
 /** Lambda's largest memory setting. */
 const LAMBDA_MAX_MIB = 10_240;
 
-function cost(c: { baseMiB: number; perRouteMiB: number; perClusterMiB: number }, cap: GatewayCapacity): number {
-  return c.baseMiB + c.perRouteMiB * cap.routes + c.perClusterMiB * cap.clusters;
+/**
+ * A stage's cost for `cap` with a CA file costing `caShare` of the system bundle (1: the system
+ * bundle; certificates / 144 for an operator's file).
+ */
+export function stageCost(c: StageCost, cap: GatewayCapacity, caShare: number): number {
+  return c.baseMiB + c.perRouteMiB * cap.routes + (c.perClusterMiB + c.systemCaPerClusterMiB * caShare) * cap.clusters;
 }
 
 function check(cap: GatewayCapacity): void {
@@ -54,10 +68,13 @@ function check(cap: GatewayCapacity): void {
   }
 }
 
-/** The reconcile function's memory for `cap`, in MiB (a multiple of 64, at least 1024). */
-export function reconcileMemoryMiB(cap: GatewayCapacity): number {
+/**
+ * The reconcile function's memory for `cap`, in MiB (a multiple of 64, at least 1024); `caShare`
+ * as in [stageCost], default the system bundle's.
+ */
+export function reconcileMemoryMiB(cap: GatewayCapacity, caShare = 1): number {
   check(cap);
-  const mib = Math.max(1024, Math.ceil((cost(MEASURED.reconcile, cap) * HEADROOM) / 64) * 64);
+  const mib = Math.max(1024, Math.ceil((stageCost(MEASURED.reconcile, cap, caShare) * HEADROOM) / 64) * 64);
   if (mib > LAMBDA_MAX_MIB) {
     throw new Error(
       `capacity ${cap.routes} routes / ${cap.clusters} clusters needs ${mib} MiB for one reconcile run; ` +
@@ -79,10 +96,11 @@ const FARGATE: { cpu: number; minMiB: number; maxMiB: number; stepMiB: number }[
  * reload keeps the old clusters while the new ones warm), the two sidecars at their delivery
  * peak, the rate-limit service.
  */
-export function proxyTaskSize(cap: GatewayCapacity): { cpu: number; memoryMiB: number } {
+export function proxyTaskSize(cap: GatewayCapacity, caShare = 1): { cpu: number; memoryMiB: number } {
   check(cap);
   const need =
-    (2 * cost(MEASURED.envoy, cap) + 2 * cost(MEASURED.sidecar, cap) + MEASURED.rateLimitMiB) * HEADROOM;
+    (2 * stageCost(MEASURED.envoy, cap, caShare) + 2 * stageCost(MEASURED.sidecar, cap, caShare) + MEASURED.rateLimitMiB) *
+    HEADROOM;
   for (const size of FARGATE) {
     const mib = Math.max(size.minMiB, Math.ceil(need / size.stepMiB) * size.stepMiB);
     if (mib <= size.maxMiB) {

@@ -10,6 +10,7 @@ import { BreakGlassRole } from './break-glass-role';
 import { ConfigBucket } from './config-bucket';
 import { capacitySettings, DEFAULT_CAPACITY, GatewayCapacity, proxyTaskSize, reconcileMemoryMiB } from './capacity';
 import { envoyVersion, REPO_ROOT } from './pins';
+import { caCostShare, readUpstreamCa } from './upstream-ca';
 import { ProxyService } from './proxy-service';
 import { ReconcileFunction } from './reconcile-function';
 import { RegisterFunction } from './register-function';
@@ -50,6 +51,13 @@ export interface GatewayStackProps extends StackProps {
    * functions refuse registrations past it.
    */
   readonly capacity?: GatewayCapacity;
+  /**
+   * The CA certificates https backends must chain to: a path to a PEM file (built into the
+   * reconcile and Envoy images at /etc/gateway/upstream-ca.pem), or 'system' for the images'
+   * system bundle. Every https cluster parses it, so a small file keeps the memory envelope small
+   * (docs/design.md#memory-envelope).
+   */
+  readonly upstreamCa: string;
 }
 
 /** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
@@ -82,13 +90,17 @@ export class GatewayStack extends Stack {
       key,
     });
     const capacity = props.capacity ?? DEFAULT_CAPACITY;
+    const upstreamCa = readUpstreamCa(props.upstreamCa);
+    const caShare = caCostShare(upstreamCa);
+    const upstreamCaPem = upstreamCa.kind === 'file' ? upstreamCa.pem : undefined;
     this.reconcile = new ReconcileFunction(this, 'Reconcile', {
       table: this.registry.table,
       bucket: this.config.bucket,
       baseDomain: props.baseDomain,
       envoyVersion: pinned,
       repoRoot,
-      memorySize: reconcileMemoryMiB(capacity),
+      memorySize: reconcileMemoryMiB(capacity, caShare),
+      upstreamCaPem,
     });
     this.seed = new Seed(this, 'Seed', { reconcile: this.reconcile.function });
     this.alarms = new GatewayAlarms(this, 'Alarms', {
@@ -112,7 +124,8 @@ export class GatewayStack extends Stack {
       rateLimitImage: props.rateLimitImage,
       backendCidrs: props.backendCidrs,
       trustedProxies: props.trustedProxies,
-      taskSize: proxyTaskSize(capacity),
+      taskSize: proxyTaskSize(capacity, caShare),
+      upstreamCaPem,
     });
     // Registration and every reconcile hold backends to what the proxies' egress allows.
     // ... and to the memory envelope the functions and proxies are sized for.

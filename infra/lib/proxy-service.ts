@@ -64,6 +64,8 @@ export const WATCHED_DIRS = {
 export interface ProxyServiceProps {
   /** CPU units and MiB of one task; the stack derives it from its capacity (`capacity.ts`). */
   readonly taskSize?: { readonly cpu: number; readonly memoryMiB: number };
+  /** The operator's upstream CA (PEM), built into the Envoy image at /etc/gateway/upstream-ca.pem. */
+  readonly upstreamCaPem?: string;
   readonly vpc: ec2.IVpc;
   readonly bucket: s3.IBucket;
   readonly baseDomain: string;
@@ -292,7 +294,11 @@ export class ProxyService extends Construct {
     const envoy = task.addContainer('envoy', {
       image: ecs.ContainerImage.fromAsset(props.repoRoot, {
         file: 'bootstrap/Dockerfile.envoy',
-        buildArgs: { ENVOY_VERSION: props.envoyVersion, BOOTSTRAP: ProxyService.bootstrapFile(props.trustedProxies) },
+        buildArgs: {
+          ENVOY_VERSION: props.envoyVersion,
+          BOOTSTRAP: ProxyService.bootstrapFile(props.trustedProxies),
+          ...(props.upstreamCaPem ? { UPSTREAM_CA: props.upstreamCaPem } : {}),
+        },
         platform: ecrAssets.Platform.LINUX_AMD64,
         exclude: IMAGE_CONTEXT_EXCLUDES,
       }),

@@ -12,6 +12,7 @@ import { Construct } from 'constructs';
 import { BUNDLE_OBJECT, ENTRY_PK_PREFIX, FAILED_PREFIX, METRIC_NAMESPACE, STATE_PK, STATUS_PK_PREFIX } from './metrics';
 import { DEFAULT_CAPACITY, reconcileMemoryMiB } from './capacity';
 import { IMAGE_CONTEXT_EXCLUDES } from './pins';
+import { UPSTREAM_CA_PATH } from './upstream-ca';
 
 export interface ReconcileFunctionProps {
   readonly table: dynamodb.ITable;
@@ -22,6 +23,8 @@ export interface ReconcileFunctionProps {
   readonly repoRoot: string;
   /** MiB; the stack derives it from its capacity (`capacity.ts`). Default: the default capacity's. */
   readonly memorySize?: number;
+  /** The operator's upstream CA (PEM), built into the image at UPSTREAM_CA_PATH; none: the system bundle. */
+  readonly upstreamCaPem?: string;
 }
 
 /** Where the reconcile image puts Envoy (the envoyproxy/envoy base image's path). */
@@ -44,7 +47,10 @@ export class ReconcileFunction extends Construct {
       // FROM envoyproxy/envoy:v${ENVOY_VERSION} plus the reconcile binary (functions/Dockerfile.reconcile).
       code: lambda.DockerImageCode.fromImageAsset(props.repoRoot, {
         file: 'functions/Dockerfile.reconcile',
-        buildArgs: { ENVOY_VERSION: props.envoyVersion },
+        buildArgs: {
+          ENVOY_VERSION: props.envoyVersion,
+          ...(props.upstreamCaPem ? { UPSTREAM_CA: props.upstreamCaPem } : {}),
+        },
         platform: ecrAssets.Platform.LINUX_AMD64,
         exclude: IMAGE_CONTEXT_EXCLUDES,
       }),
@@ -60,6 +66,8 @@ export class ReconcileFunction extends Construct {
         GATEWAY_BUCKET: props.bucket.bucketName,
         GATEWAY_DOMAIN: props.baseDomain,
         ENVOY_BIN: RECONCILE_ENVOY_BIN,
+        // The path the rendered clusters name; the proxies' Envoy image has the same file there.
+        ...(props.upstreamCaPem ? { GATEWAY_UPSTREAM_CA_FILE: UPSTREAM_CA_PATH } : {}),
       },
     });
     this.grant(props);

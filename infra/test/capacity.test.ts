@@ -1,5 +1,6 @@
 import * as fs from 'fs';
 import * as path from 'path';
+import * as os from 'os';
 import {
   CAPACITY_ALARM_PERCENT,
   DEFAULT_CAPACITY,
@@ -7,8 +8,11 @@ import {
   MEASURED,
   proxyTaskSize,
   reconcileMemoryMiB,
+  StageCost,
+  stageCost,
 } from '../lib/capacity';
-import { gatewayStack, resourceId } from './helpers';
+import { caCostShare, readUpstreamCa, SYSTEM_BUNDLE_CERTIFICATES, UPSTREAM_CA_PATH } from '../lib/upstream-ca';
+import { gatewayStack, resourceId, UPSTREAM_CA_FIXTURE } from './helpers';
 
 /** The measured rows of docs/benchmarks.md's "Memory envelope" section. */
 interface Measured {
@@ -42,13 +46,15 @@ function measuredRows(): Measured[] {
 }
 
 const rows = measuredRows();
-const fit = (c: { baseMiB: number; perRouteMiB: number; perClusterMiB: number }, r: Measured) =>
-  c.baseMiB + c.perRouteMiB * r.routes + c.perClusterMiB * r.clusters;
+/** The measurements' CA files: one certificate, or the system bundle. */
+const share = (r: Measured) => (r.ca === 'system bundle' ? 1 : 1 / SYSTEM_BUNDLE_CERTIFICATES);
+const fit = (c: StageCost, r: Measured) => stageCost(c, { routes: r.routes, clusters: r.clusters }, share(r));
 
 describe('the memory envelope', () => {
   test('the benchmark table holds the measured sizes, system CA included', () => {
     expect(rows.length).toBeGreaterThanOrEqual(6);
     expect(rows.some((r) => r.routes >= 50_000 && r.ca === 'system bundle')).toBe(true);
+    expect(rows.some((r) => r.routes >= 50_000 && r.ca === 'one certificate')).toBe(true);
   });
 
   test.each(rows.map((r) => [`${r.routes} routes, ${r.clusters} clusters, ${r.ca}`, r] as const))(
@@ -63,7 +69,7 @@ describe('the memory envelope', () => {
   test('a stack sized for the largest measured registry gives every stage its measured peak', () => {
     const largest = rows.reduce((a, b) => (a.reconcile > b.reconcile ? a : b));
     const cap = { routes: largest.routes, clusters: largest.clusters };
-    const { template } = gatewayStack({ capacity: cap });
+    const { template } = gatewayStack({ capacity: cap, upstreamCa: 'system' });
     const reconcileId = resourceId(template, 'AWS::Lambda::Function', 'ReconcileFunction');
     const fn = template.toJSON().Resources[reconcileId].Properties;
     expect(fn.MemorySize).toBeGreaterThanOrEqual(largest.reconcile * HEADROOM);
@@ -80,7 +86,8 @@ describe('the memory envelope', () => {
     const { template } = gatewayStack();
     const functions = template.toJSON().Resources;
     const reconcile = functions[resourceId(template, 'AWS::Lambda::Function', 'ReconcileFunction')].Properties;
-    expect(reconcile.MemorySize).toBe(reconcileMemoryMiB(DEFAULT_CAPACITY));
+    const fixtureShare = caCostShare(readUpstreamCa(UPSTREAM_CA_FIXTURE));
+    expect(reconcile.MemorySize).toBe(reconcileMemoryMiB(DEFAULT_CAPACITY, fixtureShare));
     for (const prefix of ['ReconcileFunction', 'RegisterFunction']) {
       const env = functions[resourceId(template, 'AWS::Lambda::Function', prefix)].Properties.Environment.Variables;
       expect(env.GATEWAY_MAX_ROUTES).toBe(String(DEFAULT_CAPACITY.routes));
@@ -116,5 +123,70 @@ describe('the memory envelope', () => {
     expect(CAPACITY_ALARM_PERCENT).toBe(80);
     expect(props[0].ComparisonOperator).toBe('GreaterThanOrEqualToThreshold');
     expect(props[0].AlarmActions).toHaveLength(1);
+  });
+});
+
+describe('the upstream CA', () => {
+  /** The synthesized template and the Docker images' build arguments (the asset manifest). */
+  const assembly = (upstreamCa: string) => {
+    const { stack } = gatewayStack({ upstreamCa });
+    const cloud = (stack.node.root as import('aws-cdk-lib').App).synth();
+    const artifact = cloud.getStackByName(stack.stackName);
+    const manifest = JSON.parse(fs.readFileSync(path.join(cloud.directory, `${stack.stackName}.assets.json`), 'utf8'));
+    const images = Object.values(manifest.dockerImages ?? {}).map((i) => {
+      const source = (i as { source: { dockerFile?: string; dockerBuildArgs?: Record<string, string> } }).source;
+      return { file: source.dockerFile, buildArgs: source.dockerBuildArgs ?? {} };
+    });
+    return { stack, artifact, images };
+  };
+
+  test('an operator CA file is built into both images at one path the rendered clusters name', () => {
+    const { stack, artifact, images } = assembly(UPSTREAM_CA_FIXTURE);
+    const template = artifact!.template;
+    const fnId = Object.keys(template.Resources).find(
+      (id) => id.startsWith('ReconcileFunction') && template.Resources[id].Type === 'AWS::Lambda::Function',
+    )!;
+    expect(template.Resources[fnId].Properties.Environment.Variables.GATEWAY_UPSTREAM_CA_FILE).toBe(UPSTREAM_CA_PATH);
+    const pem = fs.readFileSync(UPSTREAM_CA_FIXTURE, 'utf8').trim() + '\n';
+    const withCa = images.filter((a) => a.buildArgs.UPSTREAM_CA === pem).map((a) => a.file).sort();
+    expect(withCa).toEqual(['bootstrap/Dockerfile.envoy', 'functions/Dockerfile.reconcile']);
+    expect(stack.stackName).toBe('Gateway');
+  });
+
+  test("'system' keeps the images' bundle and sizes for it", () => {
+    const { artifact, images } = assembly('system');
+    const template = artifact!.template;
+    const fnId = Object.keys(template.Resources).find(
+      (id) => id.startsWith('ReconcileFunction') && template.Resources[id].Type === 'AWS::Lambda::Function',
+    )!;
+    const fn = template.Resources[fnId].Properties;
+    expect(fn.Environment.Variables.GATEWAY_UPSTREAM_CA_FILE).toBeUndefined();
+    expect(fn.MemorySize).toBe(reconcileMemoryMiB(DEFAULT_CAPACITY, 1));
+    expect(reconcileMemoryMiB(DEFAULT_CAPACITY, 1)).toBeGreaterThan(
+      reconcileMemoryMiB(DEFAULT_CAPACITY, caCostShare(readUpstreamCa(UPSTREAM_CA_FIXTURE))),
+    );
+    expect(images.length).toBeGreaterThanOrEqual(2);
+    expect(images.every((a) => a.buildArgs.UPSTREAM_CA === undefined)).toBe(true);
+  });
+
+  test('a missing, empty or key-holding CA file is refused naming upstreamCa', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'upstream-ca-'));
+    const write = (name: string, text: string) => {
+      const p = path.join(dir, name);
+      fs.writeFileSync(p, text);
+      return p;
+    };
+    const cert = fs.readFileSync(UPSTREAM_CA_FIXTURE, 'utf8');
+    expect(() => readUpstreamCa(undefined)).toThrow(/^upstreamCa is required/);
+    expect(() => readUpstreamCa('')).toThrow(/^upstreamCa is required/);
+    expect(() => readUpstreamCa(path.join(dir, 'absent.pem'))).toThrow(/^upstreamCa: cannot read/);
+    expect(() => readUpstreamCa(write('empty.pem', 'not a certificate\n'))).toThrow(/holds no PEM certificate/);
+    expect(() =>
+      readUpstreamCa(write('key.pem', cert + '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n')),
+    ).toThrow(/BEGIN PRIVATE KEY.*a private key never belongs here/);
+    expect(() => readUpstreamCa(write('cut.pem', cert.replace('-----END CERTIFICATE-----', '')))).toThrow(/without its END line/);
+    expect(() => readUpstreamCa(write('huge.pem', cert.repeat(200)))).toThrow(/bytes; at most 65536/);
+    expect(readUpstreamCa(write('two.pem', cert + cert)).certificates).toBe(2);
+    expect(() => gatewayStack({ upstreamCa: '' })).toThrow(/^upstreamCa is required/);
   });
 });

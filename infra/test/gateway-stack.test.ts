@@ -5,7 +5,7 @@ import { GatewayStack } from '../lib/gateway-stack';
 import { PROXY_RESERVED_PORTS as ENTRY_RESERVED_PORTS } from '../lib/entry-checks';
 import { envoyArgs, envoyVersion, REPO_ROOT } from '../lib/pins';
 import { BOOTSTRAP_FOR_TRUSTED_PROXIES, PROXY_PORTS, PROXY_RESERVED_PORTS, ProxyService } from '../lib/proxy-service';
-import { gatewayStack, resourceId } from './helpers';
+import { gatewayStack, resourceId, UPSTREAM_CA_FIXTURE } from './helpers';
 
 let stack: GatewayStack;
 let template: Template;
@@ -159,15 +159,16 @@ describe('reconcile function', () => {
     });
   });
 
-  test('its image is built from functions/Dockerfile.reconcile with the pinned ENVOY_VERSION', () => {
+  test('its image is built from functions/Dockerfile.reconcile with the pinned ENVOY_VERSION and the operator CA', () => {
     const assets = JSON.parse(
       fs.readFileSync(path.join(stackAssembly(), `${stack.artifactId}.assets.json`), 'utf8'),
     ).dockerImages as Record<string, { source: { dockerFile: string; dockerBuildArgs?: Record<string, string> } }>;
     const reconcile = Object.values(assets).find((a) => a.source.dockerFile === 'functions/Dockerfile.reconcile');
-    expect(reconcile?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion() });
+    const UPSTREAM_CA = fs.readFileSync(UPSTREAM_CA_FIXTURE, 'utf8').trim() + '\n';
+    expect(reconcile?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion(), UPSTREAM_CA });
     const proxy = Object.values(assets).find((a) => a.source.dockerFile === 'bootstrap/Dockerfile.envoy');
     // One trusted proxy (the load balancer alone): the checked-in bootstrap with xff hops 1.
-    expect(proxy?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion(), BOOTSTRAP: 'envoy.json' });
+    expect(proxy?.source.dockerBuildArgs).toEqual({ ENVOY_VERSION: envoyVersion(), BOOTSTRAP: 'envoy.json', UPSTREAM_CA });
   });
 
   test('the table stream wakes it with bounded retries, bisect on error, and no self-wakeups', () => {

@@ -5,6 +5,9 @@ import * as os from 'os';
 import * as path from 'path';
 import { GatewayStack, GatewayStackProps } from '../lib/gateway-stack';
 
+/** A one-certificate CA (test only; no key exists for it). */
+export const UPSTREAM_CA_FIXTURE = path.join(__dirname, 'fixtures', 'upstream-ca.pem');
+
 /** A stand-in for cargo-lambda's output: synth only stages the directory. */
 export function placeholderRegisterCode(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-register-'));
@@ -26,6 +29,7 @@ export function gatewayStack(overrides: Partial<GatewayStackProps> = {}): { stac
     teamAccounts: ['222222222222', '333333333333'],
     certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/00000000-0000-0000-0000-000000000000',
     registerCodePath: placeholderRegisterCode(),
+    upstreamCa: UPSTREAM_CA_FIXTURE,
     ...overrides,
   });
   return { stack, template: Template.fromStack(stack) };
