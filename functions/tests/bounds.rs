@@ -126,8 +126,10 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         .expect_err("a third cluster");
     assert_eq!(
         rejection(third),
-        ["backend: the registry would hold 3 backend clusters; at most 2 \
-          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"]
+        [
+            "backend: the registry would hold 3 backend clusters; at most 2 \
+          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"
+        ]
     );
     // An entry holding its cluster may always change.
     registry
@@ -142,10 +144,19 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
     };
     let report = run().await.expect("run");
-    assert!(matches!(report.outcome, Outcome::Published { .. }), "{}", report.outcome);
-    assert_eq!(report.capacity_used, Some(100.0), "2 of 2 clusters, 3 of 10 routes");
+    assert!(
+        matches!(report.outcome, Outcome::Published { .. }),
+        "{}",
+        report.outcome
+    );
+    assert_eq!(
+        report.capacity_used,
+        Some(100.0),
+        "2 of 2 clusters, 3 of 10 routes"
+    );
     let live = h.store.head_live().await.expect("head").expect("live");
-    h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"])).await;
+    h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"]))
+        .await;
     let over = run().await.expect("run");
     let Outcome::Rejected { stage, reason, .. } = &over.outcome else {
         panic!("expected a rejection, got {}", over.outcome)
@@ -158,12 +169,79 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
     );
     assert_eq!(over.capacity_used, Some(150.0));
     assert_eq!(
-        h.store.head_live().await.expect("head").expect("live").version_id,
+        h.store
+            .head_live()
+            .await
+            .expect("head")
+            .expect("live")
+            .version_id,
         live.version_id,
         "the live config stays"
     );
     assert!(
         h.metric_names().await.contains(&"CapacityUsed".to_string()),
         "CapacityUsed reaches CloudWatch"
+    );
+}
+
+#[tokio::test]
+async fn a_generated_registry_one_cluster_past_the_documented_default_is_refused_and_named() {
+    use aws_sdk_dynamodb::types::{AttributeValue as A, PutRequest, WriteRequest};
+    let h = Harness::start().await;
+    assert_eq!(h.cfg.bounds, Bounds::default(), "the documented defaults");
+    let n = gateway_render::bounds::DEFAULT_MAX_CLUSTERS + 1;
+    let entries: Vec<_> = (0..n)
+        .map(|i| {
+            entry(
+                &format!("team{}", i / 50),
+                &format!("svc{i}"),
+                &format!("team{}", i / 50),
+                &[&format!("/svc{i}")],
+            )
+        })
+        .collect();
+    for chunk in entries.chunks(25) {
+        let requests: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|e| {
+                let put = PutRequest::builder()
+                    .item("pk", A::S(format!("ENTRY#{}", e.id())))
+                    .item("sk", A::S("ENTRY".into()))
+                    .item("entry", A::S(serde_json::to_string(e).expect("json")))
+                    .item("revision", A::N("1".into()))
+                    .item("updated_at", A::N("0".into()))
+                    .build()
+                    .expect("put");
+                WriteRequest::builder().put_request(put).build()
+            })
+            .collect();
+        let out = h
+            .dynamo
+            .batch_write_item()
+            .request_items(h.registry.table(), requests)
+            .send()
+            .await
+            .expect("batch write");
+        assert!(
+            out.unprocessed_items.is_none_or(|m| m.is_empty()),
+            "moto processes every item"
+        );
+    }
+    let over = h.reconcile().await;
+    let Outcome::Rejected { stage, reason, .. } = &over else {
+        panic!("expected a rejection, got {over}")
+    };
+    assert_eq!(*stage, Stage::Registry);
+    assert_eq!(
+        reason,
+        &format!(
+            "the registry would hold {n} backend clusters; at most {} (GATEWAY_MAX_CLUSTERS, \
+             the memory envelope the gateway is sized for)",
+            n - 1
+        )
+    );
+    assert!(
+        h.store.head_live().await.expect("head").is_none(),
+        "nothing published"
     );
 }

@@ -61,11 +61,7 @@ impl Bounds {
                 d.max_entries_per_team,
             )?,
             max_routes: parse("GATEWAY_MAX_ROUTES", routes, d.max_routes)?,
-            max_clusters: parse(
-                "GATEWAY_MAX_CLUSTERS",
-                https_clusters,
-                d.max_clusters,
-            )?,
+            max_clusters: parse("GATEWAY_MAX_CLUSTERS", https_clusters, d.max_clusters)?,
             max_bundle_bytes: parse("GATEWAY_MAX_BUNDLE_BYTES", bundle_bytes, d.max_bundle_bytes)?,
         })
     }
@@ -199,11 +195,24 @@ mod tests {
         };
         assert_eq!(roomy.capacity_used(&entries), 90.0, "9 of 10 routes");
         assert_eq!(
-            Bounds { max_clusters: 2, ..roomy }.registry_problems(&entries),
-            ["the registry would hold 3 backend clusters; at most 2 (GATEWAY_MAX_CLUSTERS, \
-              the memory envelope the gateway is sized for)"]
+            Bounds {
+                max_clusters: 2,
+                ..roomy
+            }
+            .registry_problems(&entries),
+            [
+                "the registry would hold 3 backend clusters; at most 2 (GATEWAY_MAX_CLUSTERS, \
+              the memory envelope the gateway is sized for)"
+            ]
         );
-        assert_eq!(Bounds { max_clusters: 2, ..roomy }.capacity_used(&entries), 150.0);
+        assert_eq!(
+            Bounds {
+                max_clusters: 2,
+                ..roomy
+            }
+            .capacity_used(&entries),
+            150.0
+        );
         assert_eq!(b.bundle_problem(100), None);
         assert_eq!(
             b.bundle_problem(101).as_deref(),
@@ -217,10 +226,15 @@ mod tests {
             Bounds::from_values(None, None, None, Some(" ")),
             Ok(Bounds::default())
         );
-        let b = Bounds::from_values(Some("5"), Some("1000"), Some("7"), Some("4096"))
-            .expect("valid");
+        let b =
+            Bounds::from_values(Some("5"), Some("1000"), Some("7"), Some("4096")).expect("valid");
         assert_eq!(
-            (b.max_entries_per_team, b.max_routes, b.max_clusters, b.max_bundle_bytes),
+            (
+                b.max_entries_per_team,
+                b.max_routes,
+                b.max_clusters,
+                b.max_bundle_bytes
+            ),
             (5, 1000, 7, 4096)
         );
         for bad in ["0", "-1", "ten", "1.5"] {

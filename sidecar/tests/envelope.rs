@@ -61,7 +61,10 @@ fn envoy_children(parent: u32) -> Vec<u32> {
             let Some((comm, rest)) = stat.split_once(") ") else {
                 return false;
             };
-            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+            let ppid = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u32>().ok());
             comm.ends_with("(envoy") && ppid == Some(parent)
         })
         .collect()
@@ -211,7 +214,9 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
         quarantine: Default::default(),
     };
     seed(&registry, &store, &cfg).await.expect("seed");
-    let entries: Vec<Entry> = (0..routes.div_ceil(routes_per_entry())).map(generated).collect();
+    let entries: Vec<Entry> = (0..routes.div_ceil(routes_per_entry()))
+        .map(generated)
+        .collect();
     let https_clusters = entries.len();
     load(&dynamo, registry.table(), &entries).await;
     drop(entries);
@@ -226,9 +231,17 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
     let Outcome::Published { hash, .. } = outcome else {
         panic!("the generated registry publishes: {outcome}");
     };
-    let live = store.head_live().await.expect("head").expect("a live bundle");
-    let bundle_mib =
-        store.get_version(&live.version_id).await.expect("get").len() as f64 / 1048576.0;
+    let live = store
+        .head_live()
+        .await
+        .expect("head")
+        .expect("a live bundle");
+    let bundle_mib = store
+        .get_version(&live.version_id)
+        .await
+        .expect("get")
+        .len() as f64
+        / 1048576.0;
 
     let dirs = Dirs::new();
     let ports = EnvoyPorts::free();
@@ -259,7 +272,9 @@ fn one_certificate_ca() -> String {
         .expect("the system CA bundle");
     let end = "-----END CERTIFICATE-----";
     let first = &system[..system.find(end).expect("a certificate") + end.len()];
-    let start = first.find("-----BEGIN CERTIFICATE-----").expect("a certificate");
+    let start = first
+        .find("-----BEGIN CERTIFICATE-----")
+        .expect("a certificate");
     let path = std::env::temp_dir().join(unique_name("one-ca"));
     std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
     path.display().to_string()
@@ -278,7 +293,10 @@ async fn memory_envelope() {
     for &n in &sizes {
         for ca in [
             ("one certificate", small_ca.clone()),
-            ("system bundle", gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE.to_string()),
+            (
+                "system bundle",
+                gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE.to_string(),
+            ),
         ] {
             let row = measure(n, ca).await;
             eprintln!(
@@ -312,7 +330,8 @@ async fn memory_envelope() {
         .unwrap_or_else(|_| repo_root().join("target"));
     std::fs::write(target.join("bench-envelope.md"), &table).expect("write the table");
     assert!(
-        rows.iter().all(|r| r.reconcile_peak > 0 && r.sidecar_peak > 0),
+        rows.iter()
+            .all(|r| r.reconcile_peak > 0 && r.sidecar_peak > 0),
         "every stage was measured"
     );
 }
