@@ -30,6 +30,11 @@ use std::path::{Path, PathBuf};
 const EXTRA_SINGLE: usize = 1800;
 /// Cases with two mutations at once.
 const EXTRA_DOUBLE: usize = 900;
+/// Stand for lone UTF-16 surrogates (a leading and a trailing one), which a JavaScript string may
+/// hold and a Rust string cannot: `js_text` writes them as `JSON.stringify` does, `\ud800` and
+/// `\udc00`. Never next to each other (that would be a pair).
+const LONE_SURROGATE: char = '\u{10fffe}';
+const LONE_TRAILING: char = '\u{10fffd}';
 /// Longest input a randomly picked case may have (the file stays a few MB); the cases every
 /// (field, mutation) pair gets are kept whatever their size.
 const MAX_SAMPLED_INPUT: usize = 4096;
@@ -469,6 +474,28 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
         ("nbsp", json!("a\u{a0}b")),
         ("next line", json!("a\u{85}b")),
         ("bom char", json!("a\u{feff}b")),
+        ("lone surrogate", json!(format!("a{LONE_SURROGATE}b"))),
+        ("lone surrogate only", json!(LONE_SURROGATE.to_string())),
+        (
+            "lone trailing surrogate",
+            json!(format!("a{LONE_TRAILING}")),
+        ),
+        (
+            "lone surrogate, newline",
+            json!(format!("{LONE_SURROGATE}\n")),
+        ),
+        (
+            "lone surrogate, control",
+            json!(format!("{LONE_SURROGATE}\u{1}")),
+        ),
+        (
+            "two lone surrogates",
+            json!(format!("{LONE_SURROGATE}{LONE_SURROGATE}")),
+        ),
+        (
+            "lone surrogate, e-acute",
+            json!(format!("{LONE_SURROGATE}é")),
+        ),
         ("line separator", json!("a\u{2028}b")),
         ("del", json!("a\u{7f}b")),
         ("c1 control", json!("a\u{9b}b")),
@@ -560,6 +587,18 @@ fn string_variants(s: &str) -> Vec<(String, String)> {
     ] {
         out.push((format!("+ {}", short(add)), format!("{s}{add}")));
     }
+    let middle = s
+        .char_indices()
+        .nth(s.chars().count() / 2)
+        .map_or(s.len(), |(i, _)| i);
+    for add in [
+        "::", ":", ".", "%", "g", "-", "@", "/", "]", "[", "%25", "1.2.3.4",
+    ] {
+        out.push((
+            format!("{} in the middle", short(add)),
+            format!("{}{add}{}", &s[..middle], &s[middle..]),
+        ));
+    }
     for add in ["-", ".", "*", " ", "/", "0", "A", "x-", "é", "\u{0}", "*."] {
         out.push((format!("{} +", short(add)), format!("{add}{s}")));
     }
@@ -584,6 +623,7 @@ fn unknown_keys(map: &Map<String, Value>) -> Vec<(String, String)> {
         "hasOwnProperty",
         "x\ny",
         "é",
+        "k\u{10fffe}",
         "Team",
         "PATH",
         "limitz",
@@ -695,6 +735,12 @@ fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<(String, String, Value)
                     replace(label, Value::Object(with));
                 }
                 replace("emptied".into(), json!({}));
+                if steps.is_empty() {
+                    // Just past the size bound, whatever else the entry holds.
+                    let mut with = map.clone();
+                    with.insert("padding".into(), json!("p".repeat(64 * 1024)));
+                    replace("padded past 64 KiB".into(), Value::Object(with));
+                }
             }
             _ => {}
         }
@@ -810,6 +856,8 @@ fn write_js_string(s: &str, out: &mut String) {
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            LONE_SURROGATE => out.push_str("\\ud800"),
+            LONE_TRAILING => out.push_str("\\udc00"),
             c => out.push(c),
         }
     }
