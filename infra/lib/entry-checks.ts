@@ -610,8 +610,7 @@ function checkPercentEscapes(path: string): Why {
   // The characters check ran first: the path is ASCII, so string offsets are byte offsets.
   for (let at = path.indexOf('%'); at >= 0; at = path.indexOf('%', at + 3)) {
     const hex = path.slice(at + 1, at + 3);
-    // Rust's `u8::from_str_radix` takes a leading `+`.
-    if (hex.length !== 2 || !/^(\+?[0-9a-fA-F]{1,2})$/.test(hex)) {
+    if (!/^[0-9a-fA-F]{2}$/.test(hex)) {
       return `${quote(path)}: "%" must be followed by two hex digits`;
     }
     const byte = parseInt(hex, 16);
