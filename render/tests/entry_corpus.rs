@@ -97,8 +97,13 @@ fn committed_entry_corpus_matches_the_rust_checks() {
             .iter()
             .find(|(id, line)| old.get(id) != Some(line))
             .map_or(
-                "(cases removed or header changed)".to_string(),
-                |(_, line)| line.to_string(),
+                "(cases removed or the header changed)".to_string(),
+                |(id, line)| {
+                    let was = old
+                        .get(id)
+                        .map_or("(absent)".to_string(), |l| l.to_string());
+                    format!("now: {line}\nwas: {was}")
+                },
             );
         panic!(
             "{} is not what the Rust checks say now ({} cases committed, {} generated).\n\
