@@ -225,15 +225,16 @@ fn generate() -> String {
     let mut covered: BTreeSet<String> = BTreeSet::new();
     for (name, seed) in &seeds {
         chosen.push((format!("{name} as is"), seed.clone()));
-        let mut rest: Vec<(String, String, Value)> = Vec::new();
-        for (path, label, mutated) in mutations(seed) {
+        let seed_len = js_text(seed).len();
+        let mut rest: Vec<Mutation> = Vec::new();
+        for m in mutations(seed) {
             // Every (field, mutation) pair is in the corpus once.
-            let field = pattern_of(&path);
+            let field = pattern_of(&m.path);
             let field = field.trim_start_matches("[]").trim_start_matches('.');
-            if covered.insert(format!("{field} {label}")) {
-                chosen.push((format!("{name} {path} {label}"), mutated));
-            } else if js_text(&mutated).len() <= MAX_SAMPLED_INPUT {
-                rest.push((path, label, mutated));
+            if covered.insert(format!("{field} {}", m.label)) {
+                chosen.push((format!("{name} {} {}", m.path, m.label), m.apply(seed)));
+            } else if m.size_at_most(seed_len) <= MAX_SAMPLED_INPUT {
+                rest.push(m);
             }
         }
         // Good seeds mutate into accepted and rejected entries; bad ones mostly stay rejected.
@@ -244,22 +245,28 @@ fn generate() -> String {
         };
         // Two mutations at once: a second one at a random place of a random first one.
         for _ in 0..doubles.min(rest.len()) {
-            let (p1, l1, once) = &rest[rng.below(rest.len())];
+            let first = &rest[rng.below(rest.len())];
+            let once = first.apply(seed);
+            let once_len = js_text(&once).len();
             let mut places = Vec::new();
-            paths(once, &mut Vec::new(), &mut places);
+            paths(&once, &mut Vec::new(), &mut places);
             let place = &places[rng.below(places.len())];
             let mut second = Vec::new();
-            mutations_at(once, place, &mut second);
-            second.retain(|(_, _, v)| js_text(v).len() <= MAX_SAMPLED_INPUT);
+            mutations_at(&once, place, &mut second);
+            second.retain(|m| m.size_at_most(once_len) <= MAX_SAMPLED_INPUT);
             if !second.is_empty() {
-                let (p2, l2, twice) = second.swap_remove(rng.below(second.len()));
-                chosen.push((format!("{name} {p1} {l1} + {p2} {l2}"), twice));
+                let then = second.swap_remove(rng.below(second.len()));
+                let id = format!(
+                    "{name} {} {} + {} {}",
+                    first.path, first.label, then.path, then.label
+                );
+                chosen.push((id, then.apply(&once)));
             }
         }
         // And a sample of the other single mutations.
         for _ in 0..singles.min(rest.len()) {
-            let (path, label, mutated) = rest.swap_remove(rng.below(rest.len()));
-            chosen.push((format!("{name} {path} {label}"), mutated));
+            let m = rest.swap_remove(rng.below(rest.len()));
+            chosen.push((format!("{name} {} {}", m.path, m.label), m.apply(seed)));
         }
     }
 
@@ -651,8 +658,42 @@ fn unknown_keys(map: &Map<String, Value>) -> Vec<(String, String)> {
     out
 }
 
-/// Every mutation of `v` as `(path, label, mutated value)`.
-fn mutations(v: &Value) -> Vec<(String, String, Value)> {
+/// One change to a document: the value at `steps` replaced, or its key deleted.
+struct Mutation {
+    path: String,
+    steps: Vec<Step>,
+    label: String,
+    /// `None`: delete the key.
+    with: Option<Value>,
+}
+
+impl Mutation {
+    fn apply(&self, v: &Value) -> Value {
+        let mut m = v.clone();
+        match (&self.with, self.steps.split_last()) {
+            (Some(with), _) => {
+                if let Some(slot) = get_mut(&mut m, &self.steps) {
+                    *slot = with.clone();
+                }
+            }
+            (None, Some((Step::Key(k), parent))) => {
+                if let Some(Value::Object(pm)) = get_mut(&mut m, parent) {
+                    pm.remove(k);
+                }
+            }
+            (None, _) => {}
+        }
+        m
+    }
+
+    /// A bound on the mutated document's length, without building it.
+    fn size_at_most(&self, document_len: usize) -> usize {
+        document_len + self.with.as_ref().map_or(0, |w| js_text(w).len())
+    }
+}
+
+/// Every mutation of `v`.
+fn mutations(v: &Value) -> Vec<Mutation> {
     let mut all_paths = Vec::new();
     paths(v, &mut Vec::new(), &mut all_paths);
     let mut out = Vec::new();
@@ -663,16 +704,17 @@ fn mutations(v: &Value) -> Vec<(String, String, Value)> {
 }
 
 /// The mutations of the value at `steps`.
-fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<(String, String, Value)>) {
+fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<Mutation>) {
     {
         let path = path_text(steps);
         let Some(here) = get(v, steps) else { return };
         let mut replace = |label: String, with: Value| {
-            let mut m = v.clone();
-            if let Some(slot) = get_mut(&mut m, steps) {
-                *slot = with;
-                out.push((path.clone(), label, m));
-            }
+            out.push(Mutation {
+                path: path.clone(),
+                steps: steps.to_vec(),
+                label,
+                with: Some(with),
+            });
         };
         for (label, with) in hostile_values() {
             if &with != here {
@@ -770,12 +812,13 @@ fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<(String, String, Value)
                 for (label, with) in siblings {
                     replace(label, with);
                 }
-                if let Step::Key(k) = last {
-                    let mut m = v.clone();
-                    if let Some(Value::Object(pm)) = get_mut(&mut m, parent_steps) {
-                        pm.remove(k);
-                        out.push((path.clone(), "deleted".into(), m));
-                    }
+                if let Step::Key(_) = last {
+                    out.push(Mutation {
+                        path: path.clone(),
+                        steps: steps.to_vec(),
+                        label: "deleted".into(),
+                        with: None,
+                    });
                 }
             }
         }
