@@ -473,6 +473,14 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
         ("1e6", json!(1_000_000)),
         ("1e6+1", json!(1_000_001)),
         ("123456.789", json!(123456.789)),
+        // Where JavaScript and serde_json switch between plain and exponent spellings.
+        ("1e15+0.5", json!(1_000_000_000_000_000.5)),
+        ("1e20", json!(1e20)),
+        ("1.2345678901234568e20", json!(1.234_567_890_123_456_8e20)),
+        ("0.00001", json!(0.00001)),
+        ("0.30000000000000004", json!(0.1 + 0.2)),
+        ("5e-324", json!(5e-324)),
+        ("f64 max", json!(f64::MAX)),
         ("empty string", json!("")),
         ("space", json!(" ")),
         ("a", json!("a")),
@@ -503,6 +511,10 @@ fn hostile_values() -> Vec<(&'static str, Value)> {
         (
             "two lone surrogates",
             json!(format!("{LONE_SURROGATE}{LONE_SURROGATE}")),
+        ),
+        (
+            "lone surrogate deep under long keys",
+            json!({ "k".repeat(70): { "k".repeat(70): LONE_SURROGATE.to_string() } }),
         ),
         (
             "lone surrogate, e-acute",
@@ -596,6 +608,16 @@ fn string_variants(s: &str) -> Vec<(String, String)> {
         "x-envoy-",
         ".nip.io",
         ".api.example.com",
+        ".localhost",
+        ".lvh.me",
+        ".vcap.me",
+        ".localho.st",
+        ".localhost.direct",
+        "%7f",
+        "%7F",
+        "\u{85}",
+        "\u{feff}",
+        "\u{2028}",
     ] {
         out.push((format!("+ {}", short(add)), format!("{s}{add}")));
     }
@@ -782,6 +804,12 @@ fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<Mutation>) {
                     replace(label, Value::Object(with));
                 }
                 replace("emptied".into(), json!({}));
+                // Two unknown keys whose order differs between JavaScript (array indices first)
+                // and the checks (by code point).
+                let mut two = map.clone();
+                two.insert("9".into(), json!("x"));
+                two.insert("!".into(), json!("x"));
+                replace("add keys 9 and !".into(), Value::Object(two));
                 if steps.is_empty() {
                     // Just past the size bound, whatever else the entry holds.
                     let mut with = map.clone();
