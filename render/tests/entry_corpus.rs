@@ -27,9 +27,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Cases picked at random on top of the ones every (field, mutation) pair gets.
-const EXTRA_SINGLE: usize = 1800;
+const EXTRA_SINGLE: usize = 1500;
 /// Cases with two mutations at once.
-const EXTRA_DOUBLE: usize = 900;
+const EXTRA_DOUBLE: usize = 750;
 /// Stand for lone UTF-16 surrogates (a leading and a trailing one), which a JavaScript string may
 /// hold and a Rust string cannot: `js_text` writes them as `JSON.stringify` does, `\ud800` and
 /// `\udc00`. Never next to each other (that would be a pair).
@@ -608,6 +608,10 @@ fn string_variants(s: &str) -> Vec<(String, String)> {
         "x-envoy-",
         ".nip.io",
         ".api.example.com",
+        ":14999",
+        ":15000",
+        ":15019",
+        ":15020",
         ".localhost",
         ".lvh.me",
         ".vcap.me",
@@ -814,7 +818,18 @@ fn mutations_at(v: &Value, steps: &[Step], out: &mut Vec<Mutation>) {
                     // Just past the size bound, whatever else the entry holds.
                     let mut with = map.clone();
                     with.insert("padding".into(), json!("p".repeat(64 * 1024)));
-                    replace("padded past 64 KiB".into(), Value::Object(with));
+                    replace("padded past 64 KiB".into(), Value::Object(with.clone()));
+                    // And to exactly the bound, and one byte past it.
+                    with.insert("padding".into(), json!(""));
+                    let overhead = js_text(&Value::Object(with.clone())).len();
+                    for size in [64 * 1024, 64 * 1024 + 1usize] {
+                        let pad = "p".repeat(size.saturating_sub(overhead));
+                        with.insert("padding".into(), json!(pad));
+                        replace(
+                            format!("padded to {size} bytes"),
+                            Value::Object(with.clone()),
+                        );
+                    }
                 }
             }
             _ => {}
