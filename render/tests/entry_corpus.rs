@@ -211,7 +211,6 @@ struct Case<'a> {
 
 fn generate() -> String {
     let mut seeds = seeds();
-    let mut rng = Rng(RNG_SEED);
     let mut chosen: Vec<(String, Value)> = Vec::new();
     // Smallest seeds first: the first seed with a mutation of a field keeps it, and a small
     // document keeps the file small.
@@ -225,6 +224,8 @@ fn generate() -> String {
     let mut covered: BTreeSet<String> = BTreeSet::new();
     for (name, seed) in &seeds {
         chosen.push((format!("{name} as is"), seed.clone()));
+        // One generator per seed: a new corpus file changes its own cases, not everyone's.
+        let mut rng = Rng(RNG_SEED ^ fnv1a(name));
         let seed_len = js_text(seed).len();
         let mut rest: Vec<Mutation> = Vec::new();
         for m in mutations(seed) {
@@ -987,6 +988,12 @@ fn js_number(f: f64) -> String {
         }
     };
     format!("{sign}{body}")
+}
+
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// splitmix64: a fixed sequence, so the sample never changes between runs.
