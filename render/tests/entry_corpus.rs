@@ -26,10 +26,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Cases picked at random on top of the ones every (field, mutation) pair gets.
-const EXTRA_SINGLE: usize = 1500;
-/// Cases with two mutations at once.
-const EXTRA_DOUBLE: usize = 750;
+/// Cases picked at random from each good seed, on top of the ones every (field, mutation) pair
+/// gets: single mutations, and two mutations at once. Fixed per seed, so a new corpus file adds
+/// its own cases and leaves the others' alone.
+const GOOD_SINGLES: usize = 40;
+const GOOD_DOUBLES: usize = 20;
+/// The same from each bad seed (its mutations mostly stay rejected).
+const BAD_SINGLES: usize = 4;
+const BAD_DOUBLES: usize = 2;
+/// Fixed generator seed: change it and the whole file changes.
+const RNG_SEED: u64 = 0x5eed_0016_c0de_cafe;
 /// Stand for lone UTF-16 surrogates (a leading and a trailing one), which a JavaScript string may
 /// hold and a Rust string cannot: `js_text` writes them as `JSON.stringify` does, `\ud800` and
 /// `\udc00`. Never next to each other (that would be a pair).
@@ -38,8 +44,6 @@ const LONE_TRAILING: char = '\u{10fffd}';
 /// Longest input a randomly picked case may have (the file stays a few MB); the cases every
 /// (field, mutation) pair gets are kept whatever their size.
 const MAX_SAMPLED_INPUT: usize = 4096;
-/// Fixed generator seed: change it and the whole file changes.
-const RNG_SEED: u64 = 0x5eed_0016_c0de_cafe;
 
 struct Profile {
     name: &'static str,
@@ -215,12 +219,6 @@ fn generate() -> String {
     // Smallest seeds first: the first seed with a mutation of a field keeps it, and a small
     // document keeps the file small.
     seeds.sort_by_key(|(name, v)| (js_text(v).len(), name.clone()));
-    let good = seeds
-        .iter()
-        .filter(|(n, _)| n.starts_with("good/"))
-        .count()
-        .max(1);
-    let bad = (seeds.len() - good).max(1);
     let mut covered: BTreeSet<String> = BTreeSet::new();
     for (name, seed) in &seeds {
         chosen.push((format!("{name} as is"), seed.clone()));
@@ -240,9 +238,9 @@ fn generate() -> String {
         }
         // Good seeds mutate into accepted and rejected entries; bad ones mostly stay rejected.
         let (singles, doubles) = if name.starts_with("good/") {
-            (EXTRA_SINGLE / 2 / good, EXTRA_DOUBLE / 2 / good)
+            (GOOD_SINGLES, GOOD_DOUBLES)
         } else {
-            (EXTRA_SINGLE / 2 / bad + 1, EXTRA_DOUBLE / 2 / bad + 1)
+            (BAD_SINGLES, BAD_DOUBLES)
         };
         // Two mutations at once: a second one at a random place of a random first one.
         for _ in 0..doubles.min(rest.len()) {
