@@ -41,7 +41,10 @@ const UNITS = ['second', 'minute', 'hour', 'day'];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];
 
 export interface CheckOptions {
-  /** The gateway's base domain, when known (absent: the checks that need it are skipped). */
+  /**
+   * The gateway's base domain, when known. Absent, the checks run as the Rust ones with an empty
+   * base domain: no host or backend is judged against it, and `host` alone must fit 252 characters.
+   */
   readonly baseDomain?: string;
   /** Mirrors `GATEWAY_ALLOW_LOOPBACK_BACKENDS`; link-local stays rejected regardless. */
   readonly allowLoopbackBackends?: boolean;

@@ -56,7 +56,7 @@ test.each(Object.keys(corpus.profiles))('the synth-time checks report what the R
     const expected = c.profiles?.[name] ?? c.problems;
     const got: Found = checkEntry(JSON.parse(c.input), options).map((p) => [p.field, p.reason]);
     if (JSON.stringify(got) !== JSON.stringify(expected)) {
-      differences.push(describe(c, expected, got));
+      differences.push(showDifference(c, expected, got));
     }
   }
   if (differences.length > 0) {
@@ -67,7 +67,7 @@ test.each(Object.keys(corpus.profiles))('the synth-time checks report what the R
   }
 });
 
-function describe(c: Case, expected: Found, got: Found): string {
+function showDifference(c: Case, expected: Found, got: Found): string {
   const line = ([field, reason]: [string, string]) => `${field}: ${reason}`;
   const at = expected.findIndex((p, i) => got[i] === undefined || line(p) !== line(got[i]));
   const first = at < 0 ? expected.length : at;
