@@ -1,4 +1,10 @@
-import { addressKind, checkEntry, MAX_PATH_PREFIXES, MAX_ROUTES } from '../lib/entry-checks';
+import { assertEntry, checkEntry, EntryRejected, MAX_PATH_PREFIXES, MAX_ROUTES } from '../lib/entry-checks';
+
+/**
+ * Hand-picked cases of the synth-time checks. Their agreement with the Rust checks, message by
+ * message, is entry-corpus.test.ts's job; these pin down what that corpus cannot show: how a
+ * JavaScript value that is not plain JSON is judged, and a table of addresses by kind.
+ */
 
 const sample = () => ({
   team: 'billing',
@@ -111,7 +117,7 @@ test.each([
   ['http://0x7f000001', 'dotted-quad'],
   ['http://2001:db8::1', 'brackets'],
   ['https://invoices.api.example.com', 'makes a loop'],
-  ['http://metadata.google.internal', 'link-local/metadata'],
+  ['http://metadata.google.internal', 'cloud metadata endpoint'],
   ['http://224.0.0.1', 'multicast'],
   ['not-a-url', 'must start with http'],
   ['http://in voices', 'without spaces'],
@@ -150,13 +156,20 @@ test.each([
   ['127.0.0.1.nip.io', 'loopback'],
   ['app-169-254-170-2.sslip.io', 'link-local'],
   ['app-a9fea9fe.nip.io', 'link-local'],
-  ['--1.sslip.io', 'loopback'],
+  ['fe80--1.sslip.io', 'link-local'],
+  ['0--1.sslip.io', 'loopback'],
   ['api.localtest.me', 'loopback'],
   ['10-0-0-1.sslip.io', 'other'],
   ['v1-2-3.internal.example', 'other'],
   ['invoices.internal.example', 'other'],
-])('address %s is %s', (host, kind) => {
-  expect(addressKind(host)).toBe(kind);
+])('backend host %s is %s', (host, kind) => {
+  const problems = checkEntry({ ...sample(), backend: `http://${host}` }, { baseDomain: 'api.example.com' });
+  if (kind === 'other') {
+    expect(problems).toEqual([]);
+  } else {
+    expect(problems.map((p) => p.field)).toEqual(['backend']);
+    expect(problems[0].reason).toContain(kind);
+  }
 });
 
 test('loopback backends pass only when allowed; link-local never', () => {
@@ -174,4 +187,36 @@ test('numeric spellings a URL parser would normalise to a link-local address are
   expect(fields({ ...sample(), backend: 'http://[::ffff:169.254.169.254]' })).toEqual(['backend']);
   expect(fields({ ...sample(), backend: 'http://10.0.0.1:8080/' })).toEqual([]);
   expect(fields({ ...sample(), backend: 'http://10.0.0.1:15001' })).toEqual(['backend']);
+});
+
+test('a JavaScript value is judged as the JSON text the construct sends', () => {
+  // JSON.stringify drops undefined fields and writes NaN as null.
+  expect(checkEntry({ ...sample(), routes: [{ path: '/a', methods: undefined, limits: undefined }] })).toEqual([]);
+  expect(checkEntry(withRoute({ path: '/a', limits: [{ per: 'route', requests: NaN, every: 'day' }] }))).toEqual([
+    { field: 'routes[0].limits[0].requests', reason: 'expected a positive integer, got null' },
+  ]);
+  // A number is read as the register function reads its text: 1e21 is a float there.
+  expect(checkEntry(withRoute({ path: '/a', limits: [{ burst: 1e21 }] }))).toEqual([
+    { field: 'routes[0].limits[0].burst', reason: 'expected a positive integer, got 1e+21' },
+  ]);
+  expect(checkEntry(withRoute({ path: '/a', limits: [{ burst: 2 ** 64 }] }))[0].reason).toBe(
+    'expected a positive integer, got 1.8446744073709552e+19',
+  );
+  expect(checkEntry(withRoute({ path: '/a', limits: [{ burst: -0 }] }))[0].reason).toBe('must be at least 1');
+  expect(checkEntry(undefined)).toEqual([{ field: 'entry', reason: 'empty document; expected a JSON object' }]);
+});
+
+test('a rejection prints one line per problem, whatever the entry holds', () => {
+  expect(() => assertEntry({ ...sample(), team: 'a\nteam: ok', host: 'x\r\ny' })).toThrow(EntryRejected);
+  try {
+    assertEntry({ ...sample(), team: 'a\nteam: ok', 'b\nc': 1 });
+  } catch (e) {
+    const lines = (e as Error).message.split('\n');
+    expect(lines).toEqual([
+      'gateway entry rejected:',
+      '  ["b\\nc"]: unknown field; expected team, service, host, backend or routes',
+      '  team: "a\\nteam: ok" must use only lowercase a-z, 0-9 or "-" (found "\\n")',
+    ]);
+  }
+  expect.assertions(2);
 });

@@ -112,21 +112,21 @@ describe('rejected at synth', () => {
   };
 
   test('bad host label', () => rejects({ host: 'Invoices' }, 'host', /lowercase/));
-  test('host label ending with -', () => rejects({ host: 'invoices-.eu' }, 'host', /start or end with -/));
+  test('host label ending with -', () => rejects({ host: 'invoices-.eu' }, 'host', /must not start or end with "-"/));
   test('wildcard host', () => rejects({ host: '*.invoices' }, 'host', /wildcards/));
   test('full hostname over 253', () =>
-    rejects({ host: Array(5).fill('a'.repeat(60)).join('.'), baseDomain: 'api.example.com' }, 'host', /at most 253/));
-  test('bad team', () => rejects({ team: '9billing' }, 'team', /start with a lowercase letter/));
+    rejects({ host: Array(4).fill('a'.repeat(60)).join('.'), baseDomain: 'api.example.com' }, 'host', /is 259 characters long; at most 253/));
+  test('bad team', () => rejects({ team: '9billing' }, 'team', /must start with a letter a-z/));
   test('bad unit', () =>
     rejects({ routes: [{ path: '/x', limits: [{ per: 'route', requests: 1, every: 'fortnight' as never }] }] }, 'routes[0].limits[0].every', /unknown unit "fortnight"/));
   test('unknown per', () =>
-    rejects({ routes: [{ path: '/x', limits: [{ per: 'user' as never, requests: 1, every: 'minute' }] }] }, 'routes[0].limits[0].per', /unknown "user"/));
+    rejects({ routes: [{ path: '/x', limits: [{ per: 'user' as never, requests: 1, every: 'minute' }] }] }, 'routes[0].limits[0].per', /unknown key kind "user"/));
   test('missing routes', () => rejects({ routes: [] }, 'routes', /at least one route/));
   test('link-local backend', () => rejects({ backend: 'http://169.254.169.254' }, 'backend', /link-local/));
   test('IPv6 link-local backend', () => rejects({ backend: 'http://[fe80::1]:8080' }, 'backend', /link-local/));
   test('loopback backend', () => rejects({ backend: 'http://127.0.0.1:8080' }, 'backend', /loopback/));
   test('overlapping routes', () =>
-    rejects({ routes: [{ path: '/a', methods: ['GET'] }, { path: '/a' }] }, 'routes[1]', /overlapping method set/));
+    rejects({ routes: [{ path: '/a', methods: ['GET'] }, { path: '/a' }] }, 'routes[1]', /overlapping methods \(GET\)/));
 
   test('every problem is reported at once, each naming its field', () => {
     expect(expose({ team: 'Billing', host: 'a..b', routes: [{ path: 'no-slash', methods: ['FETCH'] }] })).toThrow(

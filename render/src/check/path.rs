@@ -73,8 +73,10 @@ fn check_percent_escapes(path: &str) -> Result<(), String> {
     let mut i = 0;
     while let Some(offset) = bytes[i..].iter().position(|b| *b == b'%') {
         let at = i + offset;
+        // Two hex digits exactly: `from_str_radix` alone would also take a sign (`%+1`).
         let hex = bytes
             .get(at + 1..at + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .and_then(|h| std::str::from_utf8(h).ok());
         let Some(byte) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) else {
             return Err(format!(
@@ -176,6 +178,7 @@ mod tests {
             ("/a%", "two hex digits"),
             ("/a%g1", "two hex digits"),
             ("/a%2", "two hex digits"),
+            ("/a%+1", "two hex digits"),
         ];
         for (bad, why) in cases {
             let err = check_path(bad).expect_err(bad);

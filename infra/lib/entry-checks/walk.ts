@@ -1,0 +1,108 @@
+/**
+ * The walk over an entry document: every field checked at its path, in the order the Rust checks
+ * meet them (render/src/check/walk.rs).
+ */
+import { checkBackend } from './backend';
+import { MAX_PATH_PREFIXES, MAX_ROUTES, Policy } from './bounds';
+import { get, isObject, object, rejectUnknown, required, string } from './fields';
+import { checkHost } from './host';
+import { checkIdentifier } from './identifiers';
+import { Limit, walkLimits } from './limits';
+import { sharedMethods, walkMethods } from './methods';
+import { checkPath } from './path';
+import { Json, JsonObject, Problems, Why, child, describe, index, quote } from './report';
+
+export const ENTRY_FIELDS = ['team', 'service', 'host', 'backend', 'routes'];
+export const ROUTE_FIELDS = ['path', 'methods', 'limits'];
+
+export interface Route {
+  readonly path: string;
+  /** Sorted; undefined is every method. */
+  readonly methods: string[] | undefined;
+  readonly limits: Limit[];
+}
+
+export function walkEntry(v: Json, policy: Policy, problems: Problems): void {
+  if (!isObject(v)) {
+    problems.push('entry', `expected a JSON object, got ${describe(v)}`);
+    return;
+  }
+  rejectUnknown(v, '', ENTRY_FIELDS, problems);
+  checkedString(v, 'team', checkIdentifier, problems);
+  checkedString(v, 'service', checkIdentifier, problems);
+  checkedString(v, 'host', (h) => checkHost(h, policy.baseDomain), problems);
+  checkedString(v, 'backend', (b) => checkBackend(b, policy), problems);
+  const routesValue = required(v, '', 'routes', problems);
+  if (routesValue !== undefined) walkRoutes(routesValue, 'routes', problems);
+}
+
+export function checkedString(map: JsonObject, key: string, rule: (s: string) => Why, problems: Problems): void {
+  const v = required(map, '', key, problems);
+  const s = v === undefined ? undefined : string(v, key, problems);
+  if (s === undefined) return;
+  const why = rule(s);
+  if (why !== undefined) problems.push(key, why);
+}
+
+export function walkRoutes(v: Json, field: string, problems: Problems): void {
+  if (!Array.isArray(v)) {
+    problems.push(field, `expected a list of routes, got ${describe(v)}`);
+    return;
+  }
+  if (v.length === 0) {
+    problems.push(field, 'must list at least one route');
+    return;
+  }
+  if (v.length > MAX_ROUTES) {
+    problems.push(field, `has ${v.length} routes; at most ${MAX_ROUTES} per entry`);
+  }
+  const checked = v.map((item, i) => walkRoute(item, index(field, i), problems));
+  checkDuplicates(checked, field, problems);
+  const prefixes = new Set(checked.flatMap((r) => (r ? [r.path] : [])));
+  if (prefixes.size > MAX_PATH_PREFIXES) {
+    problems.push(
+      field,
+      `claims ${prefixes.size} distinct path prefixes; at most ${MAX_PATH_PREFIXES} (each is a guard row in the one registration transaction)`,
+    );
+  }
+}
+
+export function walkRoute(v: Json, field: string, problems: Problems): Route | undefined {
+  const map = object(v, field, 'a route', problems);
+  if (!map) return undefined;
+  rejectUnknown(map, field, ROUTE_FIELDS, problems);
+  const pathField = child(field, 'path');
+  const pathValue = required(map, field, 'path', problems);
+  let path = pathValue === undefined ? undefined : string(pathValue, pathField, problems);
+  if (path !== undefined) {
+    const why = checkPath(path);
+    if (why !== undefined) {
+      problems.push(pathField, why);
+      path = undefined;
+    }
+  }
+  const methodsValue = get(map, 'methods');
+  const methods = methodsValue === undefined ? { ok: true, value: undefined } : walkMethods(methodsValue, child(field, 'methods'), problems);
+  const limitsValue = get(map, 'limits');
+  const limits = limitsValue === undefined ? [] : walkLimits(limitsValue, child(field, 'limits'), problems);
+  if (path === undefined || !methods.ok || limits === undefined) return undefined;
+  return { path, methods: methods.value, limits };
+}
+
+/** Two routes with one path and a method in common: only the first would ever apply. */
+export function checkDuplicates(routes: (Route | undefined)[], field: string, problems: Problems): void {
+  routes.forEach((b, j) => {
+    if (!b) return;
+    for (let i = 0; i < j; i++) {
+      const a = routes[i];
+      if (!a || a.path !== b.path) continue;
+      const shared = sharedMethods(a.methods, b.methods);
+      if (shared.length === 0) continue;
+      problems.push(
+        index(field, j),
+        `same path ${quote(b.path)} as ${index(field, i)} with overlapping methods (${shared.join(', ')}); give each path and method one route`,
+      );
+      break;
+    }
+  });
+}
