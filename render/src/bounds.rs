@@ -157,6 +157,9 @@ mod tests {
             service: service.into(),
             host: team.into(),
             backend: "http://10.0.0.1".into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes: (0..routes)
                 .map(|i| Route {
                     path: format!("/{service}/{i}"),

@@ -195,6 +195,9 @@ mod tests {
             service: service.into(),
             host: team.into(),
             backend: backend.into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes,
         }
     }
