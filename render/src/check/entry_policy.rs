@@ -276,6 +276,21 @@ pub fn check_health_check_interval(s: &str, min_ms: u64) -> Result<u64, String> 
     Ok(ms)
 }
 
+/// The value of `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` (a duration such as `5s`; the caller reads
+/// the environment). Below 1 s or above the longest interval is a bad setting, named.
+pub fn min_health_check_interval_from_value(value: &str) -> Result<u64, String> {
+    let ms = parse_duration(value)
+        .map_err(|e| format!("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: {e}"))?;
+    if !(1_000..=MAX_HEALTH_CHECK_INTERVAL_MS).contains(&ms) {
+        return Err(format!(
+            "GATEWAY_MIN_HEALTH_CHECK_INTERVAL: is {}; expected 1s to {}",
+            envoy_duration(ms),
+            envoy_duration(MAX_HEALTH_CHECK_INTERVAL_MS)
+        ));
+    }
+    Ok(ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -443,6 +458,15 @@ mod tests {
                 "canary.header.value: character \"\\r\" is not allowed in a header value (visible ASCII and spaces only)",
             ]
         );
+    }
+
+    #[test]
+    fn the_operators_minimum_is_a_bounded_duration() {
+        assert_eq!(min_health_check_interval_from_value("2s"), Ok(2_000));
+        for bad in ["", "0s", "500ms", "10m", "5", "5 s"] {
+            let err = min_health_check_interval_from_value(bad).expect_err(bad);
+            assert!(err.starts_with("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: "), "{err}");
+        }
     }
 
     #[test]

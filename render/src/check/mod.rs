@@ -32,6 +32,7 @@ pub use duration::{
 };
 pub use entry_policy::{
     check_cohort_header_name, check_cohort_header_value, check_health_check_interval,
+    min_health_check_interval_from_value,
     DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_HEALTH_CHECK_INTERVAL_MS,
 };
