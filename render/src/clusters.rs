@@ -1,7 +1,7 @@
 //! One CDS cluster per entry: where the gateway sends that service's traffic.
 
-use crate::contract::CLUSTER_TYPE_URL;
 use crate::check::{check_health_check_interval, envoy_duration, MAX_HEALTH_CHECK_INTERVAL_MS};
+use crate::contract::CLUSTER_TYPE_URL;
 use crate::entry::{Canary, Entry, HealthCheck, Protocol};
 use crate::names;
 use crate::renderer::{RenderConfig, RenderError};
@@ -118,8 +118,16 @@ pub fn clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderE
     Ok(vec![
         backend_cluster(entry, &main_name, &main, true, cfg),
         backend_cluster(entry, &canary_name, &canary_backend, true, cfg),
-        failover_cluster(&names::main_first_cluster_name(entry), &main_name, &canary_name),
-        failover_cluster(&names::canary_first_cluster_name(entry), &canary_name, &main_name),
+        failover_cluster(
+            &names::main_first_cluster_name(entry),
+            &main_name,
+            &canary_name,
+        ),
+        failover_cluster(
+            &names::canary_first_cluster_name(entry),
+            &canary_name,
+            &main_name,
+        ),
     ])
 }
 

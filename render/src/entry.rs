@@ -30,7 +30,9 @@ pub struct Entry {
 }
 
 /// The upstream protocol (docs/design.md#traffic-policy).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
     /// HTTP/1.1.
