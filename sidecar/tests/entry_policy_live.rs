@@ -91,7 +91,7 @@ fn registry(b: &Backends, split: Option<Value>) -> Vec<Entry> {
         ),
         checked(canary_entry),
         checked(json!({"team": "health", "service": "api", "host": "health",
-            "backend": b.hc_main.url(),
+            "protocol": "http2", "backend": b.hc_main.url(),
             "canary": {"backend": b.hc_canary.url(), "weight": 50},
             "health_check": {"path": "/healthz", "interval": "1s"},
             "routes": [{"path": "/"}]})),
@@ -269,6 +269,14 @@ async fn case_health_check(gw: &Gateway, b: &Backends) -> Result<(), String> {
     }
     if b.hc_main.health_checks() == 0 || b.hc_canary.health_checks() == 0 {
         return Err("no active health check reached the backends".into());
+    }
+    // The entry speaks HTTP/2 to its backends, and so do its health checks.
+    if b.hc_main.health_checks_over_h2() != b.hc_main.health_checks() {
+        return Err(format!(
+            "health checks of an http2 entry: {} of {} over HTTP/2",
+            b.hc_main.health_checks_over_h2(),
+            b.hc_main.health_checks()
+        ));
     }
     // The canary fails its health check (its other paths still answer 200: only the active
     // check can know): its share moves to the main backend.

@@ -73,6 +73,7 @@ pub struct SwitchableBackend {
     addr: SocketAddr,
     served: Arc<AtomicU64>,
     health_checks: Arc<AtomicU64>,
+    health_checks_h2: Arc<AtomicU64>,
     healthy: Arc<AtomicBool>,
     _server: ServerThread,
 }
@@ -82,12 +83,14 @@ impl SwitchableBackend {
         let (listener, addr) = bind(name);
         let served = Arc::new(AtomicU64::new(0));
         let health_checks = Arc::new(AtomicU64::new(0));
+        let health_checks_h2 = Arc::new(AtomicU64::new(0));
         let healthy = Arc::new(AtomicBool::new(true));
         let (tx, rx) = tokio::sync::oneshot::channel();
         let state = Switch {
             name: name.to_string(),
             served: served.clone(),
             health_checks: health_checks.clone(),
+            health_checks_h2: health_checks_h2.clone(),
             healthy: healthy.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -99,6 +102,7 @@ impl SwitchableBackend {
             addr,
             served,
             health_checks,
+            health_checks_h2,
             healthy,
             _server: ServerThread {
                 shutdown: Some(tx),
@@ -126,6 +130,11 @@ impl SwitchableBackend {
         self.health_checks.load(Ordering::SeqCst)
     }
 
+    /// Health-check requests that came over HTTP/2.
+    pub fn health_checks_over_h2(&self) -> u64 {
+        self.health_checks_h2.load(Ordering::SeqCst)
+    }
+
     /// From now on the health path answers 200 (`true`) or 503 (`false`). Other paths keep
     /// answering 200: only an active health check can tell this backend is "down".
     pub fn set_healthy(&self, healthy: bool) {
@@ -138,6 +147,7 @@ struct Switch {
     name: String,
     served: Arc<AtomicU64>,
     health_checks: Arc<AtomicU64>,
+    health_checks_h2: Arc<AtomicU64>,
     healthy: Arc<AtomicBool>,
 }
 
@@ -175,6 +185,9 @@ fn serve_switchable(
 fn answer(state: &Switch, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     if req.uri().path() == HEALTH_PATH {
         state.health_checks.fetch_add(1, Ordering::SeqCst);
+        if req.version() == hyper::Version::HTTP_2 {
+            state.health_checks_h2.fetch_add(1, Ordering::SeqCst);
+        }
         let mut response = Response::new(Full::new(Bytes::from_static(b"health\n")));
         if !state.healthy.load(Ordering::SeqCst) {
             *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
