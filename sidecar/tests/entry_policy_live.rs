@@ -229,6 +229,44 @@ async fn case_canary(gw: &Gateway, b: &Backends) -> Result<(), String> {
             "the header cohort must all reach the canary: {cohort:?}"
         ));
     }
+    // Each backend sees its own authority as Host, whichever way the split went.
+    for (header, backend) in [
+        (Some(("x-canary", "always")), &b.split_canary),
+        (None, &b.split_main),
+    ] {
+        let want = backend.url().trim_start_matches("http://").to_string();
+        let mut seen_own = false;
+        for _ in 0..30 {
+            let mut req = gw
+                .client
+                .get(format!("http://{}/who", gw.listener()))
+                .header(reqwest::header::HOST, format!("split.{DOMAIN}"));
+            if let Some((n, v)) = header {
+                req = req.header(n, v);
+            }
+            let v: Value = req
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            if v["backend"] == backend.name() {
+                if v["authority"] != want.as_str() {
+                    return Err(format!(
+                        "{} saw Host {} instead of its own {want}",
+                        backend.name(),
+                        v["authority"]
+                    ));
+                }
+                seen_own = true;
+                break;
+            }
+        }
+        if !seen_own {
+            return Err(format!("{} never answered", backend.name()));
+        }
+    }
     // Exact match only: a near value is not the cohort (and gets the weighted split).
     let near = tally(gw, "split", Some(("x-canary", "ALWAYS")), 60).await;
     if near.get("split-main").copied().unwrap_or(0) < 20 {
