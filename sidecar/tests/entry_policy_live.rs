@@ -1,8 +1,8 @@
 //! The entry-level traffic fields through the real pipeline: entries that passed the
 //! registration checks, rendered, published into moto's bucket, delivered by the sidecar
 //! (make-before-break) into the real Envoy on the gateway's bootstrap, and real requests:
-//! - `protocol: http2` reaches an h2c backend over HTTP/2, `grpc` reaches a tonic server, and
-//!   the default still speaks HTTP/1.1;
+//! - `protocol: http2` reaches a TLS backend as h2 negotiated by ALPN and an `http://` backend as
+//!   h2c, `grpc` reaches a tonic server, and the default still speaks HTTP/1.1;
 //! - a canary at weight 20 gets close to 20 % of a few hundred requests and all of its header
 //!   cohort (an almost-matching header does not count); weight 100 is a cutover; removing the
 //!   canary returns to the main backend;
@@ -19,10 +19,13 @@
 mod common;
 
 use common::*;
+use gateway_functions::store::Writer;
 use gateway_render::check::{check_entry_value, Policy};
-use gateway_render::Entry;
+use gateway_render::{render, Bundle, Entry, RenderConfig};
 use gateway_testkit::backend::Backend;
-use gateway_testkit::upstreams::{grpc_call, GrpcBackend, SwitchableBackend, GRPC_METHOD_PREFIX};
+use gateway_testkit::upstreams::{
+    grpc_call, loopback_certificate, GrpcBackend, SwitchableBackend, GRPC_METHOD_PREFIX,
+};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +48,10 @@ fn checked(doc: Value) -> Entry {
 }
 
 struct Backends {
+    /// Behind TLS with a self-signed loopback certificate, which `ca` holds.
+    tls: SwitchableBackend,
+    ca: std::path::PathBuf,
+    _certs: tempfile::TempDir,
     h2c: SwitchableBackend,
     h1: SwitchableBackend,
     grpc: GrpcBackend,
@@ -57,7 +64,12 @@ struct Backends {
 
 impl Backends {
     fn start() -> Backends {
+        let certs = tempfile::tempdir().expect("certificate dir");
+        let (cert, key) = loopback_certificate(certs.path());
         Backends {
+            tls: SwitchableBackend::start_tls("tls", &cert, &key),
+            ca: cert,
+            _certs: certs,
             h2c: SwitchableBackend::start("h2c"),
             h1: SwitchableBackend::start("h1"),
             grpc: GrpcBackend::start("grpc-server"),
@@ -77,7 +89,14 @@ fn registry(b: &Backends, split: Option<Value>) -> Vec<Entry> {
     if let Some(canary) = split {
         canary_entry["canary"] = canary;
     }
+    let tls = b.tls.url().replace("http://", "https://");
     vec![
+        checked(
+            json!({"team": "tls", "service": "api", "host": "tls", "protocol": "http2",
+            "backend": tls, "routes": [{"path": "/"}]}),
+        ),
+        checked(json!({"team": "tls1", "service": "api", "host": "tls1",
+            "backend": tls, "routes": [{"path": "/"}]})),
         checked(
             json!({"team": "h2", "service": "api", "host": "h2", "protocol": "http2",
             "backend": b.h2c.url(), "routes": [{"path": "/"}]}),
@@ -158,12 +177,39 @@ async fn wait_all(
     ))
 }
 
+/// Renders with `ca` as the upstream CA bundle (the TLS backend's certificate), publishes, and
+/// waits until the sidecar reports it live.
+async fn publish_with(gw: &Gateway, entries: &[Entry], ca: &std::path::Path) {
+    let mut cfg = RenderConfig::new(DOMAIN);
+    cfg.upstream_ca_file = ca.display().to_string();
+    let rendered = render(entries, &cfg).unwrap_or_else(|e| panic!("render: {e}"));
+    let (_, hash) = gw
+        .bucket
+        .put(&Bundle::new(&rendered, entries), Writer::Reconciler)
+        .await;
+    gw.sidecar.wait_live(&hash, APPLY).await;
+}
+
 async fn publish(gw: &Gateway, entries: &[Entry]) {
     let (_, hash) = gw.bucket.publish(entries).await;
     gw.sidecar.wait_live(&hash, APPLY).await;
 }
 
 async fn case_protocols(gw: &Gateway, b: &Backends) -> Result<(), String> {
+    // Over TLS: http2 negotiates h2 by ALPN; the default speaks HTTP/1.1 without asking for it.
+    publish_with(gw, &registry(b, None), &b.ca).await;
+    let tls = gw.backend_answer("GET", "tls", "/over/tls").await?;
+    if tls["version"] != "HTTP/2.0" || tls["alpn"] != "h2" {
+        return Err(format!(
+            "protocol http2 over TLS: expected h2 by ALPN, got {tls}"
+        ));
+    }
+    let tls1 = gw.backend_answer("GET", "tls1", "/over/tls").await?;
+    if tls1["version"] != "HTTP/1.1" || !(tls1["alpn"].is_null() || tls1["alpn"] == "http/1.1") {
+        return Err(format!(
+            "default protocol over TLS: expected HTTP/1.1, got {tls1}"
+        ));
+    }
     let h2 = gw.backend_answer("GET", "h2", "/over/h2c").await?;
     if h2["backend"] != "h2c" || h2["version"] != "HTTP/2.0" {
         return Err(format!(

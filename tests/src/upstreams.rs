@@ -18,11 +18,15 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::TcpListenerStream;
 
 /// The path a `SwitchableBackend` answers its health on: 200 while healthy, 503 after
@@ -80,6 +84,16 @@ pub struct SwitchableBackend {
 
 impl SwitchableBackend {
     pub fn start(name: &str) -> SwitchableBackend {
+        SwitchableBackend::start_with(name, None)
+    }
+
+    /// The same backend behind TLS with `cert`/`key` (PEM files), offering ALPN `h2` and
+    /// `http/1.1`; the answer's `alpn` says what the client negotiated.
+    pub fn start_tls(name: &str, cert: &Path, key: &Path) -> SwitchableBackend {
+        SwitchableBackend::start_with(name, Some(tls_acceptor(name, cert, key)))
+    }
+
+    fn start_with(name: &str, tls: Option<TlsAcceptor>) -> SwitchableBackend {
         let (listener, addr) = bind(name);
         let served = Arc::new(AtomicU64::new(0));
         let health_checks = Arc::new(AtomicU64::new(0));
@@ -95,7 +109,7 @@ impl SwitchableBackend {
         };
         let thread = std::thread::Builder::new()
             .name(format!("switchable-{name}"))
-            .spawn(move || serve_switchable(listener, state, rx))
+            .spawn(move || serve_switchable(listener, state, tls, rx))
             .unwrap_or_else(|e| panic!("backend thread: {e}"));
         SwitchableBackend {
             name: name.to_string(),
@@ -154,6 +168,7 @@ struct Switch {
 fn serve_switchable(
     listener: TcpListener,
     state: Switch,
+    tls: Option<TlsAcceptor>,
     shutdown: tokio::sync::oneshot::Receiver<()>,
 ) {
     runtime(&state.name).block_on(async move {
@@ -169,20 +184,42 @@ fn serve_switchable(
                 },
             };
             let state = state.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(answer(&state, &req)) }
-                });
-                let _ = auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                let serve = |alpn: Option<String>| {
+                    service_fn(move |req: Request<Incoming>| {
+                        let state = state.clone();
+                        let alpn = alpn.clone();
+                        async move { Ok::<_, Infallible>(answer(&state, alpn.as_deref(), &req)) }
+                    })
+                };
+                let builder = auto::Builder::new(TokioExecutor::new());
+                match tls {
+                    None => {
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), serve(None))
+                            .await;
+                    }
+                    Some(acceptor) => {
+                        let Ok(stream) = acceptor.accept(stream).await else {
+                            return;
+                        };
+                        let alpn = stream
+                            .get_ref()
+                            .1
+                            .alpn_protocol()
+                            .map(|p| String::from_utf8_lossy(p).into_owned());
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), serve(alpn))
+                            .await;
+                    }
+                }
             });
         }
     });
 }
 
-fn answer(state: &Switch, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn answer(state: &Switch, alpn: Option<&str>, req: &Request<Incoming>) -> Response<Full<Bytes>> {
     if req.uri().path() == HEALTH_PATH {
         state.health_checks.fetch_add(1, Ordering::SeqCst);
         if req.version() == hyper::Version::HTTP_2 {
@@ -212,6 +249,7 @@ fn answer(state: &Switch, req: &Request<Incoming>) -> Response<Full<Bytes>> {
         "path": req.uri().path(),
         "version": format!("{:?}", req.version()),
         "authority": authority,
+        "alpn": alpn,
     })
     .to_string();
     let mut response = Response::new(Full::new(Bytes::from(body)));
@@ -220,6 +258,54 @@ fn answer(state: &Switch, req: &Request<Incoming>) -> Response<Full<Bytes>> {
         hyper::header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+/// A TLS server configuration from PEM files, offering ALPN `h2` then `http/1.1`.
+fn tls_acceptor(name: &str, cert: &Path, key: &Path) -> TlsAcceptor {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<_, _>>())
+        .unwrap_or_else(|e| panic!("{name}: reading {}: {e}", cert.display()));
+    let key = PrivateKeyDer::from_pem_file(key)
+        .unwrap_or_else(|e| panic!("{name}: reading {}: {e}", key.display()));
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap_or_else(|e| panic!("{name}: TLS versions: {e}"))
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap_or_else(|e| panic!("{name}: TLS certificate: {e}"));
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    TlsAcceptor::from(Arc::new(config))
+}
+
+/// A self-signed certificate for `127.0.0.1` (IP SAN, usable as its own CA) and its key, written
+/// into `dir` by the `openssl` command line: `(cert.pem, key.pem)`.
+pub fn loopback_certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap_or_else(|e| panic!("running openssl: {e}"));
+    assert!(
+        out.status.success(),
+        "openssl req failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
 }
 
 /// The gRPC method a `GrpcBackend` serves.
