@@ -258,7 +258,14 @@ pub(crate) fn health_check(
 
 /// A health-check interval: a duration from the operators' minimum to five minutes.
 pub fn check_health_check_interval(s: &str, min_ms: u64) -> Result<u64, String> {
-    let ms = parse_duration(s)?;
+    // The value is quoted the way every entry value is (`quote`), not with parse_duration's own
+    // wording, so the TypeScript copy can give the same bytes for any input.
+    let ms = parse_duration(s).map_err(|_| {
+        format!(
+            "{} is not a duration; write a whole number above 0 with unit ms, s or m (\"10s\", \"500ms\")",
+            quote(s)
+        )
+    })?;
     if ms < min_ms {
         return Err(format!(
             "is {}; at least {} (the operators' minimum health-check interval)",
@@ -279,8 +286,8 @@ pub fn check_health_check_interval(s: &str, min_ms: u64) -> Result<u64, String> 
 /// The value of `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` (a duration such as `5s`; the caller reads
 /// the environment). Below 1 s or above the longest interval is a bad setting, named.
 pub fn min_health_check_interval_from_value(value: &str) -> Result<u64, String> {
-    let ms = parse_duration(value)
-        .map_err(|e| format!("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: {e}"))?;
+    let ms =
+        parse_duration(value).map_err(|e| format!("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: {e}"))?;
     if !(1_000..=MAX_HEALTH_CHECK_INTERVAL_MS).contains(&ms) {
         return Err(format!(
             "GATEWAY_MIN_HEALTH_CHECK_INTERVAL: is {}; expected 1s to {}",
@@ -465,7 +472,10 @@ mod tests {
         assert_eq!(min_health_check_interval_from_value("2s"), Ok(2_000));
         for bad in ["", "0s", "500ms", "10m", "5", "5 s"] {
             let err = min_health_check_interval_from_value(bad).expect_err(bad);
-            assert!(err.starts_with("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: "), "{err}");
+            assert!(
+                err.starts_with("GATEWAY_MIN_HEALTH_CHECK_INTERVAL: "),
+                "{err}"
+            );
         }
     }
 
