@@ -20,6 +20,9 @@ fn entry(team: &str, backend: &Backend) -> Entry {
         service: "api".into(),
         host: team.into(),
         backend: backend.url(),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes: ["/ok", FAILING_PREFIX]
             .iter()
             .map(|p| Route {

@@ -122,25 +122,28 @@ impl BackendLookup {
     /// judges the answers. Each problem is `(entry id, backend: reason)`; entries with a literal
     /// address have nothing to resolve (the offline checks judged them).
     pub async fn problems(&self, entries: &[Entry], policy: &Policy) -> Vec<(String, Problem)> {
-        let names: BTreeSet<String> = entries.iter().filter_map(backend_name).collect();
+        let names: BTreeSet<String> = entries
+            .iter()
+            .flat_map(backend_names)
+            .map(|(_, name)| name)
+            .collect();
         let answers = self.resolve_all(names).await;
         let mut problems = Vec::new();
         for entry in entries {
-            let Some(name) = backend_name(entry) else {
-                continue;
-            };
-            let answer = answers
-                .get(&name)
-                .cloned()
-                .unwrap_or_else(|| Err(format!("no answer within {:?}", self.budget)));
-            if let Err(reason) = check_resolved(&name, &answer, policy) {
-                problems.push((
-                    entry.id(),
-                    Problem {
-                        field: "backend".into(),
-                        reason,
-                    },
-                ));
+            for (field, name) in backend_names(entry) {
+                let answer = answers
+                    .get(&name)
+                    .cloned()
+                    .unwrap_or_else(|| Err(format!("no answer within {:?}", self.budget)));
+                if let Err(reason) = check_resolved(&name, &answer, policy) {
+                    problems.push((
+                        entry.id(),
+                        Problem {
+                            field: field.into(),
+                            reason,
+                        },
+                    ));
+                }
             }
         }
         problems
@@ -170,11 +173,20 @@ impl BackendLookup {
     }
 }
 
-fn backend_name(entry: &Entry) -> Option<String> {
-    match parse_backend(&entry.backend).ok()?.host {
-        BackendHost::Name(name) => Some(name),
+/// The names an entry sends traffic to, with the field each came from: `backend` and, with a
+/// canary, `canary.backend` (judged by the same rule).
+fn backend_names(entry: &Entry) -> Vec<(&'static str, String)> {
+    let urls = std::iter::once(("backend", entry.backend.as_str())).chain(
+        entry
+            .canary
+            .as_ref()
+            .map(|c| ("canary.backend", c.backend.as_str())),
+    );
+    urls.filter_map(|(field, url)| match parse_backend(url).ok()?.host {
+        BackendHost::Name(name) => Some((field, name)),
         BackendHost::V4(_) | BackendHost::V6(_) => None,
-    }
+    })
+    .collect()
 }
 
 #[cfg(test)]
@@ -240,6 +252,28 @@ mod tests {
         assert!(problems.iter().any(|(id, p)| id == "t/e"
             && p.reason
                 .contains("private.only-in-vpc.example does not resolve")));
+    }
+
+    #[tokio::test]
+    async fn a_canary_name_is_judged_by_what_it_resolves_to_like_the_backend() {
+        let lookup = BackendLookup::new(
+            FixedResolver::new()
+                .answer("good.internal.example", &["10.0.0.5"])
+                .answer("canary.internal.example", &["169.254.169.254"]),
+        );
+        let doc = serde_json::json!({"team": "t", "service": "s", "host": "h",
+            "backend": "http://good.internal.example",
+            "canary": {"backend": "http://canary.internal.example:8080", "weight": 10},
+            "routes": [{"path": "/s"}]});
+        let e = check_entry_bytes(doc.to_string().as_bytes(), &strict()).expect("valid entry");
+        let problems = lookup.problems(&[e], &strict()).await;
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "t/s");
+        assert_eq!(problems[0].1.field, "canary.backend");
+        assert!(problems[0]
+            .1
+            .reason
+            .contains("canary.internal.example resolves to 169.254.169.254"));
     }
 
     #[tokio::test]

@@ -64,6 +64,11 @@ fn policy_from(
         .map_err(InvalidSetting)?;
     policy.require_resolvable_backends =
         flag_from_env_value(var("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS").as_deref());
+    if let Some(min) = var("GATEWAY_MIN_HEALTH_CHECK_INTERVAL") {
+        policy.min_health_check_interval_ms =
+            gateway_render::check::min_health_check_interval_from_value(&min)
+                .map_err(InvalidSetting)?;
+    }
     Ok(policy)
 }
 
@@ -166,6 +171,19 @@ mod tests {
         assert_eq!(p.backend_cidrs.len(), 1);
         assert!(p.require_resolvable_backends && !p.allow_loopback_backends);
         let unset = policy_from("api.example.com", &env(&[])).expect("valid");
+        assert_eq!(unset.min_health_check_interval_ms, 5_000);
+        let short = policy_from(
+            "api.example.com",
+            &env(&[("GATEWAY_MIN_HEALTH_CHECK_INTERVAL", "1s")]),
+        )
+        .expect("valid");
+        assert_eq!(short.min_health_check_interval_ms, 1_000);
+        let e = policy_from(
+            "api.example.com",
+            &env(&[("GATEWAY_MIN_HEALTH_CHECK_INTERVAL", "0s")]),
+        )
+        .expect_err("bad");
+        assert!(e.to_string().contains("GATEWAY_MIN_HEALTH_CHECK_INTERVAL"), "{e}");
         assert!(unset.backend_domains.is_empty() && !unset.require_resolvable_backends);
         let e = policy_from(
             "api.example.com",

@@ -34,6 +34,8 @@ export interface CheckOptions {
   readonly baseDomain?: string;
   /** Mirrors `GATEWAY_ALLOW_LOOPBACK_BACKENDS`; link-local stays rejected regardless. */
   readonly allowLoopbackBackends?: boolean;
+  /** Mirrors `GATEWAY_MIN_HEALTH_CHECK_INTERVAL`, in milliseconds (default 5 s). */
+  readonly minHealthCheckIntervalMs?: number;
 }
 
 /** Thrown at synth with every problem, one per line, each naming its field. */
@@ -68,6 +70,7 @@ export function checkEntry(value: unknown, options: CheckOptions = {}): Problem[
   const policy: Policy = {
     baseDomain: options.baseDomain ?? '',
     allowLoopbackBackends: options.allowLoopbackBackends ?? false,
+    minHealthCheckIntervalMs: options.minHealthCheckIntervalMs,
   };
   walkEntry(JSON.parse(text) as Json, policy, problems);
   return problems.list;

@@ -39,7 +39,31 @@ export interface Entry {
   readonly host: string;
   /** `http://` or `https://` URL with host and optional port; https means TLS with SNI to that host. */
   readonly backend: string;
+  /** Upstream protocol: `http1` (default), `http2` (h2 over TLS, h2c over http) or `grpc`. */
+  readonly protocol?: Protocol;
+  /** A second backend taking `weight` percent of the traffic and a header cohort. */
+  readonly canary?: Canary;
+  /** Active HTTP health checking of the backend(s). */
+  readonly health_check?: HealthCheck;
   readonly routes: Route[];
+}
+
+export type Protocol = 'http1' | 'http2' | 'grpc';
+
+export interface Canary {
+  /** Same rules as `backend`. */
+  readonly backend: string;
+  /** 0–100 percent of the service's traffic; 100 is a cutover. */
+  readonly weight: number;
+  /** Requests whose header `name` equals `value` go to the canary. Any client can send it. */
+  readonly header?: { readonly name: string; readonly value: string };
+}
+
+export interface HealthCheck {
+  /** Path the backend answers 200 on. */
+  readonly path: string;
+  /** `ms`, `s` or `m`; from the operators' minimum (default 5s) to 5m. */
+  readonly interval: string;
 }
 
 /** `team/service`: the entry's key in the registry and the custom resource's physical id. */

@@ -3,7 +3,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { checkEntry, EntryRejected } from './entry-checks';
-import { Entry, entryKey, Route } from './entry';
+import { Canary, Entry, entryKey, HealthCheck, Protocol, Route } from './entry';
 
 /** The CloudFormation type of a registration; the register function answers for it. */
 export const REGISTRATION_RESOURCE_TYPE = 'Custom::GatewayRoute';
@@ -34,6 +34,12 @@ export interface ExposeOnGatewayProps {
   readonly host: string;
   /** `http://` or `https://` URL with host and optional port. */
   readonly backend: string;
+  /** Upstream protocol (default `http1`). */
+  readonly protocol?: Protocol;
+  /** A canary backend with its weight and optional cohort header. */
+  readonly canary?: Canary;
+  /** Active HTTP health checking of the backend(s). */
+  readonly healthCheck?: HealthCheck;
   readonly routes: Route[];
   /**
    * The register function (ARN or construct; the gateway account's own stacks), or the
@@ -79,6 +85,9 @@ export class ExposeOnGateway extends Construct {
       service: props.service,
       host: props.host,
       backend: props.backend,
+      ...(props.protocol !== undefined ? { protocol: props.protocol } : {}),
+      ...(props.canary !== undefined ? { canary: props.canary } : {}),
+      ...(props.healthCheck !== undefined ? { health_check: props.healthCheck } : {}),
       routes: props.routes,
     };
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the

@@ -214,7 +214,7 @@ test('a rejection prints one line per problem, whatever the entry holds', () => 
     const lines = (e as Error).message.split('\n');
     expect(lines).toEqual([
       'gateway entry rejected:',
-      '  ["b\\nc"]: unknown field; expected team, service, host, backend or routes',
+      '  ["b\\nc"]: unknown field; expected team, service, host, backend, protocol, canary, health_check or routes',
       '  team: "a\\nteam: ok" must use only lowercase a-z, 0-9 or "-" (found "\\n")',
     ]);
   }

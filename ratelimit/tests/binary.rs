@@ -22,6 +22,9 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
         service: "invoices".into(),
         host: "billing".into(),
         backend: backend.url(),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes: vec![
             Route {
                 path: "/limited".into(),

@@ -130,9 +130,14 @@ impl Bounds {
     }
 }
 
-/// Backend clusters `entries` render to: one per entry's backend.
+/// Clusters `entries` render to: one per entry's backend, and with a canary three more (the
+/// canary's backend and the two failover pairs, docs/design.md#traffic-policy), each a cluster
+/// object in every Envoy.
 pub fn clusters(entries: &[Entry]) -> usize {
-    entries.len()
+    entries
+        .iter()
+        .map(|e| if e.canary.is_some() { 4 } else { 1 })
+        .sum()
 }
 
 fn parse(name: &str, value: Option<&str>, default: usize) -> Result<usize, String> {
@@ -157,6 +162,9 @@ mod tests {
             service: service.into(),
             host: team.into(),
             backend: "http://10.0.0.1".into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes: (0..routes)
                 .map(|i| Route {
                     path: format!("/{service}/{i}"),
@@ -212,6 +220,22 @@ mod tests {
             }
             .capacity_used(&entries),
             150.0
+        );
+        // A canary renders three more clusters, and the bound counts them.
+        let mut with_canary = entries.clone();
+        with_canary[0].canary = Some(crate::entry::Canary {
+            backend: "http://10.0.0.2".into(),
+            weight: 10,
+            header: None,
+        });
+        assert_eq!(clusters(&with_canary), 6);
+        assert_eq!(
+            crate::render(&with_canary, &crate::RenderConfig::new("api.example.com"))
+                .expect("renders")
+                .clusters
+                .len(),
+            6,
+            "the bound counts what the renderer emits"
         );
         assert_eq!(b.bundle_problem(100), None);
         assert_eq!(

@@ -1,7 +1,8 @@
 //! One CDS cluster per entry: where the gateway sends that service's traffic.
 
+use crate::check::{check_health_check_interval, envoy_duration, MAX_HEALTH_CHECK_INTERVAL_MS};
 use crate::contract::CLUSTER_TYPE_URL;
-use crate::entry::Entry;
+use crate::entry::{Canary, Entry, HealthCheck, Protocol};
 use crate::names;
 use crate::renderer::{RenderConfig, RenderError};
 use crate::value::object;
@@ -94,10 +95,78 @@ pub fn backend_of(entry: &Entry) -> Result<Backend, RenderError> {
     })
 }
 
-/// The entry's Cluster resource, with `@type`.
+/// Parses an entry's canary backend, naming the entry when it cannot.
+pub fn canary_backend_of(entry: &Entry, canary: &Canary) -> Result<Backend, RenderError> {
+    Backend::parse(&canary.backend).map_err(|reason| RenderError::Backend {
+        entry: entry.id(),
+        backend: canary.backend.clone(),
+        reason,
+    })
+}
+
+/// Every cluster of an entry, in a fixed order: the backend's (`team.service`, the name it has
+/// always had), and with a canary the canary's and the two failover pairs the routes split
+/// between (docs/design.md#traffic-policy).
+pub fn clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let main_name = names::cluster_name(entry);
+    let main = backend_of(entry)?;
+    let Some(canary) = &entry.canary else {
+        return Ok(vec![backend_cluster(entry, &main_name, &main, false, cfg)]);
+    };
+    let canary_name = names::canary_cluster_name(entry);
+    let canary_backend = canary_backend_of(entry, canary)?;
+    Ok(vec![
+        backend_cluster(entry, &main_name, &main, true, cfg),
+        backend_cluster(entry, &canary_name, &canary_backend, true, cfg),
+        failover_cluster(
+            &names::main_first_cluster_name(entry),
+            &main_name,
+            &canary_name,
+        ),
+        failover_cluster(
+            &names::canary_first_cluster_name(entry),
+            &canary_name,
+            &main_name,
+        ),
+    ])
+}
+
+/// The entry's main Cluster resource, with `@type`.
 pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> {
     let backend = backend_of(entry)?;
-    let name = names::cluster_name(entry);
+    Ok(backend_cluster(
+        entry,
+        &names::cluster_name(entry),
+        &backend,
+        entry.canary.is_some(),
+        cfg,
+    ))
+}
+
+/// One backend's cluster. `named_endpoint` writes the backend's authority as the endpoint's
+/// hostname: routes that may land on either of two backends rewrite Host from it
+/// (`auto_host_rewrite`), so each backend still sees its own name.
+fn backend_cluster(
+    entry: &Entry,
+    name: &str,
+    backend: &Backend,
+    named_endpoint: bool,
+    cfg: &RenderConfig,
+) -> Value {
+    let mut endpoint = json!({ "address": {
+        "socket_address": { "address": backend.host, "port_value": backend.port }
+    } });
+    if named_endpoint {
+        endpoint
+            .as_object_mut()
+            .expect("json! object literal")
+            .insert("hostname".into(), json!(backend.authority()));
+    }
+    let http_config = if entry.protocol.is_http2() {
+        json!({ "http2_protocol_options": {} })
+    } else {
+        json!({ "http_protocol_options": {} })
+    };
     let mut cluster = json!({
         "@type": CLUSTER_TYPE_URL,
         "name": name,
@@ -106,9 +175,7 @@ pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> 
         "connect_timeout": "2s",
         "load_assignment": {
             "cluster_name": name,
-            "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": {
-                "socket_address": { "address": backend.host, "port_value": backend.port }
-            } } }] }]
+            "endpoints": [{ "lb_endpoints": [{ "endpoint": endpoint }] }]
         },
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
@@ -118,21 +185,11 @@ pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> 
                 // and reusing one the far side just closed fails the request with a 503.
                 // Closing ours first avoids that race.
                 "common_http_protocol_options": { "idle_timeout": "50s" },
-                "explicit_http_config": { "http_protocol_options": {} }
+                "explicit_http_config": http_config
             }
         },
-        // Envoy's defaults (1024 connections, pending and active requests, 3 retries) already
-        // apply per cluster, so one team's slow backend exhausts only its own budget; they are
-        // spelled out so a reader of clusters.json sees the isolation between teams.
-        "circuit_breakers": {
-            "thresholds": [{
-                "priority": "DEFAULT",
-                "max_connections": 1024,
-                "max_pending_requests": 1024,
-                "max_requests": 1024,
-                "max_retries": 3
-            }]
-        }
+        "circuit_breakers": circuit_breakers(),
+        "outlier_detection": outlier_detection()
     });
     let obj = cluster.as_object_mut().expect("json! object literal");
     match backend.ip() {
@@ -146,15 +203,104 @@ pub fn cluster(entry: &Entry, cfg: &RenderConfig) -> Result<Value, RenderError> 
             obj.insert("dns_lookup_family".into(), json!("V4_PREFERRED"));
         }
     }
-    if backend.tls {
-        obj.insert("transport_socket".into(), upstream_tls(&backend, cfg));
+    if let Some(hc) = &entry.health_check {
+        obj.insert(
+            "health_checks".into(),
+            json!([health_check(hc, backend, entry.protocol)]),
+        );
     }
-    Ok(cluster)
+    if backend.tls {
+        obj.insert(
+            "transport_socket".into(),
+            upstream_tls(backend, entry.protocol, cfg),
+        );
+    }
+    cluster
+}
+
+/// Envoy's defaults (1024 connections, pending and active requests) already apply per cluster,
+/// so one team's slow backend exhausts only its own budget; they are spelled out so a reader of
+/// clusters.json sees the isolation between teams. Retries are budgeted rather than counted:
+/// at most 20 % of the requests in flight may be retries (at least 3 at a time, so a quiet
+/// service can still retry), so a failing backend is never hammered by its own retries.
+fn circuit_breakers() -> Value {
+    json!({
+        "thresholds": [{
+            "priority": "DEFAULT",
+            "max_connections": 1024,
+            "max_pending_requests": 1024,
+            "max_requests": 1024,
+            "retry_budget": {
+                "budget_percent": { "value": 20.0 },
+                "min_retry_concurrency": 3
+            }
+        }]
+    })
+}
+
+/// Passive outlier detection on every backend cluster (docs/design.md#traffic-policy): five
+/// consecutive 5xx (or connection failures) eject a host for 30 s, doubling up to 5 min. Envoy
+/// ejects a host only while the ejected share stays at or below `max_ejection_percent`, so
+/// with 50 % the last host of a cluster is never ejected; the success-rate detector, which
+/// needs five hosts to judge, is off.
+fn outlier_detection() -> Value {
+    json!({
+        "consecutive_5xx": 5,
+        "interval": "10s",
+        "base_ejection_time": "30s",
+        "max_ejection_time": "300s",
+        "max_ejection_percent": 50,
+        "enforcing_success_rate": 0
+    })
+}
+
+/// Active HTTP health checking: `GET path` on the backend with its own Host, every `interval`
+/// whether or not the cluster has traffic. Three failures take the host out, two successes
+/// bring it back. The check times out with the connect budget, or sooner when checks are
+/// more frequent than that.
+fn health_check(hc: &HealthCheck, backend: &Backend, protocol: Protocol) -> Value {
+    let interval_ms =
+        check_health_check_interval(&hc.interval, 0).unwrap_or(MAX_HEALTH_CHECK_INTERVAL_MS);
+    let interval = envoy_duration(interval_ms);
+    let mut http = json!({ "host": backend.authority(), "path": hc.path });
+    if protocol.is_http2() {
+        http.as_object_mut()
+            .expect("json! object literal")
+            .insert("codec_client_type".into(), json!("HTTP2"));
+    }
+    json!({
+        "timeout": envoy_duration(interval_ms.min(2_000)),
+        "interval": interval,
+        "no_traffic_interval": interval,
+        "unhealthy_threshold": 3,
+        "healthy_threshold": 2,
+        "http_health_check": http
+    })
+}
+
+/// A cluster that sends to `first` while it has healthy hosts and fails over to `second`
+/// (Envoy's aggregate cluster): how a canary share moves to the other backend when its own
+/// health check takes it out.
+fn failover_cluster(name: &str, first: &str, second: &str) -> Value {
+    json!({
+        "@type": CLUSTER_TYPE_URL,
+        "name": name,
+        "connect_timeout": "2s",
+        "lb_policy": "CLUSTER_PROVIDED",
+        "cluster_type": {
+            "name": "envoy.clusters.aggregate",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.clusters.aggregate.v3.ClusterConfig",
+                "clusters": [first, second]
+            }
+        },
+        "circuit_breakers": circuit_breakers()
+    })
 }
 
 /// TLS to the backend: SNI is the backend host, and its certificate must chain to the CA bundle
 /// and name that host. An IP literal cannot be an SNI name, so it is matched as an IP SAN instead.
-fn upstream_tls(backend: &Backend, cfg: &RenderConfig) -> Value {
+fn upstream_tls(backend: &Backend, protocol: Protocol, cfg: &RenderConfig) -> Value {
     let (san_type, sni) = match backend.ip() {
         Some(_) => ("IP_ADDRESS", None),
         None => ("DNS", Some(backend.host.clone())),
@@ -170,6 +316,13 @@ fn upstream_tls(backend: &Backend, cfg: &RenderConfig) -> Value {
             }
         }
     });
+    if protocol.is_http2() {
+        // HTTP/2 over TLS is negotiated: without ALPN "h2" most servers answer HTTP/1.1.
+        tls["common_tls_context"]
+            .as_object_mut()
+            .expect("json! object literal")
+            .insert("alpn_protocols".into(), json!(["h2"]));
+    }
     if let Some(sni) = sni {
         tls.as_object_mut()
             .expect("json! object literal")
@@ -217,6 +370,9 @@ mod tests {
             service: "invoices-api".into(),
             host: "invoices".into(),
             backend: backend.into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes: vec![],
         }
     }

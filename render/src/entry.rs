@@ -17,7 +17,82 @@ pub struct Entry {
     pub host: String,
     /// `http://` or `https://` URL with host and optional port.
     pub backend: String,
+    /// How the gateway speaks to the backend(s); `http1` when left out.
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
+    /// A second backend taking a share of the traffic and a header cohort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<Canary>,
+    /// Active HTTP health checking of the backend(s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheck>,
     pub routes: Vec<Route>,
+}
+
+/// The upstream protocol (docs/design.md#traffic-policy).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// HTTP/1.1.
+    #[default]
+    Http1,
+    /// HTTP/2: h2 over TLS (ALPN), h2c with prior knowledge over http.
+    Http2,
+    /// gRPC, which is HTTP/2.
+    Grpc,
+}
+
+impl Protocol {
+    pub const ALL: [Protocol; 3] = [Protocol::Http1, Protocol::Http2, Protocol::Grpc];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http1",
+            Protocol::Http2 => "http2",
+            Protocol::Grpc => "grpc",
+        }
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Protocol::Http1
+    }
+
+    /// Whether the upstream connection is HTTP/2.
+    pub fn is_http2(self) -> bool {
+        matches!(self, Protocol::Http2 | Protocol::Grpc)
+    }
+}
+
+/// A second backend: `weight` percent of the service's traffic, plus every request whose header
+/// `header.name` equals `header.value`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Canary {
+    /// Same rules as the entry's `backend`.
+    pub backend: String,
+    /// 0–100; 100 is a cutover.
+    pub weight: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<CanaryHeader>,
+}
+
+/// The team's own cohort header: a request carrying `name: value` goes to the canary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryHeader {
+    pub name: String,
+    pub value: String,
+}
+
+/// Active HTTP health checking: `GET path` every `interval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheck {
+    pub path: String,
+    /// A duration string (`"10s"`), as the entry wrote it.
+    pub interval: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

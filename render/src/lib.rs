@@ -19,7 +19,7 @@ mod value;
 pub use bounds::Bounds;
 pub use bundle::{compute_hash, Bundle, BundleError};
 pub use check::{Policy, Problem, Rejection};
-pub use entry::{Entry, Limit, Per, Route, Unit};
+pub use entry::{Canary, CanaryHeader, Entry, HealthCheck, Limit, Per, Protocol, Route, Unit};
 pub use kill_switch::render_kill_switch;
 pub use ratelimit::RateLimitConfig;
 pub use renderer::{render, RenderConfig, RenderError, Rendered};

@@ -10,6 +10,23 @@ pub fn cluster_name(entry: &Entry) -> String {
     format!("{}.{}", entry.team, entry.service)
 }
 
+/// The canary backend's cluster: `billing.invoices-api.canary`. Three labels, so it can never
+/// be another entry's `team.service`, and the entry's own cluster keeps its name.
+pub fn canary_cluster_name(entry: &Entry) -> String {
+    format!("{}.canary", cluster_name(entry))
+}
+
+/// The failover pair for the main share: the backend while it is healthy, else the canary.
+pub fn main_first_cluster_name(entry: &Entry) -> String {
+    format!("{}.main-first", cluster_name(entry))
+}
+
+/// The failover pair for the canary share and cohort: the canary while it is healthy, else the
+/// backend.
+pub fn canary_first_cluster_name(entry: &Entry) -> String {
+    format!("{}.canary-first", cluster_name(entry))
+}
+
 /// The methods part of a route's key: `GET`, `GET,POST`, or `*` for every method.
 /// Methods arrive sorted and uppercase from the checks.
 pub fn methods_key(route: &Route) -> String {
@@ -70,6 +87,9 @@ mod tests {
             service: "invoices-api".into(),
             host: "invoices".into(),
             backend: "https://invoices.internal.example:8443".into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes: vec![],
         }
     }

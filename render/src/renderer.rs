@@ -104,10 +104,10 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
         });
     }
     let sorted: Vec<&Entry> = sorted.into_iter().map(|(_, e)| e).collect();
-    let clusters = sorted
-        .iter()
-        .map(|e| clusters::cluster(e, cfg))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut clusters = Vec::with_capacity(sorted.len());
+    for entry in &sorted {
+        clusters.extend(clusters::clusters(entry, cfg)?);
+    }
     let (route_config, route_count) = routes::route_configuration(sorted.iter().copied(), cfg)?;
     let ratelimit = ratelimit::rule_tree(sorted.iter().copied())?;
     assemble(clusters, route_config, ratelimit, route_count)

@@ -1,7 +1,7 @@
 //! The one RouteConfiguration: a virtual host per team host, its routes ordered by specificity,
 //! a JSON 404 after them, and the gateway's catch-all virtual host for unknown hosts.
 
-use crate::clusters::backend_of;
+use crate::clusters::{backend_of, canary_backend_of};
 use crate::contract::{
     CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER,
     LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL, ROUTE_METADATA_NAMESPACE,
@@ -141,6 +141,9 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
         };
+        if let Some(cohort) = &upstream.cohort {
+            rendered.push(cohort_route(team_route(entry, upstream, route)?, cohort));
+        }
         rendered.push(team_route(entry, upstream, route)?);
     }
     let count = rendered.len();
@@ -254,39 +257,100 @@ fn regex_escape(s: &str) -> String {
 
 /// Where an entry's routes send traffic.
 struct Upstream {
-    cluster: String,
+    target: Target,
     /// The backend sees its own name, matching the SNI it is sent (many TLS servers refuse a
     /// Host that differs from SNI); the name the client used travels in x-forwarded-host.
-    host_rewrite: String,
+    /// `None` when a request may land on either of two backends: Host then comes from the
+    /// chosen endpoint's hostname (`auto_host_rewrite`).
+    host_rewrite: Option<String>,
+    /// With a canary cohort header: the route copy that sends the cohort to the canary.
+    cohort: Option<Cohort>,
+}
+
+enum Target {
+    Cluster(String),
+    /// The service's traffic split by weight (percent) between the two failover pairs.
+    Split {
+        main: String,
+        canary: String,
+        canary_weight: u32,
+    },
+}
+
+struct Cohort {
+    header: String,
+    value: String,
+    cluster: String,
 }
 
 impl Upstream {
     fn of(entry: &Entry) -> Result<Upstream, RenderError> {
+        let host_rewrite = backend_of(entry)?.authority();
+        let Some(canary) = &entry.canary else {
+            return Ok(Upstream {
+                target: Target::Cluster(names::cluster_name(entry)),
+                host_rewrite: Some(host_rewrite),
+                cohort: None,
+            });
+        };
+        canary_backend_of(entry, canary)?;
+        let main = names::main_first_cluster_name(entry);
+        let canary_first = names::canary_first_cluster_name(entry);
+        let target = match canary.weight {
+            0 => Target::Cluster(main),
+            100 => Target::Cluster(canary_first.clone()),
+            w => Target::Split {
+                main,
+                canary: canary_first.clone(),
+                canary_weight: w,
+            },
+        };
         Ok(Upstream {
-            cluster: names::cluster_name(entry),
-            host_rewrite: backend_of(entry)?.authority(),
+            target,
+            host_rewrite: None,
+            cohort: canary.header.as_ref().map(|h| Cohort {
+                header: h.name.clone(),
+                value: h.value.clone(),
+                cluster: canary_first,
+            }),
         })
     }
 }
 
 fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value, RenderError> {
-    let mut action = json!({
-        "cluster": upstream.cluster,
-        "timeout": ROUTE_TIMEOUT,
-        "host_rewrite_literal": upstream.host_rewrite,
-        "append_x_forwarded_host": true
-    });
+    let mut action = serde_json::Map::new();
+    match &upstream.target {
+        Target::Cluster(name) => {
+            action.insert("cluster".into(), json!(name));
+        }
+        Target::Split {
+            main,
+            canary,
+            canary_weight,
+        } => {
+            action.insert(
+                "weighted_clusters".into(),
+                json!({ "clusters": [
+                    { "name": main, "weight": 100 - canary_weight },
+                    { "name": canary, "weight": canary_weight }
+                ] }),
+            );
+        }
+    }
+    action.insert("timeout".into(), json!(ROUTE_TIMEOUT));
+    match &upstream.host_rewrite {
+        Some(host) => action.insert("host_rewrite_literal".into(), json!(host)),
+        None => action.insert("auto_host_rewrite".into(), json!(true)),
+    };
+    action.insert("append_x_forwarded_host".into(), json!(true));
     let rate_limits = ratelimit::route_rate_limits(entry, route)?;
     if !rate_limits.is_empty() {
-        action
-            .as_object_mut()
-            .expect("json! object literal")
-            .insert("rate_limits".into(), Value::Array(rate_limits));
+        action.insert("rate_limits".into(), Value::Array(rate_limits));
     }
     let mut out = object([
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),
-        ("route", action),
+        ("route", Value::Object(action)),
         ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
     if let Some(tokens) = burst_tokens(route) {
@@ -296,6 +360,26 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
         );
     }
     Ok(out)
+}
+
+/// The copy of a team route that sends the canary cohort (requests whose header equals the
+/// value) to the canary first, placed just before the route itself. It matches a subset of
+/// what the route matches, so it never shadows another route. Any client can send the header:
+/// the cohort is the team's own opt-in, not an access control (docs/design.md#traffic-policy).
+fn cohort_route(mut route: Value, cohort: &Cohort) -> Value {
+    if let Some(name) = route.get("name").and_then(Value::as_str) {
+        route["name"] = json!(format!("{name}#canary"));
+    }
+    let condition = json!({ "name": cohort.header, "string_match": { "exact": cohort.value } });
+    match route["match"]["headers"].as_array_mut() {
+        Some(headers) => headers.push(condition),
+        None => route["match"]["headers"] = json!([condition]),
+    }
+    if let Some(action) = route["route"].as_object_mut() {
+        action.remove("weighted_clusters");
+        action.insert("cluster".into(), json!(cohort.cluster));
+    }
+    route
 }
 
 /// Who a route belongs to, for the access log: Envoy's formatter cannot split the route or

@@ -132,6 +132,9 @@ fn entry(service: &str, backend: &Backend, routes: Vec<Route>) -> Entry {
         service: service.into(),
         host: "invoices".into(),
         backend: format!("http://127.0.0.1:{}", backend.port),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes,
     }
 }

@@ -110,6 +110,9 @@ fn registry() -> impl Strategy<Value = Vec<Entry>> {
                     service: service.clone(),
                     host: host.clone(),
                     backend: BACKENDS[backend].to_string(),
+                    protocol: Default::default(),
+                    canary: None,
+                    health_check: None,
                     routes,
                 }));
             }
@@ -130,12 +133,16 @@ fn shuffled(entries: Vec<Entry>) -> impl Strategy<Value = (Vec<Entry>, Vec<Entry
                     host,
                     backend,
                     routes,
+                    ..
                 } = e;
                 Just(routes).prop_shuffle().prop_map(move |routes| Entry {
                     team: team.clone(),
                     service: service.clone(),
                     host: host.clone(),
                     backend: backend.clone(),
+                    protocol: Default::default(),
+                    canary: None,
+                    health_check: None,
                     routes,
                 })
             })

@@ -112,6 +112,9 @@ fn entry(team: &str, service: &str, host: &str, routes: Vec<Route>) -> Entry {
         service: service.into(),
         host: host.into(),
         backend: "http://10.0.0.9:8080".into(),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes,
     }
 }

@@ -5,6 +5,8 @@
 pub mod backend;
 pub mod envoy;
 pub mod http;
+#[cfg(feature = "upstreams")]
+pub mod upstreams;
 pub mod validate;
 
 use std::io::{Read, Write};

@@ -54,6 +54,9 @@ fn registry(routes: usize) -> Vec<Entry> {
                 service: format!("svc{s}"),
                 host: format!("team{team}"),
                 backend: format!("https://svc{s}.team{team}.internal.example:8443"),
+                protocol: Default::default(),
+                canary: None,
+                health_check: None,
                 routes,
             }
         })

@@ -61,6 +61,13 @@ pub struct LoopbackArg {
         default_missing_value = "true"
     )]
     pub require_resolvable_backends: Option<String>,
+    /// Shortest health_check.interval an entry may ask for (a duration, default 5s)
+    #[arg(
+        long = "min-health-check-interval",
+        env = "GATEWAY_MIN_HEALTH_CHECK_INTERVAL",
+        value_name = "DURATION"
+    )]
+    pub min_health_check_interval: Option<String>,
 }
 
 impl LoopbackArg {
@@ -82,6 +89,11 @@ impl LoopbackArg {
             .map_err(CmdError::usage)?;
         policy.require_resolvable_backends =
             gateway_render::check::flag_from_env_value(self.require_resolvable_backends.as_deref());
+        if let Some(min) = &self.min_health_check_interval {
+            policy.min_health_check_interval_ms =
+                gateway_render::check::min_health_check_interval_from_value(min)
+                    .map_err(CmdError::usage)?;
+        }
         Ok(policy)
     }
 }

@@ -41,6 +41,14 @@ pub enum Change {
         from: String,
         to: String,
     },
+    /// `protocol`, `canary` or `health_check` changed (each shown as compact JSON, `none` when
+    /// absent): a canary's weight moving is a traffic change an operator must see.
+    PolicyChanged {
+        id: String,
+        field: &'static str,
+        from: String,
+        to: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -67,6 +75,12 @@ impl fmt::Display for Change {
             } => {
                 write!(f, "~ {id}: route {route} limits {from} -> {to}")
             }
+            Change::PolicyChanged {
+                id,
+                field,
+                from,
+                to,
+            } => write!(f, "~ {id}: {field} {from} -> {to}"),
         }
     }
 }
@@ -99,6 +113,19 @@ fn route_key(route: &Route) -> String {
 
 fn limits_text(route: &Route) -> String {
     serde_json::to_string(&route.limits).unwrap_or_default()
+}
+
+/// The entry-level traffic fields as (name, compact JSON or `none`).
+fn policy_fields(e: &Entry) -> [(&'static str, String); 3] {
+    fn text<T: serde::Serialize>(v: Option<&T>) -> String {
+        v.and_then(|v| serde_json::to_string(v).ok())
+            .unwrap_or_else(|| "none".into())
+    }
+    [
+        ("protocol", e.protocol.as_str().to_string()),
+        ("canary", text(e.canary.as_ref())),
+        ("health_check", text(e.health_check.as_ref())),
+    ]
 }
 
 fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
@@ -141,6 +168,16 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
                 to: n.backend.clone(),
             });
         }
+        for ((field, from), (_, to)) in policy_fields(o).into_iter().zip(policy_fields(n)) {
+            if from != to {
+                changes.push(Change::PolicyChanged {
+                    id: id.clone(),
+                    field,
+                    from,
+                    to,
+                });
+            }
+        }
         let old_routes: BTreeMap<String, &Route> =
             o.routes.iter().map(|r| (route_key(r), r)).collect();
         let new_routes: BTreeMap<String, &Route> =
@@ -174,7 +211,8 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
         | Change::BackendChanged { id, .. }
         | Change::RouteAdded { id, .. }
         | Change::RouteRemoved { id, .. }
-        | Change::LimitsChanged { id, .. } => id.clone(),
+        | Change::LimitsChanged { id, .. }
+        | Change::PolicyChanged { id, .. } => id.clone(),
     });
     BundleDiff {
         from_hash: from.hash.clone(),
@@ -195,6 +233,9 @@ mod tests {
             service: service.into(),
             host: team.into(),
             backend: backend.into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes,
         }
     }
@@ -298,6 +339,51 @@ mod tests {
         assert!(
             diff_bundles(&a, &a).changes.is_empty(),
             "a bundle does not differ from itself"
+        );
+    }
+
+    #[test]
+    fn names_a_canary_weight_change_and_a_new_health_check() {
+        let plain = entry(
+            "billing",
+            "invoices",
+            "http://a:80",
+            vec![route("/i", None, vec![])],
+        );
+        let mut canary = plain.clone();
+        canary.canary = Some(gateway_render::Canary {
+            backend: "http://c:80".into(),
+            weight: 20,
+            header: None,
+        });
+        let mut moved = canary.clone();
+        if let Some(c) = moved.canary.as_mut() {
+            c.weight = 100;
+        }
+        moved.health_check = Some(gateway_render::HealthCheck {
+            path: "/healthz".into(),
+            interval: "10s".into(),
+        });
+        let lines = |a: &Entry, b: &Entry| -> Vec<String> {
+            diff_bundles(
+                &bundle("sha256:a", vec![a.clone()]),
+                &bundle("sha256:b", vec![b.clone()]),
+            )
+            .changes
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+        };
+        assert_eq!(
+            lines(&plain, &canary),
+            [r#"~ billing/invoices: canary none -> {"backend":"http://c:80","weight":20}"#]
+        );
+        assert_eq!(
+            lines(&canary, &moved),
+            [
+                r#"~ billing/invoices: canary {"backend":"http://c:80","weight":20} -> {"backend":"http://c:80","weight":100}"#,
+                r#"~ billing/invoices: health_check none -> {"path":"/healthz","interval":"10s"}"#,
+            ]
         );
     }
 }

@@ -441,6 +441,9 @@ mod tests {
             service: service.into(),
             host: host.into(),
             backend: "https://x.example".into(),
+            protocol: Default::default(),
+            canary: None,
+            health_check: None,
             routes: paths
                 .iter()
                 .map(|p| Route {

@@ -47,6 +47,9 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
         service: service.into(),
         host: host.into(),
         backend: format!("https://{service}.internal.example:8443"),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes: paths
             .iter()
             .map(|p| Route {

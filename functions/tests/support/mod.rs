@@ -25,6 +25,9 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
         service: service.into(),
         host: host.into(),
         backend: "http://127.0.0.1:9".into(),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes: paths
             .iter()
             .map(|p| Route {

@@ -29,4 +29,9 @@ export const PROXY_RESERVED_PORTS = { first: 15000, last: 15019 } as const;
 export interface Policy {
   readonly baseDomain: string;
   readonly allowLoopbackBackends: boolean;
+  /** `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` in milliseconds (default 5 s). */
+  readonly minHealthCheckIntervalMs?: number;
 }
+
+/** Default of `GATEWAY_MIN_HEALTH_CHECK_INTERVAL`, in milliseconds. */
+export const DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS = 5_000;

@@ -5,6 +5,7 @@
 import { checkBackend } from './backend';
 import { MAX_PATH_PREFIXES, MAX_ROUTES, Policy } from './bounds';
 import { get, isObject, object, rejectUnknown, required, string } from './fields';
+import { walkEntryPolicy } from './entry-policy';
 import { checkHost } from './host';
 import { checkIdentifier } from './identifiers';
 import { Limit, walkLimits } from './limits';
@@ -12,7 +13,7 @@ import { sharedMethods, walkMethods } from './methods';
 import { checkPath } from './path';
 import { Json, JsonObject, Problems, Why, child, describe, index, quote } from './report';
 
-export const ENTRY_FIELDS = ['team', 'service', 'host', 'backend', 'routes'];
+export const ENTRY_FIELDS = ['team', 'service', 'host', 'backend', 'protocol', 'canary', 'health_check', 'routes'];
 export const ROUTE_FIELDS = ['path', 'methods', 'limits'];
 
 export interface Route {
@@ -32,6 +33,7 @@ export function walkEntry(v: Json, policy: Policy, problems: Problems): void {
   checkedString(v, 'service', checkIdentifier, problems);
   checkedString(v, 'host', (h) => checkHost(h, policy.baseDomain), problems);
   checkedString(v, 'backend', (b) => checkBackend(b, policy), problems);
+  walkEntryPolicy(v, policy, problems);
   const routesValue = required(v, '', 'routes', problems);
   if (routesValue !== undefined) walkRoutes(routesValue, 'routes', problems);
 }

@@ -8,6 +8,8 @@
 mod address;
 mod backend;
 mod cidr;
+mod duration;
+mod entry_policy;
 mod fields;
 mod host;
 mod identifiers;
@@ -24,6 +26,16 @@ pub use backend::{
     check_backend, check_resolved, parse_backend, Backend, BackendHost, PROXY_RESERVED_PORTS,
 };
 pub use cidr::{parse_cidrs, parse_domains, Cidr};
+pub use duration::{
+    check_timeout, envoy_duration, parse_duration, DEFAULT_MAX_ROUTE_TIMEOUT_MS,
+    DEFAULT_ROUTE_TIMEOUT_MS,
+};
+pub use entry_policy::{
+    check_cohort_header_name, check_cohort_header_value, check_health_check_interval,
+    min_health_check_interval_from_value,
+    DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_VALUE_LEN,
+    MAX_HEALTH_CHECK_INTERVAL_MS,
+};
 pub use host::{check_host, MAX_FQDN_LEN};
 pub use identifiers::{check_dns_label, check_identifier};
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
@@ -67,6 +79,9 @@ pub struct Policy {
     /// `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS=true`: a name that does not resolve where the check
     /// runs is refused (by default it passes: private zones may resolve only inside the VPC).
     pub require_resolvable_backends: bool,
+    /// `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` in milliseconds: the shortest `health_check.interval`
+    /// an entry may ask for (default 5 s).
+    pub min_health_check_interval_ms: u64,
 }
 
 impl Policy {
@@ -77,6 +92,7 @@ impl Policy {
             backend_domains: Vec::new(),
             backend_cidrs: Vec::new(),
             require_resolvable_backends: false,
+            min_health_check_interval_ms: DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS,
         }
     }
 

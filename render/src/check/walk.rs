@@ -2,6 +2,7 @@
 //! the typed `Entry` built only when there were none.
 
 use super::backend::check_backend;
+use super::entry_policy;
 use super::fields::{object, reject_unknown, required, string};
 use super::host::check_host;
 use super::identifiers::check_identifier;
@@ -10,11 +11,20 @@ use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
 use super::{Policy, MAX_PATH_PREFIXES, MAX_ROUTES};
-use crate::entry::{Entry, Route};
+use crate::entry::{Entry, Protocol, Route};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-const ENTRY_FIELDS: [&str; 5] = ["team", "service", "host", "backend", "routes"];
+const ENTRY_FIELDS: [&str; 8] = [
+    "team",
+    "service",
+    "host",
+    "backend",
+    "protocol",
+    "canary",
+    "health_check",
+    "routes",
+];
 const ROUTE_FIELDS: [&str; 3] = ["path", "methods", "limits"];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
@@ -40,12 +50,28 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         |b| check_backend(b, policy).map(|_| ()),
         problems,
     );
+    let protocol = match map.get("protocol") {
+        None => Some(Protocol::default()),
+        Some(v) => entry_policy::protocol(v, "protocol", problems),
+    };
+    let main_backend = map.get("backend").and_then(Value::as_str);
+    let canary = match map.get("canary") {
+        None => Some(None),
+        Some(v) => entry_policy::canary(v, "canary", main_backend, policy, problems).map(Some),
+    };
+    let health_check = match map.get("health_check") {
+        None => Some(None),
+        Some(v) => entry_policy::health_check(v, "health_check", policy, problems).map(Some),
+    };
     let routes = required(map, "", "routes", problems).and_then(|v| routes(v, "routes", problems));
     Some(Entry {
         team: team?,
         service: service?,
         host: host?,
         backend: backend?,
+        protocol: protocol?,
+        canary: canary?,
+        health_check: health_check?,
         routes: routes?,
     })
 }
@@ -201,7 +227,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "teem: unknown field; expected team, service, host, backend or routes (did you mean \"team\"?)",
+                "teem: unknown field; expected team, service, host, backend, protocol, canary, health_check or routes (did you mean \"team\"?)",
                 "team: required field is missing",
                 "service: required field is missing",
                 "host: required field is missing",

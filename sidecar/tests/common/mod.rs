@@ -38,6 +38,9 @@ pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<R
         service: service.into(),
         host: host.into(),
         backend: backend.into(),
+        protocol: Default::default(),
+        canary: None,
+        health_check: None,
         routes,
     }
 }
