@@ -32,11 +32,13 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
                     requests,
                     every: Unit::Minute,
                 }],
+                timeout: None,
             },
             Route {
                 path: "/open".into(),
                 methods: None,
                 limits: Vec::new(),
+                timeout: None,
             },
         ],
     }]

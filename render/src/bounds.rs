@@ -162,6 +162,7 @@ mod tests {
                     path: format!("/{service}/{i}"),
                     methods: None,
                     limits: vec![],
+                    timeout: None,
                 })
                 .collect(),
         }

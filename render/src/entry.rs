@@ -30,6 +30,9 @@ pub struct Route {
     pub methods: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<Limit>,
+    /// Whole-request timeout (`"5s"`, `"250ms"`, `"1m"`); `None` means the default 15 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
 }
 
 /// A global limit (counted by the rate-limit service) or a local burst bucket (per Envoy task).

@@ -61,6 +61,7 @@ mod tests {
             path: path.into(),
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits: vec![],
+            timeout: None,
         }
     }
 

@@ -269,10 +269,21 @@ impl Upstream {
     }
 }
 
+/// The route's `timeout` in Envoy's form; the default 15 s when the entry sets none
+/// (docs/design.md#registration-entry). Checked entries always parse; an unparsable one (written
+/// around the checks) falls back to the default rather than reaching Envoy.
+fn route_timeout(route: &Route) -> String {
+    route
+        .timeout
+        .as_deref()
+        .and_then(|t| crate::check::parse_duration(t).ok())
+        .map_or_else(|| ROUTE_TIMEOUT.to_string(), crate::check::envoy_duration)
+}
+
 fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value, RenderError> {
     let mut action = json!({
         "cluster": upstream.cluster,
-        "timeout": ROUTE_TIMEOUT,
+        "timeout": route_timeout(route),
         "host_rewrite_literal": upstream.host_rewrite,
         "append_x_forwarded_host": true
     });

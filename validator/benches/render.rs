@@ -46,6 +46,7 @@ fn registry(routes: usize) -> Vec<Entry> {
                         path: format!("/svc{s}/r{r}"),
                         methods,
                         limits,
+                        timeout: None,
                     }
                 })
                 .collect();

@@ -447,6 +447,7 @@ mod tests {
                     path: (*p).into(),
                     methods: None,
                     limits: vec![],
+                    timeout: None,
                 })
                 .collect(),
         }

@@ -53,6 +53,7 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 path: (*p).to_string(),
                 methods: None,
                 limits: Vec::new(),
+                timeout: None,
             })
             .collect(),
     }

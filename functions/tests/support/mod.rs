@@ -31,6 +31,7 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 path: (*p).into(),
                 methods: None,
                 limits: vec![],
+                timeout: None,
             })
             .collect(),
     }

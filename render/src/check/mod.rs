@@ -8,6 +8,7 @@
 mod address;
 mod backend;
 mod cidr;
+mod duration;
 mod fields;
 mod host;
 mod identifiers;
@@ -24,6 +25,10 @@ pub use backend::{
     check_backend, check_resolved, parse_backend, Backend, BackendHost, PROXY_RESERVED_PORTS,
 };
 pub use cidr::{parse_cidrs, parse_domains, Cidr};
+pub use duration::{
+    check_timeout, envoy_duration, parse_duration, DEFAULT_MAX_ROUTE_TIMEOUT_MS,
+    DEFAULT_ROUTE_TIMEOUT_MS,
+};
 pub use host::{check_host, MAX_FQDN_LEN};
 pub use identifiers::{check_dns_label, check_identifier};
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
@@ -67,6 +72,9 @@ pub struct Policy {
     /// `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS=true`: a name that does not resolve where the check
     /// runs is refused (by default it passes: private zones may resolve only inside the VPC).
     pub require_resolvable_backends: bool,
+    /// `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds: the largest `timeout` a route may ask for
+    /// (default 60 s).
+    pub max_route_timeout_ms: u64,
 }
 
 impl Policy {
@@ -77,6 +85,7 @@ impl Policy {
             backend_domains: Vec::new(),
             backend_cidrs: Vec::new(),
             require_resolvable_backends: false,
+            max_route_timeout_ms: DEFAULT_MAX_ROUTE_TIMEOUT_MS,
         }
     }
 
@@ -280,6 +289,7 @@ mod tests {
                         every: Unit::Hour
                     },
                 ],
+                timeout: None,
             }
         );
         assert_eq!(check_entry(&e, &policy()), Ok(()));

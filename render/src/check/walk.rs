@@ -2,6 +2,7 @@
 //! the typed `Entry` built only when there were none.
 
 use super::backend::check_backend;
+use super::duration::check_timeout;
 use super::fields::{object, reject_unknown, required, string};
 use super::host::check_host;
 use super::identifiers::check_identifier;
@@ -15,7 +16,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 const ENTRY_FIELDS: [&str; 5] = ["team", "service", "host", "backend", "routes"];
-const ROUTE_FIELDS: [&str; 3] = ["path", "methods", "limits"];
+const ROUTE_FIELDS: [&str; 4] = ["path", "methods", "limits", "timeout"];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
     let Value::Object(map) = v else {
@@ -40,7 +41,7 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         |b| check_backend(b, policy).map(|_| ()),
         problems,
     );
-    let routes = required(map, "", "routes", problems).and_then(|v| routes(v, "routes", problems));
+    let routes = required(map, "", "routes", problems).and_then(|v| routes(v, "routes", policy, problems));
     Some(Entry {
         team: team?,
         service: service?,
@@ -67,7 +68,12 @@ fn checked_string(
     }
 }
 
-fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>> {
+fn routes(
+    v: &Value,
+    field: &str,
+    policy: &Policy,
+    problems: &mut Problems,
+) -> Option<Vec<Route>> {
     let Value::Array(items) = v else {
         problems.push(
             field,
@@ -89,7 +95,7 @@ fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>>
     let checked: Vec<Option<Route>> = items
         .iter()
         .enumerate()
-        .map(|(i, item)| route(item, &index(field, i), problems))
+        .map(|(i, item)| route(item, &index(field, i), policy, problems))
         .collect();
     check_duplicates(&checked, field, problems);
     let prefixes: BTreeSet<&str> = checked.iter().flatten().map(|r| r.path.as_str()).collect();
@@ -108,7 +114,7 @@ fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>>
     checked.into_iter().collect()
 }
 
-fn route(v: &Value, field: &str, problems: &mut Problems) -> Option<Route> {
+fn route(v: &Value, field: &str, policy: &Policy, problems: &mut Problems) -> Option<Route> {
     let map = object(v, field, "a route", problems)?;
     reject_unknown(map, field, &ROUTE_FIELDS, problems);
     let path_field = child(field, "path");
@@ -128,10 +134,21 @@ fn route(v: &Value, field: &str, problems: &mut Problems) -> Option<Route> {
         None => Some(Vec::new()),
         Some(v) => limits(v, &child(field, "limits"), problems),
     };
+    let timeout_field = child(field, "timeout");
+    let timeout = match map.get("timeout") {
+        None => Some(None),
+        Some(v) => string(v, &timeout_field, problems).and_then(|t| {
+            check_timeout(t, policy.max_route_timeout_ms)
+                .map(|_| Some(t.to_string()))
+                .map_err(|reason| problems.push(&timeout_field, reason))
+                .ok()
+        }),
+    };
     Some(Route {
         path: path?,
         methods: methods?,
         limits: limits?,
+        timeout: timeout?,
     })
 }
 
@@ -190,7 +207,8 @@ mod tests {
             vec![Route {
                 path: "/invoices".into(),
                 methods: None,
-                limits: vec![]
+                limits: vec![],
+                timeout: None,
             }]
         );
     }
@@ -282,12 +300,36 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, methods or limits (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, methods, limits or timeout (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",
                 "routes[3].path: expected a string, got 5",
             ]
         );
+    }
+
+    #[test]
+    fn route_timeouts_are_bounded_by_the_operators_maximum() {
+        let mut v = base();
+        v["routes"] = json!([{"path": "/a", "timeout": "250ms"}, {"path": "/b", "timeout": "61s"},
+                             {"path": "/c", "timeout": 5}, {"path": "/d", "timeout": "1h"}]);
+        assert_eq!(
+            run(v.clone()).expect_err("bad"),
+            vec![
+                "routes[1].timeout: is 61s; at most 60s (the operators' maximum route timeout)",
+                "routes[2].timeout: expected a string, got 5",
+                "routes[3].timeout: \"1h\" is not a duration; write a whole number with unit ms, s or m (\"5s\", \"250ms\")",
+            ]
+        );
+        v["routes"] = json!([{"path": "/a", "timeout": "250ms"}, {"path": "/b", "timeout": "1m"}]);
+        let e = run(v.clone()).expect("valid");
+        assert_eq!(e.routes[0].timeout.as_deref(), Some("250ms"));
+        assert_eq!(e.routes[1].timeout.as_deref(), Some("1m"));
+        let mut strict = Policy::new("api.example.com", false);
+        strict.max_route_timeout_ms = 30_000;
+        let mut p = Problems::default();
+        assert!(entry(&v, &strict, &mut p).is_none() || !p.is_empty());
+        assert_eq!(p.0[0].to_string(), "routes[1].timeout: is 60s; at most 30s (the operators' maximum route timeout)");
     }
 }
