@@ -33,12 +33,14 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
                     every: Unit::Minute,
                 }],
                 timeout: None,
+                ..Default::default()
             },
             Route {
                 path: "/open".into(),
                 methods: None,
                 limits: Vec::new(),
                 timeout: None,
+                ..Default::default()
             },
         ],
     }]

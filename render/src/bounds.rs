@@ -163,6 +163,7 @@ mod tests {
                     methods: None,
                     limits: vec![],
                     timeout: None,
+                    ..Default::default()
                 })
                 .collect(),
         }

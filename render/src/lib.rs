@@ -19,7 +19,7 @@ mod value;
 pub use bounds::Bounds;
 pub use bundle::{compute_hash, Bundle, BundleError};
 pub use check::{Policy, Problem, Rejection};
-pub use entry::{Entry, Limit, Per, Route, Unit};
+pub use entry::{Cors, Entry, HeaderChanges, Limit, Per, Retries, Route, Unit};
 pub use kill_switch::render_kill_switch;
 pub use ratelimit::RateLimitConfig;
 pub use renderer::{render, RenderConfig, RenderError, Rendered};

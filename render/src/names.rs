@@ -62,6 +62,7 @@ mod tests {
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits: vec![],
             timeout: None,
+            ..Default::default()
         }
     }
 

@@ -47,6 +47,7 @@ fn registry(routes: usize) -> Vec<Entry> {
                         methods,
                         limits,
                         timeout: None,
+                        ..Default::default()
                     }
                 })
                 .collect();

@@ -205,6 +205,7 @@ mod tests {
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits,
             timeout: None,
+            ..Default::default()
         }
     }
 

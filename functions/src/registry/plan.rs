@@ -448,6 +448,7 @@ mod tests {
                     methods: None,
                     limits: vec![],
                     timeout: None,
+                    ..Default::default()
                 })
                 .collect(),
         }

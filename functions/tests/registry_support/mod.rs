@@ -54,6 +54,7 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 methods: None,
                 limits: Vec::new(),
                 timeout: None,
+                ..Default::default()
             })
             .collect(),
     }

@@ -32,6 +32,7 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 methods: None,
                 limits: vec![],
                 timeout: None,
+                ..Default::default()
             })
             .collect(),
     }
