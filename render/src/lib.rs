@@ -12,6 +12,7 @@ pub mod kill_switch;
 pub mod names;
 pub mod ratelimit;
 pub mod renderer;
+pub mod route_policy;
 pub mod routes;
 mod transcode;
 mod value;

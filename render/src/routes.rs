@@ -9,6 +9,7 @@ use crate::contract::{
 use crate::entry::{Entry, Limit, Route};
 use crate::names;
 use crate::ratelimit;
+use crate::route_policy;
 use crate::renderer::{RenderConfig, RenderError};
 use crate::value::object;
 use serde_json::{json, Value};
@@ -124,27 +125,38 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             second: other.id(),
         });
     }
-    let mut routes: Vec<(&Entry, &Route)> = entries
+    let team_routes: Vec<(&Entry, &Route)> = entries
         .iter()
         .flat_map(|e| e.routes.iter().map(move |r| (*e, r)))
         .collect();
-    refuse_shadowing(fqdn, &routes)?;
-    routes.sort_by_cached_key(|(e, r)| specificity_key(e, r));
+    refuse_shadowing(fqdn, &team_routes)?;
+    let preflights = preflight_routes(entries);
+    let mut routes: Vec<(&Entry, &Route, bool)> = team_routes
+        .iter()
+        .map(|(e, r)| (*e, *r, false))
+        .chain(preflights.iter().map(|(e, r)| (*e, r, true)))
+        .collect();
+    routes.sort_by_cached_key(|(e, r, _)| specificity_key(e, r));
 
     // An entry's routes share its cluster and Host rewrite; worked out at its first route, so a
     // bad backend is still reported where the routes meet it.
     let mut upstreams: BTreeMap<(&str, &str), Upstream> = BTreeMap::new();
     let mut rendered = Vec::with_capacity(routes.len() + 1);
-    for (entry, route) in &routes {
+    let mut count = 0;
+    for (entry, route, preflight) in &routes {
+        if *preflight {
+            rendered.push(preflight_route(entry, route));
+            continue;
+        }
         let key = (entry.team.as_str(), entry.service.as_str());
         let upstream = match upstreams.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
         };
         rendered.push(team_route(entry, upstream, route)?);
+        count += 1;
     }
-    let count = rendered.len();
-    let root_claimed = routes
+    let root_claimed = team_routes
         .iter()
         .any(|(_, r)| r.path == "/" && r.methods.is_none());
     if !root_claimed {
@@ -294,19 +306,81 @@ fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value
             .expect("json! object literal")
             .insert("rate_limits".into(), Value::Array(rate_limits));
     }
+    route_policy::extend_action(route, action.as_object_mut().expect("json! object literal"));
     let mut out = object([
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),
         ("route", action),
         ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
+    let members = out.as_object_mut().expect("object of members");
     if let Some(tokens) = burst_tokens(route) {
-        out.as_object_mut().expect("object of members").insert(
-            "typed_per_filter_config".into(),
-            object([(LOCAL_RATE_LIMIT_FILTER, local_rate_limit(entry, tokens))]),
-        );
+        route_policy::per_filter_config(members)
+            .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
     }
+    route_policy::extend_route(route, members);
     Ok(out)
+}
+
+/// For each path of an entry where a route declares `cors` and no route there takes `OPTIONS`,
+/// a stand-in route (methods `OPTIONS`, the path's policy) that places the preflight route in
+/// specificity order. The checks make every route on a path declare the same `cors`.
+fn preflight_routes<'a>(entries: &[&'a Entry]) -> Vec<(&'a Entry, Route)> {
+    let mut out: Vec<(&Entry, Route)> = Vec::new();
+    for entry in entries {
+        let mut paths: BTreeMap<&str, (Option<&crate::entry::Cors>, bool)> = BTreeMap::new();
+        for r in &entry.routes {
+            let slot = paths.entry(r.path.as_str()).or_insert((None, false));
+            slot.0 = slot.0.or(r.cors.as_ref());
+            slot.1 |= route_policy::answers_options(r);
+        }
+        for (path, (cors, answers_options)) in paths {
+            if let (Some(cors), false) = (cors, answers_options) {
+                out.push((
+                    *entry,
+                    Route {
+                        path: path.to_string(),
+                        methods: Some(vec!["OPTIONS".to_string()]),
+                        cors: Some(cors.clone()),
+                        ..Route::default()
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A browser's preflight (`OPTIONS` with `access-control-request-method`) on a path whose routes
+/// take no `OPTIONS`. The CORS filter answers it from the route's policy when the origin is
+/// allowed; otherwise it falls through to the 403 here, with no CORS headers, which the browser
+/// reads as a refusal. It never reaches the backend.
+fn preflight_route(entry: &Entry, stand_in: &Route) -> Value {
+    let mut m = route_match(stand_in);
+    if let Some(headers) = m.get_mut("headers").and_then(Value::as_array_mut) {
+        headers.push(json!({ "name": "access-control-request-method", "present_match": true }));
+    }
+    let mut out = object([
+        ("name", json!(names::preflight_route_name(entry, &stand_in.path))),
+        ("match", m),
+        ("metadata", route_metadata(&entry.team, &entry.service)),
+        (
+            "direct_response",
+            json!({ "status": 403, "body": { "inline_string": json_error_body("origin not allowed") } }),
+        ),
+        (
+            "response_headers_to_add",
+            json!([{
+                "header": { "key": "content-type", "value": "application/json" },
+                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"
+            }]),
+        ),
+    ]);
+    route_policy::extend_route(
+        stand_in,
+        out.as_object_mut().expect("object of members"),
+    );
+    out
 }
 
 /// Who a route belongs to, for the access log: Envoy's formatter cannot split the route or

@@ -124,6 +124,7 @@ fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
         methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
         limits,
         timeout: None,
+        ..Default::default()
     }
 }
 

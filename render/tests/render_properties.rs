@@ -81,6 +81,7 @@ fn routes(service: String) -> impl Strategy<Value = Vec<Route>> {
                         methods,
                         limits: limits.clone(),
                         timeout: None,
+                        ..Default::default()
                     });
                 }
             }

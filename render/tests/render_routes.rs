@@ -122,6 +122,7 @@ fn route(path: &str, methods: Option<&[&str]>) -> Route {
         methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
         limits: vec![],
         timeout: None,
+        ..Default::default()
     }
 }
 
