@@ -101,6 +101,9 @@ pub fn cors_policy(c: &Cors) -> Value {
         policy.insert("max_age".into(), json!((ms / 1_000).to_string()));
     }
     policy.insert("allow_credentials".into(), json!(c.credentials));
+    // A preflight from an origin the policy does not allow is answered here too (without
+    // `access-control-allow-origin`, a refusal to the browser), never forwarded to the backend.
+    policy.insert("forward_not_matching_preflights".into(), json!(false));
     Value::Object(policy)
 }
 

@@ -144,15 +144,15 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
     let mut rendered = Vec::with_capacity(routes.len() + 1);
     let mut count = 0;
     for (entry, route, preflight) in &routes {
-        if *preflight {
-            rendered.push(preflight_route(entry, route));
-            continue;
-        }
         let key = (entry.team.as_str(), entry.service.as_str());
         let upstream = match upstreams.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
         };
+        if *preflight {
+            rendered.push(preflight_route(entry, upstream, route));
+            continue;
+        }
         rendered.push(team_route(entry, upstream, route)?);
         count += 1;
     }
@@ -351,13 +351,16 @@ fn preflight_routes<'a>(entries: &[&'a Entry]) -> Vec<(&'a Entry, Route)> {
     out
 }
 
-/// A browser's preflight (`OPTIONS` with `access-control-request-method`) on a path whose routes
-/// take no `OPTIONS`. The CORS filter answers it from the route's policy when the origin is
-/// allowed; otherwise it falls through to the 403 here, with no CORS headers, which the browser
-/// reads as a refusal. It never reaches the backend.
-fn preflight_route(entry: &Entry, stand_in: &Route) -> Value {
+/// A browser's preflight (`OPTIONS` with an `origin` and `access-control-request-method`) on a
+/// path whose routes take no `OPTIONS`. The CORS filter answers every such request itself (the
+/// policy sets `forward_not_matching_preflights: false`): with the allow headers for an allowed
+/// origin, without `access-control-allow-origin` (which a browser reads as a refusal) for any
+/// other. The route forwards to the entry's cluster only because the CORS filter acts on route
+/// entries alone, never on direct responses; nothing matching it reaches the backend.
+fn preflight_route(entry: &Entry, upstream: &Upstream, stand_in: &Route) -> Value {
     let mut m = route_match(stand_in);
     if let Some(headers) = m.get_mut("headers").and_then(Value::as_array_mut) {
+        headers.push(json!({ "name": "origin", "string_match": { "safe_regex": { "regex": ".+" } } }));
         headers.push(json!({ "name": "access-control-request-method", "present_match": true }));
     }
     let mut out = object([
@@ -365,15 +368,12 @@ fn preflight_route(entry: &Entry, stand_in: &Route) -> Value {
         ("match", m),
         ("metadata", route_metadata(&entry.team, &entry.service)),
         (
-            "direct_response",
-            json!({ "status": 403, "body": { "inline_string": json_error_body("origin not allowed") } }),
-        ),
-        (
-            "response_headers_to_add",
-            json!([{
-                "header": { "key": "content-type", "value": "application/json" },
-                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"
-            }]),
+            "route",
+            json!({
+                "cluster": upstream.cluster,
+                "timeout": ROUTE_TIMEOUT,
+                "host_rewrite_literal": upstream.host_rewrite
+            }),
         ),
     ]);
     route_policy::extend_route(

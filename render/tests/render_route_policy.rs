@@ -57,7 +57,7 @@ fn the_design_example_renders_every_field() {
             "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
             "allow_origin_string_match": [{"exact": "https://app.example.com"}],
             "allow_methods": "GET", "allow_headers": "x-api-key", "max_age": "600",
-            "allow_credentials": false
+            "allow_credentials": false, "forward_not_matching_preflights": false
         })
     );
     // GET only: the browser's OPTIONS gets a route of its own, before the GET route's fallback.
@@ -65,9 +65,12 @@ fn the_design_example_renders_every_field() {
     assert_eq!(
         p["match"]["headers"],
         json!([{"name": ":method", "string_match": {"exact": "OPTIONS"}},
+               {"name": "origin", "string_match": {"safe_regex": {"regex": ".+"}}},
                {"name": "access-control-request-method", "present_match": true}])
     );
-    assert_eq!(p["direct_response"]["status"], 403);
+    // A route entry (the CORS filter skips direct responses); the filter answers every match.
+    assert_eq!(p["route"]["cluster"], "billing.invoices-api");
+    assert_eq!(r["typed_per_filter_config"][CORS_FILTER]["forward_not_matching_preflights"], false);
     assert_eq!(p["typed_per_filter_config"][CORS_FILTER], r["typed_per_filter_config"][CORS_FILTER]);
     assert_eq!(rendered.route_count, 1, "the preflight route is not a team route");
 }

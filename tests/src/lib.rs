@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod envoy;
 pub mod http;
+pub mod policy_backend;
 pub mod validate;
 
 use std::io::{Read, Write};
