@@ -34,6 +34,10 @@ export interface CheckOptions {
   readonly baseDomain?: string;
   /** Mirrors `GATEWAY_ALLOW_LOOPBACK_BACKENDS`; link-local stays rejected regardless. */
   readonly allowLoopbackBackends?: boolean;
+  /** The gateway's `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds (default 60 s). */
+  readonly maxRouteTimeoutMs?: number;
+  /** The gateway's `GATEWAY_MAX_RETRY_ATTEMPTS` (default 3). */
+  readonly maxRetryAttempts?: number;
 }
 
 /** Thrown at synth with every problem, one per line, each naming its field. */
@@ -68,6 +72,8 @@ export function checkEntry(value: unknown, options: CheckOptions = {}): Problem[
   const policy: Policy = {
     baseDomain: options.baseDomain ?? '',
     allowLoopbackBackends: options.allowLoopbackBackends ?? false,
+    maxRouteTimeoutMs: options.maxRouteTimeoutMs,
+    maxRetryAttempts: options.maxRetryAttempts,
   };
   walkEntry(JSON.parse(text) as Json, policy, problems);
   return problems.list;

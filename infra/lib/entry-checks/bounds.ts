@@ -29,4 +29,8 @@ export const PROXY_RESERVED_PORTS = { first: 15000, last: 15019 } as const;
 export interface Policy {
   readonly baseDomain: string;
   readonly allowLoopbackBackends: boolean;
+  /** `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds (default 60 s). */
+  readonly maxRouteTimeoutMs?: number;
+  /** `GATEWAY_MAX_RETRY_ATTEMPTS` (default 3). */
+  readonly maxRetryAttempts?: number;
 }
