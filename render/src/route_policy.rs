@@ -17,7 +17,11 @@ pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>) {
         let mut policy = Map::new();
         policy.insert("retry_on".into(), json!(r.on.join(",")));
         policy.insert("num_retries".into(), json!(r.attempts));
-        if let Some(ms) = r.per_try_timeout.as_deref().and_then(|t| parse_duration(t).ok()) {
+        if let Some(ms) = r
+            .per_try_timeout
+            .as_deref()
+            .and_then(|t| parse_duration(t).ok())
+        {
             policy.insert("per_try_timeout".into(), json!(envoy_duration(ms)));
         }
         if !r.status_codes.is_empty() {

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 /// Upstream answer time before Envoy gives up with a 504 (Envoy's own default, made explicit so
 /// the rendered file says it).
 const ROUTE_TIMEOUT: &str = "15s";
-
+/// The route configuration and how many routes forward to a cluster (team routes and their CORS
+/// preflight routes; fallbacks and catch-all excluded).
 /// The route configuration and how many team routes it holds (fallbacks and catch-all excluded).
 pub fn route_configuration<'a>(
     entries: impl IntoIterator<Item = &'a Entry>,
@@ -149,11 +150,13 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
         };
-        if *preflight {
-            rendered.push(preflight_route(entry, upstream, route));
-            continue;
-        }
-        rendered.push(team_route(entry, upstream, route)?);
+        // A preflight route forwards to the entry's cluster too, so it counts as the
+        // validator's `count_routes` counts: every route with a cluster.
+        rendered.push(if *preflight {
+            preflight_route(entry, upstream, route)
+        } else {
+            team_route(entry, upstream, route)?
+        });
         count += 1;
     }
     let root_claimed = team_routes

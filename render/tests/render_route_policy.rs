@@ -12,14 +12,18 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 fn corpus_entry(file: &str) -> Entry {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/good").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus/good")
+        .join(file);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
         .unwrap_or_else(|r| panic!("{file}:\n{r}"))
 }
 
 fn routes(rendered: &Rendered) -> &Vec<Value> {
-    rendered.route_config["virtual_hosts"][0]["routes"].as_array().expect("routes")
+    rendered.route_config["virtual_hosts"][0]["routes"]
+        .as_array()
+        .expect("routes")
 }
 
 fn named<'a>(rendered: &'a Rendered, name: &str) -> &'a Value {
@@ -29,9 +33,25 @@ fn named<'a>(rendered: &'a Rendered, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no route {name}"))
 }
 
+/// Routes with a cluster, as `gateway_validator::count_routes` counts them (the validator is not
+/// a dependency of this crate).
+fn gateway_validator_count(rc: &Value) -> usize {
+    rc["virtual_hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|vh| vh["routes"].as_array().into_iter().flatten())
+        .filter(|r| r.get("route").is_some())
+        .count()
+}
+
 #[test]
 fn the_design_example_renders_every_field() {
-    let rendered = render(&[corpus_entry("route-policy-design-example.json")], &config()).expect("renders");
+    let rendered = render(
+        &[corpus_entry("route-policy-design-example.json")],
+        &config(),
+    )
+    .expect("renders");
     let r = named(&rendered, "billing.invoices-api:GET:/invoices");
     assert_eq!(r["route"]["timeout"], "5s");
     assert_eq!(
@@ -39,8 +59,14 @@ fn the_design_example_renders_every_field() {
         json!({"retry_on": "5xx,connect-failure,reset", "num_retries": 2, "per_try_timeout": "2s"})
     );
     assert_eq!(r["route"]["prefix_rewrite"], "/v2/invoices");
-    assert_eq!(r["match"]["path_separated_prefix"], "/invoices", "the rewrite replaces whole segments");
-    assert!(r["route"].get("upgrade_configs").is_none(), "websocket: false renders nothing");
+    assert_eq!(
+        r["match"]["path_separated_prefix"], "/invoices",
+        "the rewrite replaces whole segments"
+    );
+    assert!(
+        r["route"].get("upgrade_configs").is_none(),
+        "websocket: false renders nothing"
+    );
     assert_eq!(
         r["request_headers_to_add"],
         json!([{"header": {"key": "x-team", "value": "billing"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}])
@@ -70,15 +96,33 @@ fn the_design_example_renders_every_field() {
     );
     // A route entry (the CORS filter skips direct responses); the filter answers every match.
     assert_eq!(p["route"]["cluster"], "billing.invoices-api");
-    assert_eq!(r["typed_per_filter_config"][CORS_FILTER]["forward_not_matching_preflights"], false);
-    assert_eq!(p["typed_per_filter_config"][CORS_FILTER], r["typed_per_filter_config"][CORS_FILTER]);
-    assert_eq!(rendered.route_count, 1, "the preflight route is not a team route");
+    assert_eq!(
+        r["typed_per_filter_config"][CORS_FILTER]["forward_not_matching_preflights"],
+        false
+    );
+    assert_eq!(
+        p["typed_per_filter_config"][CORS_FILTER],
+        r["typed_per_filter_config"][CORS_FILTER]
+    );
+    assert_eq!(
+        rendered.route_count,
+        gateway_validator_count(&rendered.route_config),
+        "the render counts routes as the validator does: every route with a cluster"
+    );
+    assert_eq!(rendered.route_count, 2);
 }
 
 #[test]
 fn shared_paths_patterns_percent_and_websocket() {
-    let rendered = render(&[corpus_entry("route-policy-shared-path-and-bounds.json")], &config()).expect("renders");
-    let names: Vec<&str> = routes(&rendered).iter().map(|r| r["name"].as_str().expect("name")).collect();
+    let rendered = render(
+        &[corpus_entry("route-policy-shared-path-and-bounds.json")],
+        &config(),
+    )
+    .expect("renders");
+    let names: Vec<&str> = routes(&rendered)
+        .iter()
+        .map(|r| r["name"].as_str().expect("name"))
+        .collect();
     assert_eq!(
         names,
         [
@@ -107,24 +151,47 @@ fn shared_paths_patterns_percent_and_websocket() {
                {"safe_regex": {"regex": "^https://[a-z0-9-]+(\\.[a-z0-9-]+)*\\.example\\.com$"}},
                {"exact": "https://app.example.com"}])
     );
-    assert_eq!((cors["max_age"].as_str(), cors["allow_credentials"].as_bool()), (Some("86400"), Some(true)));
+    assert_eq!(
+        (
+            cors["max_age"].as_str(),
+            cors["allow_credentials"].as_bool()
+        ),
+        (Some("86400"), Some(true))
+    );
     let post = named(&rendered, "billing.invoices-api:POST:/invoices");
-    assert_eq!(post["route"]["retry_policy"]["retry_on"], "connect-failure,refused-stream");
+    assert_eq!(
+        post["route"]["retry_policy"]["retry_on"],
+        "connect-failure,refused-stream"
+    );
     assert_eq!(
         post["request_headers_to_add"][0]["header"],
         json!({"key": "x-percent", "value": "100%% %%UPSTREAM_HOST%% literal"}),
         "a % is escaped, so Envoy never reads a value as a formatter command"
     );
     let feed = named(&rendered, "billing.invoices-api:*:/feed");
-    assert_eq!(feed["route"]["upgrade_configs"], json!([{"upgrade_type": "websocket", "enabled": true}]));
+    assert_eq!(
+        feed["route"]["upgrade_configs"],
+        json!([{"upgrade_type": "websocket", "enabled": true}])
+    );
     assert_eq!(
         feed["typed_per_filter_config"][CORS_FILTER]["allow_origin_string_match"],
         json!([{"safe_regex": {"regex": ".+"}}])
     );
-    assert!(feed["typed_per_filter_config"].get(LOCAL_RATE_LIMIT_FILTER).is_none());
+    assert!(feed["typed_per_filter_config"]
+        .get(LOCAL_RATE_LIMIT_FILTER)
+        .is_none());
     let root = named(&rendered, "billing.invoices-api:*:/");
-    assert_eq!((root["match"]["prefix"].as_str(), root["route"]["prefix_rewrite"].as_str()), (Some("/"), Some("/legacy/")));
-    assert_eq!(root["response_headers_to_remove"], json!(["server", "x-powered-by"]));
+    assert_eq!(
+        (
+            root["match"]["prefix"].as_str(),
+            root["route"]["prefix_rewrite"].as_str()
+        ),
+        (Some("/"), Some("/legacy/"))
+    );
+    assert_eq!(
+        root["response_headers_to_remove"],
+        json!(["server", "x-powered-by"])
+    );
     let docs = named(&rendered, "billing.invoices-api:GET,OPTIONS:/docs/");
     assert_eq!(docs["route"]["prefix_rewrite"], "/static/docs/");
 }
@@ -135,7 +202,10 @@ fn a_burst_and_a_cors_policy_share_the_per_filter_config() {
     e.routes[0].limits = vec![gateway_render::Limit::Burst { burst: 5 }];
     let rendered = render(&[e], &config()).expect("renders");
     let tpfc = &named(&rendered, "billing.invoices-api:GET:/invoices")["typed_per_filter_config"];
-    assert!(tpfc.get(LOCAL_RATE_LIMIT_FILTER).is_some() && tpfc.get(CORS_FILTER).is_some(), "{tpfc}");
+    assert!(
+        tpfc.get(LOCAL_RATE_LIMIT_FILTER).is_some() && tpfc.get(CORS_FILTER).is_some(),
+        "{tpfc}"
+    );
 }
 
 #[test]
@@ -148,15 +218,24 @@ fn route_policy_renders_to_the_golden_bytes() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/route-policy");
     for (i, e) in entries.iter().enumerate() {
         let rendered = render(std::slice::from_ref(e), &config()).expect("renders");
-        let text = rendered.files.get("routes.json").expect("routes.json").clone();
+        let text = rendered
+            .files
+            .get("routes.json")
+            .expect("routes.json")
+            .clone();
         let path = dir.join(format!("routes-{i}.json"));
         if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
             std::fs::create_dir_all(&dir).expect("golden dir");
             std::fs::write(&path, &text).expect("write golden");
             continue;
         }
-        let golden = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
-        assert!(golden == text, "{} differs from the render; if intended, run with UPDATE_GOLDEN=1 and review the diff", path.display());
+        let golden = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
+        assert!(
+            golden == text,
+            "{} differs from the render; if intended, run with UPDATE_GOLDEN=1 and review the diff",
+            path.display()
+        );
         // Byte-stable: the same entry written in another order renders the same bytes.
         let mut shuffled = e.clone();
         shuffled.routes.reverse();

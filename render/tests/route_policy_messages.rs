@@ -7,7 +7,14 @@ use gateway_render::check::{check_entry_bytes, Policy};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-const PREFIXES: [&str; 6] = ["timeout-", "retries-", "rewrite-", "headers-", "cors-", "websocket-"];
+const PREFIXES: [&str; 6] = [
+    "timeout-",
+    "retries-",
+    "rewrite-",
+    "headers-",
+    "cors-",
+    "websocket-",
+];
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
@@ -29,12 +36,22 @@ fn route_policy_messages_are_recorded() {
     let policy = Policy::new("api.example.com", false);
     let mut messages: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in &files {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let rejection = check_entry_bytes(&bytes, &policy).expect_err(&name);
-        messages.insert(name, rejection.problems.iter().map(|p| p.to_string()).collect());
+        messages.insert(
+            name,
+            rejection.problems.iter().map(|p| p.to_string()).collect(),
+        );
     }
-    let text = format!("{}\n", serde_json::to_string_pretty(&messages).expect("json"));
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&messages).expect("json")
+    );
     let recorded = corpus().join("route-policy-messages.json");
     if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
         std::fs::write(&recorded, &text).expect("write");

@@ -22,8 +22,10 @@ use std::time::Duration;
 /// How long a `/slow` request waits for its answer.
 pub const SLOW_ANSWER: Duration = Duration::from_secs(3);
 /// Headers every plain answer carries, for tests that remove or keep them.
-pub const RESPONSE_HEADERS: [(&str, &str); 2] =
-    [("x-backend-secret", "internal-build-42"), ("x-backend-kept", "yes")];
+pub const RESPONSE_HEADERS: [(&str, &str); 2] = [
+    ("x-backend-secret", "internal-build-42"),
+    ("x-backend-kept", "yes"),
+];
 /// The GUID RFC 6455 appends to a client's key.
 const WEBSOCKET_GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -89,7 +91,11 @@ impl PolicyBackend {
 
     /// Every request received so far, in arrival order.
     pub fn seen(&self) -> Vec<Seen> {
-        self.state.seen.lock().map(|s| s.clone()).unwrap_or_default()
+        self.state
+            .seen
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// Requests received so far whose path starts with `prefix`.
@@ -113,7 +119,9 @@ impl Drop for PolicyBackend {
 fn serve(mut stream: TcpStream, state: &State) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let Some((request, _rest)) = read_head(&mut stream) else { return };
+    let Some((request, _rest)) = read_head(&mut stream) else {
+        return;
+    };
     state
         .seen
         .lock()
@@ -191,7 +199,14 @@ fn read_head(stream: &mut TcpStream) -> Option<(Seen, Vec<u8>)> {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    Some((Seen { method, path, headers }, buf[end + 4..].to_vec()))
+    Some((
+        Seen {
+            method,
+            path,
+            headers,
+        },
+        buf[end + 4..].to_vec(),
+    ))
 }
 
 fn websocket(mut stream: TcpStream, key: &str) {
@@ -334,7 +349,11 @@ fn base64(data: &[u8]) -> String {
     const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -367,6 +386,9 @@ mod tests {
             assert_eq!(read_frame(&mut f.as_slice()), Some((0x1, b"ping".to_vec())));
         }
         let long = vec![7u8; 300];
-        assert_eq!(read_frame(&mut frame(0x2, &long, None).as_slice()), Some((0x2, long)));
+        assert_eq!(
+            read_frame(&mut frame(0x2, &long, None).as_slice()),
+            Some((0x2, long))
+        );
     }
 }

@@ -14,7 +14,9 @@ use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE};
 use gateway_render::{render, RenderConfig};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::http::{self, Response};
-use gateway_testkit::policy_backend::{frame, read_frame, websocket_accept, PolicyBackend, SLOW_ANSWER};
+use gateway_testkit::policy_backend::{
+    frame, read_frame, websocket_accept, PolicyBackend, SLOW_ANSWER,
+};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -84,7 +86,11 @@ impl Stack {
             },
             |file: &Path| proxy_args(file, true),
         );
-        Stack { envoy, backend, _dir: dir }
+        Stack {
+            envoy,
+            backend,
+            _dir: dir,
+        }
     }
 
     fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
@@ -105,22 +111,43 @@ fn body(r: &Response) -> Value {
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
     let cases: [(&str, fn(&Stack)); 7] = [
-        ("a slow backend past a short timeout answers 504 in time", timeout_504),
-        ("a backend failing every other request succeeds through retries", retries_hide_failures),
-        ("a POST route asking to retry on 5xx is refused at registration", post_retries_refused),
+        (
+            "a slow backend past a short timeout answers 504 in time",
+            timeout_504,
+        ),
+        (
+            "a backend failing every other request succeeds through retries",
+            retries_hide_failures,
+        ),
+        (
+            "a POST route asking to retry on 5xx is refused at registration",
+            post_retries_refused,
+        ),
         ("the rewrite reaches the backend with the new path", rewrite),
         ("headers are added and removed both ways", headers_both_ways),
-        ("CORS preflight from an allowed origin is answered, from another not", cors),
-        ("websocket upgrade passes where allowed and nowhere else", websocket),
+        (
+            "CORS preflight from an allowed origin is answered, from another not",
+            cors,
+        ),
+        (
+            "websocket upgrade passes where allowed and nowhere else",
+            websocket,
+        ),
     ];
     let failed: Vec<&str> = cases
         .iter()
         .filter_map(|(name, case)| {
             eprintln!("case: {name}");
-            catch_unwind(AssertUnwindSafe(|| case(&stack))).err().map(|_| *name)
+            catch_unwind(AssertUnwindSafe(|| case(&stack)))
+                .err()
+                .map(|_| *name)
         })
         .collect();
-    assert!(failed.is_empty(), "failed cases (panics above):\n  {}", failed.join("\n  "));
+    assert!(
+        failed.is_empty(),
+        "failed cases (panics above):\n  {}",
+        failed.join("\n  ")
+    );
 }
 
 fn timeout_504(stack: &Stack) {
@@ -138,11 +165,19 @@ fn timeout_504(stack: &Stack) {
 }
 
 fn retries_hide_failures(stack: &Stack) {
-    let retried: Vec<u16> = (0..10).map(|i| stack.get(&format!("/flaky-retried/{i}")).status).collect();
-    assert_eq!(retried, vec![200; 10], "every request succeeds through one retry");
+    let retried: Vec<u16> = (0..10)
+        .map(|i| stack.get(&format!("/flaky-retried/{i}")).status)
+        .collect();
+    assert_eq!(
+        retried,
+        vec![200; 10],
+        "every request succeeds through one retry"
+    );
     let tries = stack.backend.seen_under("/flaky-retried").len();
     assert_eq!(tries, 20, "each request took a failed try and a retry");
-    let bare: Vec<u16> = (0..10).map(|i| stack.get(&format!("/flaky-bare/{i}")).status).collect();
+    let bare: Vec<u16> = (0..10)
+        .map(|i| stack.get(&format!("/flaky-bare/{i}")).status)
+        .collect();
     assert_eq!(
         bare.iter().filter(|s| **s == 503).count(),
         5,
@@ -172,18 +207,40 @@ fn rewrite(stack: &Stack) {
         assert_eq!(body(&r)["path"], arrives, "{asked}");
     }
     let r = stack.get("/invoicesX/7");
-    assert_eq!(r.status, 404, "the rewrite applies to whole segments only: {}", r.body);
+    assert_eq!(
+        r.status, 404,
+        "the rewrite applies to whole segments only: {}",
+        r.body
+    );
 }
 
 fn headers_both_ways(stack: &Stack) {
-    let r = stack.request("GET", "/headers/1", &[("x-debug", "1"), ("x-team", "spoofed")]);
+    let r = stack.request(
+        "GET",
+        "/headers/1",
+        &[("x-debug", "1"), ("x-team", "spoofed")],
+    );
     assert_eq!(r.status, 200, "{}", r.body);
     let seen = &body(&r)["headers"];
-    assert_eq!(seen["x-team"], "billing", "set, overwriting the client's: {seen}");
-    assert_eq!(seen["x-percent"], "100% %UPSTREAM_HOST%", "a % arrives as written: {seen}");
-    assert!(seen.get("x-debug").is_none(), "removed before the backend: {seen}");
+    assert_eq!(
+        seen["x-team"], "billing",
+        "set, overwriting the client's: {seen}"
+    );
+    assert_eq!(
+        seen["x-percent"], "100% %UPSTREAM_HOST%",
+        "a % arrives as written: {seen}"
+    );
+    assert!(
+        seen.get("x-debug").is_none(),
+        "removed before the backend: {seen}"
+    );
     assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
-    assert_eq!(r.header("x-backend-secret"), None, "removed from the response: {}", r.head);
+    assert_eq!(
+        r.header("x-backend-secret"),
+        None,
+        "removed from the response: {}",
+        r.head
+    );
     assert_eq!(r.header("x-backend-kept"), Some("yes"), "{}", r.head);
     // A route without header changes passes both ways untouched.
     let r = stack.request("GET", "/invoices/1", &[("x-debug", "1")]);
@@ -196,41 +253,95 @@ fn cors(stack: &Stack) {
         stack.request(
             "OPTIONS",
             "/cors/items",
-            &[("origin", origin), ("access-control-request-method", "GET"),
-              ("access-control-request-headers", "x-api-key")],
+            &[
+                ("origin", origin),
+                ("access-control-request-method", "GET"),
+                ("access-control-request-headers", "x-api-key"),
+            ],
         )
     };
     for origin in ["https://app.example.com", "https://a.b.corp.example.com"] {
         let r = preflight(origin);
         assert_eq!(r.status, 200, "{origin}: {}", r.head);
-        assert_eq!(r.header("access-control-allow-origin"), Some(origin), "{}", r.head);
-        assert_eq!(r.header("access-control-allow-methods"), Some("GET"), "{}", r.head);
-        assert_eq!(r.header("access-control-allow-headers"), Some("x-api-key"), "{}", r.head);
-        assert_eq!(r.header("access-control-max-age"), Some("600"), "{}", r.head);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some(origin),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-allow-methods"),
+            Some("GET"),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-allow-headers"),
+            Some("x-api-key"),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-max-age"),
+            Some("600"),
+            "{}",
+            r.head
+        );
     }
-    for origin in ["https://evil.example", "https://corp.example.com", "https://app.example.com.evil.example"] {
+    for origin in [
+        "https://evil.example",
+        "https://corp.example.com",
+        "https://app.example.com.evil.example",
+    ] {
         // Answered by Envoy without access-control-allow-origin: the browser's refusal.
         let r = preflight(origin);
-        assert_eq!(r.header("access-control-allow-origin"), None, "{origin}: {}", r.head);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            None,
+            "{origin}: {}",
+            r.head
+        );
     }
     assert!(
-        stack.backend.seen_under("/cors").iter().all(|s| s.method != "OPTIONS"),
+        stack
+            .backend
+            .seen_under("/cors")
+            .iter()
+            .all(|s| s.method != "OPTIONS"),
         "no preflight reaches the backend"
     );
     // The request itself carries the allow-origin header for an allowed origin only.
-    let r = stack.request("GET", "/cors/items", &[("origin", "https://app.example.com")]);
-    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, Some("https://app.example.com")));
+    let r = stack.request(
+        "GET",
+        "/cors/items",
+        &[("origin", "https://app.example.com")],
+    );
+    assert_eq!(
+        (r.status, r.header("access-control-allow-origin")),
+        (200, Some("https://app.example.com"))
+    );
     let r = stack.request("GET", "/cors/items", &[("origin", "https://evil.example")]);
-    assert_eq!((r.status, r.header("access-control-allow-origin")), (200, None));
+    assert_eq!(
+        (r.status, r.header("access-control-allow-origin")),
+        (200, None)
+    );
     // A route without a policy answers no preflight.
-    let r = stack.request("OPTIONS", "/invoices/1", &[("origin", "https://app.example.com"), ("access-control-request-method", "GET")]);
+    let r = stack.request(
+        "OPTIONS",
+        "/invoices/1",
+        &[
+            ("origin", "https://app.example.com"),
+            ("access-control-request-method", "GET"),
+        ],
+    );
     assert_eq!(r.header("access-control-allow-origin"), None, "{}", r.head);
 }
 
 /// Sends a websocket handshake for `path`; the status line's code and, on 101, the stream.
 fn upgrade(stack: &Stack, path: &str) -> (u16, String, TcpStream) {
     let mut s = TcpStream::connect(stack.envoy.listener_addr()).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let key = "dGhlIHNhbXBsZSBub25jZQ==";
     write!(
         s,
@@ -246,7 +357,11 @@ fn upgrade(stack: &Stack, path: &str) -> (u16, String, TcpStream) {
         }
     }
     let head = String::from_utf8_lossy(&head).to_string();
-    let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     (status, head, s)
 }
 
@@ -255,18 +370,38 @@ fn websocket(stack: &Stack) {
     assert_eq!(status, 101, "{head}");
     let accept = head
         .lines()
-        .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("sec-websocket-accept")))
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("sec-websocket-accept"))
+        })
         .map(|(_, v)| v.trim().to_string());
-    assert_eq!(accept, Some(websocket_accept("dGhlIHNhbXBsZSBub25jZQ==")), "{head}");
-    s.write_all(&frame(0x1, b"hello through envoy", Some([9, 8, 7, 6]))).expect("frame");
-    assert_eq!(read_frame(&mut s), Some((0x1, b"hello through envoy".to_vec())), "echoed through the tunnel");
-    s.write_all(&frame(0x8, &[], Some([1, 2, 3, 4]))).expect("close");
+    assert_eq!(
+        accept,
+        Some(websocket_accept("dGhlIHNhbXBsZSBub25jZQ==")),
+        "{head}"
+    );
+    s.write_all(&frame(0x1, b"hello through envoy", Some([9, 8, 7, 6])))
+        .expect("frame");
+    assert_eq!(
+        read_frame(&mut s),
+        Some((0x1, b"hello through envoy".to_vec())),
+        "echoed through the tunnel"
+    );
+    s.write_all(&frame(0x8, &[], Some([1, 2, 3, 4])))
+        .expect("close");
 
     let (status, head, _) = upgrade(stack, "/no-ws/chat");
     assert_ne!(status, 101, "{head}");
-    assert_eq!(status, 403, "Envoy refuses an upgrade the route does not allow: {head}");
+    assert_eq!(
+        status, 403,
+        "Envoy refuses an upgrade the route does not allow: {head}"
+    );
     assert!(
-        stack.backend.seen_under("/no-ws").iter().all(|s| !s.headers.contains_key("upgrade")),
+        stack
+            .backend
+            .seen_under("/no-ws")
+            .iter()
+            .all(|s| !s.headers.contains_key("upgrade")),
         "no upgrade request reaches the backend"
     );
 }

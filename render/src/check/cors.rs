@@ -37,19 +37,40 @@ pub(crate) fn cors(v: &Value, field: &str, problems: &mut Problems) -> Option<Co
     };
     let origins = required(map, field, "origins", problems)
         .map(|v| {
-            names(v, &child(field, "origins"), "origins", MAX_CORS_ORIGINS, problems, |o| {
-                check_origin(o, credentials)
-            })
+            names(
+                v,
+                &child(field, "origins"),
+                "origins",
+                MAX_CORS_ORIGINS,
+                problems,
+                |o| check_origin(o, credentials),
+            )
         })
         .unwrap_or_default();
     let methods = map
         .get("methods")
-        .map(|v| names(v, &child(field, "methods"), "methods", METHODS_MAX, problems, check_method))
+        .map(|v| {
+            names(
+                v,
+                &child(field, "methods"),
+                "methods",
+                METHODS_MAX,
+                problems,
+                check_method,
+            )
+        })
         .unwrap_or_default();
     let headers = map
         .get("headers")
         .map(|v| {
-            names(v, &child(field, "headers"), "headers", MAX_HEADER_CHANGES, problems, check_header_token)
+            names(
+                v,
+                &child(field, "headers"),
+                "headers",
+                MAX_HEADER_CHANGES,
+                problems,
+                check_header_token,
+            )
         })
         .unwrap_or_default();
     let max_age_field = child(field, "max_age");
@@ -63,7 +84,10 @@ pub(crate) fn cors(v: &Value, field: &str, problems: &mut Problems) -> Option<Co
             }
         },
         Some(other) => {
-            problems.push(&max_age_field, format!("expected a string, got {}", describe(other)));
+            problems.push(
+                &max_age_field,
+                format!("expected a string, got {}", describe(other)),
+            );
             None
         }
     };
@@ -88,12 +112,18 @@ fn names(
     check: impl Fn(&str) -> Result<(), String>,
 ) -> Vec<String> {
     let Value::Array(items) = v else {
-        problems.push(field, format!("expected a list of {what}, got {}", describe(v)));
+        problems.push(
+            field,
+            format!("expected a list of {what}, got {}", describe(v)),
+        );
         return Vec::new();
     };
     if items.is_empty() {
         let leave = if what == "origins" { "cors" } else { what };
-        problems.push(field, format!("must not be empty; list at least one, or leave {leave} out"));
+        problems.push(
+            field,
+            format!("must not be empty; list at least one, or leave {leave} out"),
+        );
         return Vec::new();
     }
     if items.len() > max {
@@ -111,7 +141,11 @@ fn names(
         } else if let Some((_, first)) = seen.iter().find(|(x, _)| *x == s.as_str()) {
             problems.push(
                 at,
-                format!("{} is listed twice (also {})", quote(s), index(field, *first)),
+                format!(
+                    "{} is listed twice (also {})",
+                    quote(s),
+                    index(field, *first)
+                ),
             );
         } else {
             seen.push((s, i));
@@ -149,7 +183,10 @@ pub fn check_origin(o: &str, credentials: bool) -> Result<(), String> {
         }
         return Ok(());
     }
-    let Some(rest) = o.strip_prefix("https://").or_else(|| o.strip_prefix("http://")) else {
+    let Some(rest) = o
+        .strip_prefix("https://")
+        .or_else(|| o.strip_prefix("http://"))
+    else {
         return Err(format!(
             "{} must start with https:// or http:// (an origin is scheme://host[:port])",
             quote(o)
@@ -169,7 +206,10 @@ pub fn check_origin(o: &str, credentials: bool) -> Result<(), String> {
                 && port.bytes().all(|b| b.is_ascii_digit())
                 && port.parse::<u32>().is_ok_and(|p| p <= 65_535);
             if !valid {
-                return Err(format!("{}: the port must be a number from 1 to 65535", quote(o)));
+                return Err(format!(
+                    "{}: the port must be a number from 1 to 65535",
+                    quote(o)
+                ));
             }
             host
         }
@@ -195,7 +235,9 @@ pub fn check_origin(o: &str, credentials: bool) -> Result<(), String> {
     for label in name.split('.') {
         let ok = !label.is_empty()
             && label.len() <= 63
-            && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !label.starts_with('-')
             && !label.ends_with('-');
         if !ok {
@@ -222,7 +264,8 @@ mod tests {
 
     fn run(v: Value) -> Result<Cors, Vec<String>> {
         let mut p = Problems::default();
-        cors(&v, "routes[0].cors", &mut p).ok_or_else(|| p.0.iter().map(|p| p.to_string()).collect())
+        cors(&v, "routes[0].cors", &mut p)
+            .ok_or_else(|| p.0.iter().map(|p| p.to_string()).collect())
     }
 
     #[test]
@@ -230,7 +273,14 @@ mod tests {
         let c = run(json!({"origins": ["https://b.example.com", "https://*.a.example.com", "http://localhost:3000"],
                            "methods": ["POST", "GET"], "headers": ["x-api-key"], "max_age": "10m"}))
         .expect("valid");
-        assert_eq!(c.origins, ["http://localhost:3000", "https://*.a.example.com", "https://b.example.com"]);
+        assert_eq!(
+            c.origins,
+            [
+                "http://localhost:3000",
+                "https://*.a.example.com",
+                "https://b.example.com"
+            ]
+        );
         assert_eq!(c.methods, ["GET", "POST"]);
         assert!(!c.credentials);
     }

@@ -21,7 +21,9 @@ const CHANGES_FIELDS: [&str; 2] = ["add", "remove"];
 /// Which way the headers travel, and for requests the headers the route's own rate limits count.
 pub(crate) enum Direction<'a> {
     /// `(limit index, header)` of every per-header limit of the route.
-    Request { limit_keys: &'a [(usize, String)] },
+    Request {
+        limit_keys: &'a [(usize, String)],
+    },
     Response,
 }
 
@@ -53,7 +55,9 @@ pub(crate) fn header_changes(
                     problems.push(&at, reason);
                     continue;
                 }
-                let Some(value) = string(value, &at, problems) else { continue };
+                let Some(value) = string(value, &at, problems) else {
+                    continue;
+                };
                 match check_header_value(value) {
                     Ok(()) => {
                         out.add.insert(name.clone(), value.to_string());
@@ -70,10 +74,7 @@ pub(crate) fn header_changes(
                 if items.len() > MAX_HEADER_CHANGES {
                     problems.push(
                         &remove_field,
-                        format!(
-                            "has {} headers; at most {MAX_HEADER_CHANGES}",
-                            items.len()
-                        ),
+                        format!("has {} headers; at most {MAX_HEADER_CHANGES}", items.len()),
                     );
                 }
                 let mut seen: Vec<(&str, usize)> = Vec::new();
@@ -88,7 +89,8 @@ pub(crate) fn header_changes(
                     };
                     if let Err(reason) = check_changed_header(name, direction) {
                         problems.push(at, reason);
-                    } else if let Some((_, first)) = seen.iter().find(|(s, _)| *s == name.as_str()) {
+                    } else if let Some((_, first)) = seen.iter().find(|(s, _)| *s == name.as_str())
+                    {
                         problems.push(
                             at,
                             format!(
@@ -164,7 +166,9 @@ pub(crate) fn check_changed_header(h: &str, direction: &Direction<'_>) -> Result
         "host" => Some("it carries the backend's name (the client's is in x-forwarded-host)"),
         "x-request-id" => Some("it ties the access log to the backend's logs"),
         "forwarded" => Some("backends trust the forwarding headers it writes"),
-        _ if h.starts_with("x-forwarded-") => Some("backends trust the forwarding headers it writes"),
+        _ if h.starts_with("x-forwarded-") => {
+            Some("backends trust the forwarding headers it writes")
+        }
         _ if h.starts_with("x-envoy-") => Some("Envoy reads and writes x-envoy- headers itself"),
         "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "te"
         | "trailer" | "upgrade" | "content-length" => {
@@ -199,9 +203,13 @@ pub fn check_header_value(v: &str) -> Result<(), String> {
         ));
     }
     if v.contains(['\r', '\n', '\0']) {
-        return Err("CR, LF and NUL are not allowed in a header value (they would end the header)".into());
+        return Err(
+            "CR, LF and NUL are not allowed in a header value (they would end the header)".into(),
+        );
     }
-    if v.chars().any(|c| !(c == ' ' || c == '\t' || c.is_ascii_graphic())) {
+    if v.chars()
+        .any(|c| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
+    {
         return Err("only visible ASCII, spaces and tabs are allowed in a header value".into());
     }
     if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t']) {

@@ -191,7 +191,11 @@ fn conditions(
         if let Some((_, first)) = seen.iter().find(|(s, _)| *s == c.as_str()) {
             problems.push(
                 at,
-                format!("{} is listed twice (also {})", quote(c), index(field, *first)),
+                format!(
+                    "{} is listed twice (also {})",
+                    quote(c),
+                    index(field, *first)
+                ),
             );
             continue;
         }
@@ -317,7 +321,8 @@ mod tests {
     use serde_json::json;
 
     fn run(v: Value, methods: Option<&[&str]>, timeout_ms: u64) -> Result<Retries, Vec<String>> {
-        let methods: Option<Vec<String>> = methods.map(|m| m.iter().map(|s| s.to_string()).collect());
+        let methods: Option<Vec<String>> =
+            methods.map(|m| m.iter().map(|s| s.to_string()).collect());
         let cx = RetryContext {
             methods: methods.as_deref(),
             timeout_ms: Some(timeout_ms),
@@ -352,8 +357,18 @@ mod tests {
             run(json!({"attempts": 1, "on": ["reset"]}), None, 15_000).expect_err("every method"),
             vec!["routes[0].retries.on[0]: \"reset\" retries a route accepting every method, POST included; such a route may retry only on connect-failure or refused-stream (the backend never saw the request), or list idempotent methods"]
         );
-        assert!(run(json!({"attempts": 1, "on": ["gateway-error"]}), Some(&["PATCH"]), 15_000).is_err());
-        assert!(run(json!({"attempts": 1, "on": ["connect-failure"]}), None, 15_000).is_ok());
+        assert!(run(
+            json!({"attempts": 1, "on": ["gateway-error"]}),
+            Some(&["PATCH"]),
+            15_000
+        )
+        .is_err());
+        assert!(run(
+            json!({"attempts": 1, "on": ["connect-failure"]}),
+            None,
+            15_000
+        )
+        .is_ok());
     }
 
     #[test]
@@ -400,7 +415,12 @@ mod tests {
                 "routes[0].retries.status_codes[3]: 503 is listed twice (also routes[0].retries.status_codes[0])",
             ]
         );
-        let r = run(json!({"attempts": 3, "on": ["retriable-status-codes"], "status_codes": [503, 429]}), Some(&["GET"]), 5_000).expect("ok");
+        let r = run(
+            json!({"attempts": 3, "on": ["retriable-status-codes"], "status_codes": [503, 429]}),
+            Some(&["GET"]),
+            5_000,
+        )
+        .expect("ok");
         assert_eq!(r.status_codes, [429, 503]);
     }
 }

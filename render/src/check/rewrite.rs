@@ -19,7 +19,11 @@ pub fn check_rewrite(rewrite: &str, path: Option<&str>) -> Result<(), String> {
     Err(format!(
         "{} {} with \"/\" and path {} {}: {} would reach the backend as {}",
         quote(rewrite),
-        if rewrite_slash { "ends" } else { "does not end" },
+        if rewrite_slash {
+            "ends"
+        } else {
+            "does not end"
+        },
         quote(path),
         if path_slash { "does" } else { "does not" },
         quote(&example),
@@ -51,7 +55,16 @@ mod tests {
 
     #[test]
     fn must_be_a_clean_path() {
-        for bad in ["", "v2", "//evil.example", "/a/../admin", "/a//b", "/a?x", "/a\r\nx", "/%2e%2e"] {
+        for bad in [
+            "",
+            "v2",
+            "//evil.example",
+            "/a/../admin",
+            "/a//b",
+            "/a?x",
+            "/a\r\nx",
+            "/%2e%2e",
+        ] {
             assert!(check_rewrite(bad, Some("/invoices")).is_err(), "{bad:?}");
         }
     }

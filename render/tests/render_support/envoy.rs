@@ -2,8 +2,8 @@
 //! `path_config_source` files, so the rendered resources go into `static_resources`).
 
 use gateway_render::contract::{
-    CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
-    RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN,
+    CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
+    LOCAL_RATE_LIMIT_FILTER, RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN,
 };
 use gateway_render::Rendered;
 use serde_json::{json, Value};
