@@ -26,6 +26,7 @@ fn entry(team: &str, backend: &Backend) -> Entry {
                 path: p.to_string(),
                 methods: None,
                 limits: vec![],
+                ..Default::default()
             })
             .collect(),
     }

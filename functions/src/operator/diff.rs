@@ -41,6 +41,13 @@ pub enum Change {
         from: String,
         to: String,
     },
+    /// The route's traffic policy (timeout, retries, rewrite, headers, CORS, websocket).
+    PolicyChanged {
+        id: String,
+        route: String,
+        from: String,
+        to: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -66,6 +73,14 @@ impl fmt::Display for Change {
                 to,
             } => {
                 write!(f, "~ {id}: route {route} limits {from} -> {to}")
+            }
+            Change::PolicyChanged {
+                id,
+                route,
+                from,
+                to,
+            } => {
+                write!(f, "~ {id}: route {route} policy {from} -> {to}")
             }
         }
     }
@@ -99,6 +114,17 @@ fn route_key(route: &Route) -> String {
 
 fn limits_text(route: &Route) -> String {
     serde_json::to_string(&route.limits).unwrap_or_default()
+}
+
+/// The route's policy fields as compact JSON (`{}` when it has none).
+fn policy_text(route: &Route) -> String {
+    let mut v = serde_json::to_value(route).unwrap_or_default();
+    if let Some(map) = v.as_object_mut() {
+        for key in ["path", "methods", "limits"] {
+            map.remove(key);
+        }
+    }
+    v.to_string()
 }
 
 fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
@@ -151,13 +177,25 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
                     id: id.clone(),
                     route: key.clone(),
                 }),
-                Some(nr) if nr.limits != r.limits => changes.push(Change::LimitsChanged {
-                    id: id.clone(),
-                    route: key.clone(),
-                    from: limits_text(r),
-                    to: limits_text(nr),
-                }),
-                Some(_) => {}
+                Some(nr) => {
+                    if nr.limits != r.limits {
+                        changes.push(Change::LimitsChanged {
+                            id: id.clone(),
+                            route: key.clone(),
+                            from: limits_text(r),
+                            to: limits_text(nr),
+                        });
+                    }
+                    let (from, to) = (policy_text(r), policy_text(nr));
+                    if from != to {
+                        changes.push(Change::PolicyChanged {
+                            id: id.clone(),
+                            route: key.clone(),
+                            from,
+                            to,
+                        });
+                    }
+                }
             }
         }
         for key in new_routes.keys().filter(|k| !old_routes.contains_key(*k)) {
@@ -174,7 +212,8 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
         | Change::BackendChanged { id, .. }
         | Change::RouteAdded { id, .. }
         | Change::RouteRemoved { id, .. }
-        | Change::LimitsChanged { id, .. } => id.clone(),
+        | Change::LimitsChanged { id, .. }
+        | Change::PolicyChanged { id, .. } => id.clone(),
     });
     BundleDiff {
         from_hash: from.hash.clone(),
@@ -300,6 +339,20 @@ mod tests {
         assert!(
             diff_bundles(&a, &a).changes.is_empty(),
             "a bundle does not differ from itself"
+        );
+    }
+
+    #[test]
+    fn a_route_policy_change_is_named_with_both_policies() {
+        let mut slow = route("/invoices", Some(&["GET"]), vec![]);
+        let a = bundle("sha256:a", vec![entry("billing", "invoices", "http://a:80", vec![slow.clone()])]);
+        slow.timeout = Some("5s".into());
+        slow.websocket = true;
+        let b = bundle("sha256:b", vec![entry("billing", "invoices", "http://a:80", vec![slow])]);
+        let lines: Vec<String> = diff_bundles(&a, &b).changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["~ billing/invoices: route GET /invoices policy {} -> {\"timeout\":\"5s\",\"websocket\":true}"]
         );
     }
 }
