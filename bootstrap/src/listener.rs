@@ -116,6 +116,10 @@ pub(crate) fn gateway_listener(
         "normalize_path": true,
         "merge_slashes": true,
         "path_with_escaped_slashes_action": "UNESCAPE_AND_REDIRECT",
+        // The backend's `server` header passes through unless its route removes it (an entry's
+        // `response_headers`); Envoy's default would overwrite it with `server: envoy` on every
+        // answer, so a removal could never take effect. The gateway's own answers carry none.
+        "server_header_transformation": "PASS_THROUGH",
         "request_headers_timeout": "10s",
         "stream_idle_timeout": "300s",
         "common_http_protocol_options": {

@@ -22,7 +22,8 @@ use std::time::Duration;
 /// How long a `/slow` request waits for its answer.
 pub const SLOW_ANSWER: Duration = Duration::from_secs(3);
 /// Headers every plain answer carries, for tests that remove or keep them.
-pub const RESPONSE_HEADERS: [(&str, &str); 2] = [
+pub const RESPONSE_HEADERS: [(&str, &str); 3] = [
+    ("server", "policy-backend"),
     ("x-backend-secret", "internal-build-42"),
     ("x-backend-kept", "yes"),
 ];

@@ -41,7 +41,7 @@ fn entry_doc(backend: &str) -> Value {
               "request_headers": { "add": { "x-team": "billing", "x-percent": "100% %UPSTREAM_HOST%" },
                                    "remove": ["x-debug"] },
               "response_headers": { "add": { "cache-control": "no-store" },
-                                    "remove": ["x-backend-secret"] } },
+                                    "remove": ["server", "x-backend-secret"] } },
             { "path": "/cors", "methods": ["GET"],
               "cors": { "origins": ["https://app.example.com", "https://*.corp.example.com"],
                         "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m" } },
@@ -242,10 +242,12 @@ fn headers_both_ways(stack: &Stack) {
         r.head
     );
     assert_eq!(r.header("x-backend-kept"), Some("yes"), "{}", r.head);
+    assert_eq!(r.header("server"), None, "the backend's server header removed, none added: {}", r.head);
     // A route without header changes passes both ways untouched.
     let r = stack.request("GET", "/invoices/1", &[("x-debug", "1")]);
     assert_eq!(body(&r)["headers"]["x-debug"], "1");
     assert_eq!(r.header("x-backend-secret"), Some("internal-build-42"));
+    assert_eq!(r.header("server"), Some("policy-backend"), "{}", r.head);
 }
 
 fn cors(stack: &Stack) {
