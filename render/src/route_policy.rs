@@ -135,5 +135,5 @@ pub(crate) fn answers_options(route: &Route) -> bool {
     route
         .methods
         .as_ref()
-        .map_or(true, |m| m.iter().any(|x| x == "OPTIONS"))
+        .is_none_or(|m| m.iter().any(|x| x == "OPTIONS"))
 }

@@ -107,10 +107,13 @@ fn body(r: &Response) -> Value {
     serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.body))
 }
 
+/// A named case run against the shared stack.
+type Case = (&'static str, fn(&Stack));
+
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [(&str, fn(&Stack)); 7] = [
+    let cases: [Case; 7] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
