@@ -27,7 +27,7 @@ pub fn gateway_bootstrap(params: &BootstrapParams) -> Result<Value, BootstrapErr
 mod tests {
     use super::*;
     use gateway_render::contract::{
-        GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
+        CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
         LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME,
     };
 
@@ -49,6 +49,7 @@ mod tests {
             names,
             [
                 KILL_SWITCH_FILTER,
+                CORS_FILTER,
                 LOCAL_RATE_LIMIT_FILTER,
                 GLOBAL_RATE_LIMIT_FILTER,
                 "envoy.filters.http.router"

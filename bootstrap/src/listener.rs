@@ -5,6 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
+    CORS_FILTER,
     GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
@@ -115,6 +116,10 @@ pub(crate) fn gateway_listener(
         "normalize_path": true,
         "merge_slashes": true,
         "path_with_escaped_slashes_action": "UNESCAPE_AND_REDIRECT",
+        // The backend's `server` header passes through unless its route removes it (an entry's
+        // `response_headers`); Envoy's default would overwrite it with `server: envoy` on every
+        // answer, so a removal could never take effect. The gateway's own answers carry none.
+        "server_header_transformation": "PASS_THROUGH",
         "request_headers_timeout": "10s",
         "stream_idle_timeout": "300s",
         "common_http_protocol_options": {
@@ -205,8 +210,10 @@ fn access_log() -> Value {
     })
 }
 
-/// Kill switch first (it must stop traffic before anything else spends effort on it), then the
-/// local bucket (cheap, per task) before the global limiter (a network call), then the router.
+/// Kill switch first (it must stop traffic before anything else spends effort on it), then CORS
+/// (a browser's preflight is answered locally, before it costs a token or a limiter call; on
+/// other requests it only adds headers, and only on routes with a `cors` policy), then the local
+/// bucket (cheap, per task) before the global limiter (a network call), then the router.
 fn http_filters() -> Value {
     json!([
         {
@@ -216,6 +223,11 @@ fn http_filters() -> Value {
                 "abort": { "http_status": 503, "percentage": { "numerator": 0, "denominator": "HUNDRED" } },
                 "abort_percent_runtime": KILL_SWITCH_RUNTIME_KEY
             }
+        },
+        {
+            // Pass-through unless the route carries a CorsPolicy (an entry's `cors`).
+            "name": CORS_FILTER,
+            "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors" }
         },
         {
             // No token bucket here: pass-through unless a route sets one in

@@ -223,3 +223,30 @@ fn operator_domains_and_cidrs_are_enforced_and_bad_lists_are_usage_errors() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("GATEWAY_BACKEND_CIDRS"), "{}", r.stderr);
 }
+
+#[test]
+fn operator_route_bounds_come_from_flags_or_environment() {
+    let entry = serde_json::json!({"team": "billing", "service": "invoices-api", "host": "invoices",
+        "backend": "https://invoices.internal.example",
+        "routes": [{"path": "/invoices", "methods": ["GET"], "timeout": "90s",
+                    "retries": {"attempts": 5, "on": ["5xx"]}}]})
+    .to_string();
+    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], &entry);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("routes[0].timeout: is 90s; at most 60s (the operators' maximum route timeout)")
+            && r.stderr.contains("routes[0].retries.attempts: is 5; at most 3 (the operators' maximum retry attempts)"),
+        "{}",
+        r.stderr
+    );
+    let mut raised = command(&["check", "-", "--domain", "api.example.com", "--max-retry-attempts", "5"]);
+    raised.env("GATEWAY_MAX_ROUTE_TIMEOUT", "2m");
+    let r = run_command_with_stdin(raised, &entry);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run_with_stdin(
+        &["check", "-", "--domain", "api.example.com", "--max-route-timeout", "1h"],
+        &entry,
+    );
+    assert_eq!(r.code, 2, "a bad bound is a usage error: {}", r.stderr);
+    assert!(r.stderr.contains("GATEWAY_MAX_ROUTE_TIMEOUT"), "{}", r.stderr);
+}

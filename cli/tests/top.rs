@@ -29,6 +29,7 @@ fn entry(team: &str, backend: &Backend) -> Entry {
                 path: p.to_string(),
                 methods: None,
                 limits: vec![],
+                ..Default::default()
             })
             .collect(),
     }

@@ -44,7 +44,8 @@ pub fn envoy_bin() -> PathBuf {
 }
 
 /// The registration policy from `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, `GATEWAY_BACKEND_DOMAINS`,
-/// `GATEWAY_BACKEND_CIDRS` and `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`. A bad list stops the
+/// `GATEWAY_BACKEND_CIDRS`, `GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`, `GATEWAY_MAX_ROUTE_TIMEOUT` and
+/// `GATEWAY_MAX_RETRY_ATTEMPTS`. A bad list stops the
 /// function at init, naming the setting.
 pub fn policy(domain: &str) -> Result<Policy, InvalidSetting> {
     let var = |name: &str| std::env::var(name).ok();
@@ -61,6 +62,12 @@ fn policy_from(
             &var("GATEWAY_BACKEND_DOMAINS").unwrap_or_default(),
             &var("GATEWAY_BACKEND_CIDRS").unwrap_or_default(),
         )
+        .and_then(|p| {
+            p.with_route_bounds(
+                var("GATEWAY_MAX_ROUTE_TIMEOUT").as_deref(),
+                var("GATEWAY_MAX_RETRY_ATTEMPTS").as_deref(),
+            )
+        })
         .map_err(InvalidSetting)?;
     policy.require_resolvable_backends =
         flag_from_env_value(var("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS").as_deref());
@@ -191,6 +198,37 @@ mod tests {
         )
         .expect_err("bad");
         assert!(e.to_string().starts_with("GATEWAY_BACKEND_CIDRS:"), "{e}");
+    }
+
+    #[test]
+    fn route_bounds_come_from_the_environment_and_bad_values_name_the_setting() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let unset = policy_from("api.example.com", &env(&[])).expect("valid");
+        assert_eq!((unset.max_route_timeout_ms, unset.max_retry_attempts), (60_000, 3));
+        let set = policy_from(
+            "api.example.com",
+            &env(&[("GATEWAY_MAX_ROUTE_TIMEOUT", "2m"), ("GATEWAY_MAX_RETRY_ATTEMPTS", "5")]),
+        )
+        .expect("valid");
+        assert_eq!((set.max_route_timeout_ms, set.max_retry_attempts), (120_000, 5));
+        for (name, bad) in [
+            ("GATEWAY_MAX_ROUTE_TIMEOUT", "60"),
+            ("GATEWAY_MAX_ROUTE_TIMEOUT", "1h"),
+            ("GATEWAY_MAX_RETRY_ATTEMPTS", "0"),
+            ("GATEWAY_MAX_RETRY_ATTEMPTS", "many"),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![(name, bad)].into_boxed_slice());
+            let e = policy_from("api.example.com", &env(pairs)).expect_err(bad);
+            assert!(e.to_string().starts_with(&format!("{name}:")), "{e}");
+        }
     }
 
     #[test]

@@ -36,6 +36,10 @@ export interface CheckOptions {
   readonly allowLoopbackBackends?: boolean;
   /** Mirrors `GATEWAY_MIN_HEALTH_CHECK_INTERVAL`, in milliseconds (default 5 s). */
   readonly minHealthCheckIntervalMs?: number;
+  /** The gateway's `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds (default 60 s). */
+  readonly maxRouteTimeoutMs?: number;
+  /** The gateway's `GATEWAY_MAX_RETRY_ATTEMPTS` (default 3). */
+  readonly maxRetryAttempts?: number;
 }
 
 /** Thrown at synth with every problem, one per line, each naming its field. */
@@ -71,6 +75,8 @@ export function checkEntry(value: unknown, options: CheckOptions = {}): Problem[
     baseDomain: options.baseDomain ?? '',
     allowLoopbackBackends: options.allowLoopbackBackends ?? false,
     minHealthCheckIntervalMs: options.minHealthCheckIntervalMs,
+    maxRouteTimeoutMs: options.maxRouteTimeoutMs,
+    maxRetryAttempts: options.maxRetryAttempts,
   };
   walkEntry(JSON.parse(text) as Json, policy, problems);
   return problems.list;

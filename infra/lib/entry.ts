@@ -22,12 +22,51 @@ export interface BurstLimit {
 
 export type Limit = GlobalLimit | BurstLimit;
 
+/** Retries of a failed try (docs/design.md#route-policy). */
+export interface Retries {
+  /** Retries after the first try, 1 to the gateway's maximum (default 3). */
+  readonly attempts: number;
+  /** `connect-failure`, `refused-stream`, `reset`, `5xx`, `gateway-error`, `retriable-status-codes`, or a gRPC status. */
+  readonly on: string[];
+  /** With `retriable-status-codes`: the statuses retried (400–599). */
+  readonly status_codes?: number[];
+  /** Time for one try (`"2s"`), below the route's timeout. */
+  readonly per_try_timeout?: string;
+}
+
+/** Headers set (overwriting) and removed, at most 16 each. */
+export interface HeaderChanges {
+  readonly add?: Record<string, string>;
+  readonly remove?: string[];
+}
+
+/** A route's CORS policy, answered by the gateway's CORS filter. */
+export interface Cors {
+  /** Exact (`https://app.example.com`), a suffix pattern (`https://*.example.com`), or `*`. */
+  readonly origins: string[];
+  readonly methods?: string[];
+  readonly headers?: string[];
+  /** How long a browser may cache the preflight (`"10m"`, at most a day). */
+  readonly max_age?: string;
+  readonly credentials?: boolean;
+}
+
 export interface Route {
   /** Segment-aware path prefix starting with `/` (`/invoices` matches `/invoices/7`, not `/invoicesX`). */
   readonly path: string;
   /** HTTP methods this route answers; omitted means every method. */
   readonly methods?: string[];
   readonly limits?: Limit[];
+  /** The whole request (`"5s"`); default 15 s, at most the gateway's maximum (default 60 s). */
+  readonly timeout?: string;
+  readonly retries?: Retries;
+  /** Replaces the matched prefix by segments (`/v2/invoices`). */
+  readonly rewrite?: string;
+  readonly request_headers?: HeaderChanges;
+  readonly response_headers?: HeaderChanges;
+  readonly cors?: Cors;
+  /** Allows the websocket upgrade on this (GET) route. */
+  readonly websocket?: boolean;
 }
 
 export interface Entry {

@@ -49,6 +49,10 @@ export interface ExposeOnGatewayProps {
   readonly serviceToken: GatewayServiceToken;
   /** The gateway's base domain; when given, the full hostname is checked at synth (≤ 253). */
   readonly baseDomain?: string;
+  /** The gateway's `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds, when its operators raised it (default 60 s). */
+  readonly maxRouteTimeoutMs?: number;
+  /** The gateway's `GATEWAY_MAX_RETRY_ATTEMPTS`, when its operators raised it (default 3). */
+  readonly maxRetryAttempts?: number;
   /**
    * When the deploy step succeeds (docs/design.md#deploys-that-wait): `registered` once the
    * entry is stored; `published` (default) once the reconciler has published it, FAILED with
@@ -93,7 +97,8 @@ export class ExposeOnGateway extends Construct {
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the
     // backend) cannot be checked here; the register function checks everything again,
     // authoritatively, with the registry in view.
-    const problems = checkEntry(this.entry, { baseDomain: props.baseDomain }).filter(
+    const bounds = { maxRouteTimeoutMs: props.maxRouteTimeoutMs, maxRetryAttempts: props.maxRetryAttempts };
+    const problems = checkEntry(this.entry, { baseDomain: props.baseDomain, ...bounds }).filter(
       (p) => !containsToken((this.entry as unknown as Record<string, unknown>)[topLevelField(p.field)]),
     );
     if (problems.length > 0) {

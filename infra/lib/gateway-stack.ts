@@ -58,6 +58,10 @@ export interface GatewayStackProps extends StackProps {
    * (docs/design.md#memory-envelope).
    */
   readonly upstreamCa: string;
+  /** Largest route `timeout` teams may ask for (GATEWAY_MAX_ROUTE_TIMEOUT), e.g. `"60s"`. Default 60 s. */
+  readonly maxRouteTimeout?: string;
+  /** Largest `retries.attempts` teams may ask for (GATEWAY_MAX_RETRY_ATTEMPTS). Default 3. */
+  readonly maxRetryAttempts?: number;
 }
 
 /** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
@@ -127,12 +131,15 @@ export class GatewayStack extends Stack {
       taskSize: proxyTaskSize(capacity, caShare),
       upstreamCaPem,
     });
-    // Registration and every reconcile hold backends to what the proxies' egress allows.
-    // ... and to the memory envelope the functions and proxies are sized for.
+    // Registration and every reconcile hold backends to what the proxies' egress allows, the
+    // registry to the memory envelope the functions and proxies are sized for, and routes to the
+    // operators' bounds.
     const backendRules: Record<string, string> = {
       GATEWAY_BACKEND_CIDRS: ProxyService.backendCidrs({ vpc, backendCidrs: props.backendCidrs }).join(','),
       GATEWAY_BACKEND_DOMAINS: (props.backendDomains ?? []).join(','),
       ...capacitySettings(capacity),
+      GATEWAY_MAX_ROUTE_TIMEOUT: props.maxRouteTimeout ?? '60s',
+      GATEWAY_MAX_RETRY_ATTEMPTS: String(props.maxRetryAttempts ?? 3),
     };
     for (const fn of [this.register.function, this.reconcile.function]) {
       for (const [name, value] of Object.entries(backendRules)) {

@@ -472,6 +472,7 @@ describe('proxy service', () => {
       const env = (fn?.[1].Properties as { Environment: { Variables: Record<string, unknown> } }).Environment.Variables;
       expect(JSON.stringify(env.GATEWAY_BACKEND_CIDRS)).toContain('CidrBlock');
       expect(env.GATEWAY_BACKEND_DOMAINS).toBe('');
+      expect([env.GATEWAY_MAX_ROUTE_TIMEOUT, env.GATEWAY_MAX_RETRY_ATTEMPTS]).toEqual(['60s', '3']);
     }
   });
 

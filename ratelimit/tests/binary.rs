@@ -35,11 +35,15 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
                     requests,
                     every: Unit::Minute,
                 }],
+                timeout: None,
+                ..Default::default()
             },
             Route {
                 path: "/open".into(),
                 methods: None,
                 limits: Vec::new(),
+                timeout: None,
+                ..Default::default()
             },
         ],
     }]

@@ -170,6 +170,8 @@ mod tests {
                     path: format!("/{service}/{i}"),
                     methods: None,
                     limits: vec![],
+                    timeout: None,
+                    ..Default::default()
                 })
                 .collect(),
         }

@@ -40,5 +40,7 @@ pub const ROUTE_CONFIG_TYPE_URL: &str =
 /// keyed by these names, so the renderer and the bootstrap must agree on them.
 pub const LOCAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.local_ratelimit";
 pub const GLOBAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.ratelimit";
+/// Envoy's CORS filter: pass-through unless a route carries a policy (an entry's `cors`).
+pub const CORS_FILTER: &str = "envoy.filters.http.cors";
 /// The kill switch's fault filter has a name of its own so no route config can override it.
 pub const KILL_SWITCH_FILTER: &str = "gateway.kill_switch";

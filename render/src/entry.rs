@@ -6,6 +6,7 @@
 //! stored JSON, which hold entries that already passed the checks.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One team's declaration for one service. Key: `team/service`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,7 +96,7 @@ pub struct HealthCheck {
     pub interval: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
     /// Segment-aware path prefix, starting with `/`.
@@ -105,6 +106,71 @@ pub struct Route {
     pub methods: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<Limit>,
+    /// Whole-request timeout (`"5s"`, `"250ms"`, `"1m"`); `None` means the default 15 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Retries of a failed try (docs/design.md#route-policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<Retries>,
+    /// Replaces the matched prefix, segment by segment (`/invoices/7` → `/v2/invoices/7`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<String>,
+    /// Headers set on or removed from the request before it reaches the backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_headers: Option<HeaderChanges>,
+    /// Headers set on or removed from the backend's response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_headers: Option<HeaderChanges>,
+    /// The route's CORS policy, answered by Envoy's CORS filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors: Option<Cors>,
+    /// Allows the websocket upgrade on this route.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub websocket: bool,
+}
+
+/// A route's retry policy. Conditions and status codes are kept sorted (canonical entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retries {
+    /// Retries after the first try (Envoy's `num_retries`).
+    pub attempts: u32,
+    /// Retry conditions (`connect-failure`, `5xx`, …), Envoy's `retry_on` names.
+    pub on: Vec<String>,
+    /// With `retriable-status-codes`: the statuses that are retried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_codes: Vec<u16>,
+    /// Time for one try (`"2s"`); below the route's timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_try_timeout: Option<String>,
+}
+
+/// Headers to set (overwriting any the client or backend sent) and to remove. `remove` is kept
+/// sorted (canonical entry).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderChanges {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub add: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+}
+
+/// A route's CORS policy. Lists are kept sorted (canonical entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cors {
+    /// Exact origins (`https://app.example.com`), suffix patterns (`https://*.example.com`) or `*`.
+    pub origins: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<String>,
+    /// How long a browser may cache the preflight's answer (`"10m"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub credentials: bool,
 }
 
 /// A global limit (counted by the rate-limit service) or a local burst bucket (per Envoy task).

@@ -12,6 +12,7 @@ pub mod kill_switch;
 pub mod names;
 pub mod ratelimit;
 pub mod renderer;
+pub mod route_policy;
 pub mod routes;
 mod transcode;
 mod value;
@@ -19,7 +20,10 @@ mod value;
 pub use bounds::Bounds;
 pub use bundle::{compute_hash, Bundle, BundleError};
 pub use check::{Policy, Problem, Rejection};
-pub use entry::{Canary, CanaryHeader, Entry, HealthCheck, Limit, Per, Protocol, Route, Unit};
+pub use entry::{
+    Canary, CanaryHeader, Cors, Entry, HeaderChanges, HealthCheck, Limit, Per, Protocol, Retries,
+    Route, Unit,
+};
 pub use kill_switch::render_kill_switch;
 pub use ratelimit::RateLimitConfig;
 pub use renderer::{render, RenderConfig, RenderError, Rendered};

@@ -50,6 +50,13 @@ pub fn route_name(entry: &Entry, route: &Route) -> String {
     format!("{}:{}", cluster_name(entry), route_key(route))
 }
 
+/// The name of the route answering browsers' CORS preflights (`OPTIONS`) on a path of an entry
+/// whose routes there do not take `OPTIONS`: `billing.invoices-api:preflight:/invoices`. Methods
+/// are uppercase, so it never equals a route's name.
+pub fn preflight_route_name(entry: &Entry, path: &str) -> String {
+    format!("{}:preflight:{path}", cluster_name(entry))
+}
+
 /// The value of the `route` rate-limit descriptor for the limit at `limit_index` in the route's
 /// `limits`: `GET:/invoices#0`. The index keeps two limits of one route apart in the rule tree
 /// (envoyproxy/ratelimit rejects a duplicate key). Paths never contain `#` and methods never
@@ -78,6 +85,8 @@ mod tests {
             path: path.into(),
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits: vec![],
+            timeout: None,
+            ..Default::default()
         }
     }
 

@@ -43,7 +43,8 @@ pub struct Rendered {
     /// The one RouteConfiguration, with `@type`.
     pub route_config: Value,
     pub ratelimit: RateLimitConfig,
-    /// Team routes rendered (fallback and catch-all routes not counted).
+    /// Routes rendered that forward to a cluster: team routes and their CORS preflight routes
+    /// (fallback and catch-all routes not counted).
     pub route_count: usize,
     /// `clusters.json`, `routes.json`, `ratelimit.yaml`; each Envoy file's `version_info` is `hash`.
     pub files: BTreeMap<String, String>,

@@ -9,6 +9,7 @@ use crate::contract::{
 use crate::entry::{Entry, Limit, Route};
 use crate::names;
 use crate::ratelimit;
+use crate::route_policy;
 use crate::renderer::{RenderConfig, RenderError};
 use crate::value::object;
 use serde_json::{json, Value};
@@ -18,7 +19,8 @@ use std::collections::BTreeMap;
 /// Upstream answer time before Envoy gives up with a 504 (Envoy's own default, made explicit so
 /// the rendered file says it).
 const ROUTE_TIMEOUT: &str = "15s";
-
+/// The route configuration and how many routes forward to a cluster (team routes and their CORS
+/// preflight routes; fallbacks and catch-all excluded).
 /// The route configuration and how many team routes it holds (fallbacks and catch-all excluded).
 pub fn route_configuration<'a>(
     entries: impl IntoIterator<Item = &'a Entry>,
@@ -124,30 +126,46 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             second: other.id(),
         });
     }
-    let mut routes: Vec<(&Entry, &Route)> = entries
+    let team_routes: Vec<(&Entry, &Route)> = entries
         .iter()
         .flat_map(|e| e.routes.iter().map(move |r| (*e, r)))
         .collect();
-    refuse_shadowing(fqdn, &routes)?;
-    routes.sort_by_cached_key(|(e, r)| specificity_key(e, r));
+    refuse_shadowing(fqdn, &team_routes)?;
+    let preflights = preflight_routes(entries);
+    let mut routes: Vec<(&Entry, &Route, bool)> = team_routes
+        .iter()
+        .map(|(e, r)| (*e, *r, false))
+        .chain(preflights.iter().map(|(e, r)| (*e, r, true)))
+        .collect();
+    routes.sort_by_cached_key(|(e, r, _)| specificity_key(e, r));
 
     // An entry's routes share its cluster and Host rewrite; worked out at its first route, so a
     // bad backend is still reported where the routes meet it.
     let mut upstreams: BTreeMap<(&str, &str), Upstream> = BTreeMap::new();
     let mut rendered = Vec::with_capacity(routes.len() + 1);
-    for (entry, route) in &routes {
+    let mut count = 0;
+    for (entry, route, preflight) in &routes {
         let key = (entry.team.as_str(), entry.service.as_str());
         let upstream = match upstreams.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(Upstream::of(entry)?),
         };
-        if let Some(cohort) = &upstream.cohort {
-            rendered.push(cohort_route(team_route(entry, upstream, route)?, cohort));
+        // A preflight route and a canary cohort's copy forward to a cluster too, so they count
+        // as the validator's `count_routes` counts: every route with a cluster.
+        if *preflight {
+            rendered.push(preflight_route(entry, upstream, route));
+            count += 1;
+            continue;
         }
-        rendered.push(team_route(entry, upstream, route)?);
+        let team = team_route(entry, upstream, route)?;
+        if let Some(cohort) = &upstream.cohort {
+            rendered.push(cohort_route(team.clone(), cohort));
+            count += 1;
+        }
+        rendered.push(team);
+        count += 1;
     }
-    let count = rendered.len();
-    let root_claimed = routes
+    let root_claimed = team_routes
         .iter()
         .any(|(_, r)| r.path == "/" && r.methods.is_none());
     if !root_claimed {
@@ -284,6 +302,35 @@ struct Cohort {
 }
 
 impl Upstream {
+    /// A route action's target, timeout and Host rewrite.
+    fn action(&self, timeout: String) -> serde_json::Map<String, Value> {
+        let mut action = serde_json::Map::new();
+        match &self.target {
+            Target::Cluster(name) => {
+                action.insert("cluster".into(), json!(name));
+            }
+            Target::Split {
+                main,
+                canary,
+                canary_weight,
+            } => {
+                action.insert(
+                    "weighted_clusters".into(),
+                    json!({ "clusters": [
+                        { "name": main, "weight": 100 - canary_weight },
+                        { "name": canary, "weight": canary_weight }
+                    ] }),
+                );
+            }
+        }
+        action.insert("timeout".into(), json!(timeout));
+        match &self.host_rewrite {
+            Some(host) => action.insert("host_rewrite_literal".into(), json!(host)),
+            None => action.insert("auto_host_rewrite".into(), json!(true)),
+        };
+        action
+    }
+
     fn of(entry: &Entry) -> Result<Upstream, RenderError> {
         let host_rewrite = backend_of(entry)?.authority();
         let Some(canary) = &entry.canary else {
@@ -317,48 +364,37 @@ impl Upstream {
     }
 }
 
+/// The route's `timeout` in Envoy's form; the default 15 s when the entry sets none
+/// (docs/design.md#registration-entry). Checked entries always parse; an unparsable one (written
+/// around the checks) falls back to the default rather than reaching Envoy.
+fn route_timeout(route: &Route) -> String {
+    route
+        .timeout
+        .as_deref()
+        .and_then(|t| crate::check::parse_duration(t).ok())
+        .map_or_else(|| ROUTE_TIMEOUT.to_string(), crate::check::envoy_duration)
+}
+
 fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value, RenderError> {
-    let mut action = serde_json::Map::new();
-    match &upstream.target {
-        Target::Cluster(name) => {
-            action.insert("cluster".into(), json!(name));
-        }
-        Target::Split {
-            main,
-            canary,
-            canary_weight,
-        } => {
-            action.insert(
-                "weighted_clusters".into(),
-                json!({ "clusters": [
-                    { "name": main, "weight": 100 - canary_weight },
-                    { "name": canary, "weight": canary_weight }
-                ] }),
-            );
-        }
-    }
-    action.insert("timeout".into(), json!(ROUTE_TIMEOUT));
-    match &upstream.host_rewrite {
-        Some(host) => action.insert("host_rewrite_literal".into(), json!(host)),
-        None => action.insert("auto_host_rewrite".into(), json!(true)),
-    };
+    let mut action = upstream.action(route_timeout(route));
     action.insert("append_x_forwarded_host".into(), json!(true));
     let rate_limits = ratelimit::route_rate_limits(entry, route)?;
     if !rate_limits.is_empty() {
         action.insert("rate_limits".into(), Value::Array(rate_limits));
     }
+    route_policy::extend_action(route, &mut action);
     let mut out = object([
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),
         ("route", Value::Object(action)),
         ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
+    let members = out.as_object_mut().expect("object of members");
     if let Some(tokens) = burst_tokens(route) {
-        out.as_object_mut().expect("object of members").insert(
-            "typed_per_filter_config".into(),
-            object([(LOCAL_RATE_LIMIT_FILTER, local_rate_limit(entry, tokens))]),
-        );
+        route_policy::per_filter_config(members)
+            .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
     }
+    route_policy::extend_route(route, members);
     Ok(out)
 }
 
@@ -380,6 +416,63 @@ fn cohort_route(mut route: Value, cohort: &Cohort) -> Value {
         action.insert("cluster".into(), json!(cohort.cluster));
     }
     route
+}
+
+/// For each path of an entry where a route declares `cors` and no route there takes `OPTIONS`,
+/// a stand-in route (methods `OPTIONS`, the path's policy) that places the preflight route in
+/// specificity order. The checks make every route on a path declare the same `cors`.
+fn preflight_routes<'a>(entries: &[&'a Entry]) -> Vec<(&'a Entry, Route)> {
+    let mut out: Vec<(&Entry, Route)> = Vec::new();
+    for entry in entries {
+        let mut paths: BTreeMap<&str, (Option<&crate::entry::Cors>, bool)> = BTreeMap::new();
+        for r in &entry.routes {
+            let slot = paths.entry(r.path.as_str()).or_insert((None, false));
+            slot.0 = slot.0.or(r.cors.as_ref());
+            slot.1 |= route_policy::answers_options(r);
+        }
+        for (path, (cors, answers_options)) in paths {
+            if let (Some(cors), false) = (cors, answers_options) {
+                out.push((
+                    *entry,
+                    Route {
+                        path: path.to_string(),
+                        methods: Some(vec!["OPTIONS".to_string()]),
+                        cors: Some(cors.clone()),
+                        ..Route::default()
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A browser's preflight (`OPTIONS` with an `origin` and `access-control-request-method`) on a
+/// path whose routes take no `OPTIONS`. The CORS filter answers every such request itself (the
+/// policy sets `forward_not_matching_preflights: false`): with the allow headers for an allowed
+/// origin, without `access-control-allow-origin` (which a browser reads as a refusal) for any
+/// other. The route forwards to the entry's cluster only because the CORS filter acts on route
+/// entries alone, never on direct responses; nothing matching it reaches the backend.
+fn preflight_route(entry: &Entry, upstream: &Upstream, stand_in: &Route) -> Value {
+    let mut m = route_match(stand_in);
+    if let Some(headers) = m.get_mut("headers").and_then(Value::as_array_mut) {
+        headers.push(json!({ "name": "origin", "string_match": { "safe_regex": { "regex": ".+" } } }));
+        headers.push(json!({ "name": "access-control-request-method", "present_match": true }));
+    }
+    let mut out = object([
+        ("name", json!(names::preflight_route_name(entry, &stand_in.path))),
+        ("match", m),
+        ("metadata", route_metadata(&entry.team, &entry.service)),
+        (
+            "route",
+            Value::Object(upstream.action(ROUTE_TIMEOUT.to_string())),
+        ),
+    ]);
+    route_policy::extend_route(
+        stand_in,
+        out.as_object_mut().expect("object of members"),
+    );
+    out
 }
 
 /// Who a route belongs to, for the access log: Envoy's formatter cannot split the route or

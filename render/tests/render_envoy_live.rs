@@ -123,6 +123,8 @@ fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
         path: path.into(),
         methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
         limits,
+        timeout: None,
+        ..Default::default()
     }
 }
 

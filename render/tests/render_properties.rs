@@ -80,6 +80,8 @@ fn routes(service: String) -> impl Strategy<Value = Vec<Route>> {
                         path: path.clone(),
                         methods,
                         limits: limits.clone(),
+                        timeout: None,
+                        ..Default::default()
                     });
                 }
             }

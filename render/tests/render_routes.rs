@@ -124,6 +124,8 @@ fn route(path: &str, methods: Option<&[&str]>) -> Route {
         path: path.into(),
         methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
         limits: vec![],
+        timeout: None,
+        ..Default::default()
     }
 }
 
@@ -378,4 +380,28 @@ fn a_duplicate_entry_and_a_bad_backend_are_refused() {
         text.contains("t/s") && text.contains("ftp://files.example"),
         "{text}"
     );
+}
+
+#[test]
+fn route_timeouts_render_in_envoys_form_and_default_to_15s() {
+    let mut slow = route("/slow", Some(&["GET"]));
+    slow.timeout = Some("250ms".into());
+    let mut long = route("/long", None);
+    long.timeout = Some("1m".into());
+    let plain = route("/plain", None);
+    let e = entry("billing", "timeouts", "timeouts", vec![slow, long, plain]);
+    let rendered = render(&[e], &config()).expect("renders");
+    let routes = vhost(&rendered, "timeouts.api.example.com")["routes"].clone();
+    let timeout_of = |path: &str| {
+        routes
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["match"]["path_separated_prefix"] == path)
+            .unwrap_or_else(|| panic!("{path}"))["route"]["timeout"]
+            .clone()
+    };
+    assert_eq!(timeout_of("/slow"), "0.250s");
+    assert_eq!(timeout_of("/long"), "60s");
+    assert_eq!(timeout_of("/plain"), "15s");
 }

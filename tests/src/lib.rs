@@ -7,6 +7,7 @@ pub mod envoy;
 pub mod http;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;
+pub mod policy_backend;
 pub mod validate;
 
 use std::io::{Read, Write};

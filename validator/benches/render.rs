@@ -46,6 +46,8 @@ fn registry(routes: usize) -> Vec<Entry> {
                         path: format!("/svc{s}/r{r}"),
                         methods,
                         limits,
+                        timeout: None,
+                        ..Default::default()
                     }
                 })
                 .collect();

@@ -68,6 +68,20 @@ pub struct LoopbackArg {
         value_name = "DURATION"
     )]
     pub min_health_check_interval: Option<String>,
+    /// Largest `timeout` a route may ask for (a duration such as 60s; default 60s)
+    #[arg(
+        long = "max-route-timeout",
+        env = "GATEWAY_MAX_ROUTE_TIMEOUT",
+        value_name = "DURATION"
+    )]
+    pub max_route_timeout: Option<String>,
+    /// Largest `retries.attempts` a route may ask for (default 3)
+    #[arg(
+        long = "max-retry-attempts",
+        env = "GATEWAY_MAX_RETRY_ATTEMPTS",
+        value_name = "N"
+    )]
+    pub max_retry_attempts: Option<String>,
 }
 
 impl LoopbackArg {
@@ -86,6 +100,12 @@ impl LoopbackArg {
                 self.backend_domains.as_deref().unwrap_or(""),
                 self.backend_cidrs.as_deref().unwrap_or(""),
             )
+            .and_then(|p| {
+                p.with_route_bounds(
+                    self.max_route_timeout.as_deref(),
+                    self.max_retry_attempts.as_deref(),
+                )
+            })
             .map_err(CmdError::usage)?;
         policy.require_resolvable_backends =
             gateway_render::check::flag_from_env_value(self.require_resolvable_backends.as_deref());

@@ -29,6 +29,8 @@ pub fn command(args: &[&str]) -> Command {
         .env_remove("GATEWAY_BACKEND_DOMAINS")
         .env_remove("GATEWAY_BACKEND_CIDRS")
         .env_remove("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS")
+        .env_remove("GATEWAY_MAX_ROUTE_TIMEOUT")
+        .env_remove("GATEWAY_MAX_RETRY_ATTEMPTS")
         .env("ENVOY_BIN", envoy_bin());
     cmd
 }

@@ -43,9 +43,16 @@ pub enum Change {
     },
     /// `protocol`, `canary` or `health_check` changed (each shown as compact JSON, `none` when
     /// absent): a canary's weight moving is a traffic change an operator must see.
-    PolicyChanged {
+    EntryPolicyChanged {
         id: String,
         field: &'static str,
+        from: String,
+        to: String,
+    },
+    /// The route's traffic policy (timeout, retries, rewrite, headers, CORS, websocket).
+    PolicyChanged {
+        id: String,
+        route: String,
         from: String,
         to: String,
     },
@@ -75,12 +82,20 @@ impl fmt::Display for Change {
             } => {
                 write!(f, "~ {id}: route {route} limits {from} -> {to}")
             }
-            Change::PolicyChanged {
+            Change::EntryPolicyChanged {
                 id,
                 field,
                 from,
                 to,
             } => write!(f, "~ {id}: {field} {from} -> {to}"),
+            Change::PolicyChanged {
+                id,
+                route,
+                from,
+                to,
+            } => {
+                write!(f, "~ {id}: route {route} policy {from} -> {to}")
+            }
         }
     }
 }
@@ -128,6 +143,17 @@ fn policy_fields(e: &Entry) -> [(&'static str, String); 3] {
     ]
 }
 
+/// The route's policy fields as compact JSON (`{}` when it has none).
+fn policy_text(route: &Route) -> String {
+    let mut v = serde_json::to_value(route).unwrap_or_default();
+    if let Some(map) = v.as_object_mut() {
+        for key in ["path", "methods", "limits"] {
+            map.remove(key);
+        }
+    }
+    v.to_string()
+}
+
 fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
     bundle.entries.iter().map(|e| (e.id(), e)).collect()
 }
@@ -170,7 +196,7 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
         }
         for ((field, from), (_, to)) in policy_fields(o).into_iter().zip(policy_fields(n)) {
             if from != to {
-                changes.push(Change::PolicyChanged {
+                changes.push(Change::EntryPolicyChanged {
                     id: id.clone(),
                     field,
                     from,
@@ -188,13 +214,25 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
                     id: id.clone(),
                     route: key.clone(),
                 }),
-                Some(nr) if nr.limits != r.limits => changes.push(Change::LimitsChanged {
-                    id: id.clone(),
-                    route: key.clone(),
-                    from: limits_text(r),
-                    to: limits_text(nr),
-                }),
-                Some(_) => {}
+                Some(nr) => {
+                    if nr.limits != r.limits {
+                        changes.push(Change::LimitsChanged {
+                            id: id.clone(),
+                            route: key.clone(),
+                            from: limits_text(r),
+                            to: limits_text(nr),
+                        });
+                    }
+                    let (from, to) = (policy_text(r), policy_text(nr));
+                    if from != to {
+                        changes.push(Change::PolicyChanged {
+                            id: id.clone(),
+                            route: key.clone(),
+                            from,
+                            to,
+                        });
+                    }
+                }
             }
         }
         for key in new_routes.keys().filter(|k| !old_routes.contains_key(*k)) {
@@ -212,6 +250,7 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
         | Change::RouteAdded { id, .. }
         | Change::RouteRemoved { id, .. }
         | Change::LimitsChanged { id, .. }
+        | Change::EntryPolicyChanged { id, .. }
         | Change::PolicyChanged { id, .. } => id.clone(),
     });
     BundleDiff {
@@ -245,6 +284,8 @@ mod tests {
             path: path.into(),
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits,
+            timeout: None,
+            ..Default::default()
         }
     }
 
@@ -384,6 +425,20 @@ mod tests {
                 r#"~ billing/invoices: canary {"backend":"http://c:80","weight":20} -> {"backend":"http://c:80","weight":100}"#,
                 r#"~ billing/invoices: health_check none -> {"path":"/healthz","interval":"10s"}"#,
             ]
+        );
+    }
+
+    #[test]
+    fn a_route_policy_change_is_named_with_both_policies() {
+        let mut slow = route("/invoices", Some(&["GET"]), vec![]);
+        let a = bundle("sha256:a", vec![entry("billing", "invoices", "http://a:80", vec![slow.clone()])]);
+        slow.timeout = Some("5s".into());
+        slow.websocket = true;
+        let b = bundle("sha256:b", vec![entry("billing", "invoices", "http://a:80", vec![slow])]);
+        let lines: Vec<String> = diff_bundles(&a, &b).changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["~ billing/invoices: route GET /invoices policy {} -> {\"timeout\":\"5s\",\"websocket\":true}"]
         );
     }
 }

@@ -450,6 +450,8 @@ mod tests {
                     path: (*p).into(),
                     methods: None,
                     limits: vec![],
+                    timeout: None,
+                    ..Default::default()
                 })
                 .collect(),
         }

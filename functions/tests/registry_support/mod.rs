@@ -56,6 +56,8 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 path: (*p).to_string(),
                 methods: None,
                 limits: Vec::new(),
+                timeout: None,
+                ..Default::default()
             })
             .collect(),
     }

@@ -34,6 +34,8 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
                 path: (*p).into(),
                 methods: None,
                 limits: vec![],
+                timeout: None,
+                ..Default::default()
             })
             .collect(),
     }

@@ -31,6 +31,10 @@ export interface Policy {
   readonly allowLoopbackBackends: boolean;
   /** `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` in milliseconds (default 5 s). */
   readonly minHealthCheckIntervalMs?: number;
+  /** `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds (default 60 s). */
+  readonly maxRouteTimeoutMs?: number;
+  /** `GATEWAY_MAX_RETRY_ATTEMPTS` (default 3). */
+  readonly maxRetryAttempts?: number;
 }
 
 /** Default of `GATEWAY_MIN_HEALTH_CHECK_INTERVAL`, in milliseconds. */

@@ -12,15 +12,17 @@ import { Limit, walkLimits } from './limits';
 import { sharedMethods, walkMethods } from './methods';
 import { checkPath } from './path';
 import { Json, JsonObject, Problems, Why, child, describe, index, quote } from './report';
+import { ROUTE_POLICY_FIELDS, RoutePolicy, checkSharedCors, grpcRetryConditionsAllowed, walkRoutePolicy } from './route-policy';
 
 export const ENTRY_FIELDS = ['team', 'service', 'host', 'backend', 'protocol', 'canary', 'health_check', 'routes'];
-export const ROUTE_FIELDS = ['path', 'methods', 'limits'];
+export const ROUTE_FIELDS = ['path', 'methods', 'limits', ...ROUTE_POLICY_FIELDS];
 
 export interface Route {
   readonly path: string;
   /** Sorted; undefined is every method. */
   readonly methods: string[] | undefined;
   readonly limits: Limit[];
+  readonly policy: RoutePolicy;
 }
 
 export function walkEntry(v: Json, policy: Policy, problems: Problems): void {
@@ -35,7 +37,7 @@ export function walkEntry(v: Json, policy: Policy, problems: Problems): void {
   checkedString(v, 'backend', (b) => checkBackend(b, policy), problems);
   walkEntryPolicy(v, policy, problems);
   const routesValue = required(v, '', 'routes', problems);
-  if (routesValue !== undefined) walkRoutes(routesValue, 'routes', problems);
+  if (routesValue !== undefined) walkRoutes(routesValue, 'routes', policy, grpcRetryConditionsAllowed(v), problems);
 }
 
 export function checkedString(map: JsonObject, key: string, rule: (s: string) => Why, problems: Problems): void {
@@ -46,7 +48,7 @@ export function checkedString(map: JsonObject, key: string, rule: (s: string) =>
   if (why !== undefined) problems.push(key, why);
 }
 
-export function walkRoutes(v: Json, field: string, problems: Problems): void {
+export function walkRoutes(v: Json, field: string, policy: Policy, grpc: boolean, problems: Problems): void {
   if (!Array.isArray(v)) {
     problems.push(field, `expected a list of routes, got ${describe(v)}`);
     return;
@@ -58,8 +60,9 @@ export function walkRoutes(v: Json, field: string, problems: Problems): void {
   if (v.length > MAX_ROUTES) {
     problems.push(field, `has ${v.length} routes; at most ${MAX_ROUTES} per entry`);
   }
-  const checked = v.map((item, i) => walkRoute(item, index(field, i), problems));
+  const checked = v.map((item, i) => walkRoute(item, index(field, i), policy, grpc, problems));
   checkDuplicates(checked, field, problems);
+  checkSharedCors(checked, field, problems);
   const prefixes = new Set(checked.flatMap((r) => (r ? [r.path] : [])));
   if (prefixes.size > MAX_PATH_PREFIXES) {
     problems.push(
@@ -69,7 +72,7 @@ export function walkRoutes(v: Json, field: string, problems: Problems): void {
   }
 }
 
-export function walkRoute(v: Json, field: string, problems: Problems): Route | undefined {
+export function walkRoute(v: Json, field: string, policy: Policy, grpc: boolean, problems: Problems): Route | undefined {
   const map = object(v, field, 'a route', problems);
   if (!map) return undefined;
   rejectUnknown(map, field, ROUTE_FIELDS, problems);
@@ -87,8 +90,9 @@ export function walkRoute(v: Json, field: string, problems: Problems): Route | u
   const methods = methodsValue === undefined ? { ok: true, value: undefined } : walkMethods(methodsValue, child(field, 'methods'), problems);
   const limitsValue = get(map, 'limits');
   const limits = limitsValue === undefined ? [] : walkLimits(limitsValue, child(field, 'limits'), problems);
-  if (path === undefined || !methods.ok || limits === undefined) return undefined;
-  return { path, methods: methods.value, limits };
+  const routePolicy = walkRoutePolicy(map, field, policy, grpc, path, methods, problems);
+  if (path === undefined || !methods.ok || limits === undefined || !routePolicy.timeoutOk || !routePolicy.policy) return undefined;
+  return { path, methods: methods.value, limits, policy: routePolicy.policy };
 }
 
 /** Two routes with one path and a method in common: only the first would ever apply. */

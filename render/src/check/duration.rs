@@ -36,7 +36,7 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
 
 /// Milliseconds as Envoy's JSON duration (`"5s"`, `"0.250s"`).
 pub fn envoy_duration(ms: u64) -> String {
-    if ms % 1_000 == 0 {
+    if ms.is_multiple_of(1_000) {
         format!("{}s", ms / 1_000)
     } else {
         format!("{}.{:03}s", ms / 1_000, ms % 1_000)

@@ -8,9 +8,11 @@
 mod address;
 mod backend;
 mod cidr;
+mod cors;
 mod duration;
 mod entry_policy;
 mod fields;
+mod header_changes;
 mod host;
 mod identifiers;
 mod json;
@@ -18,6 +20,8 @@ mod limits;
 mod methods;
 mod path;
 mod report;
+mod retries;
+mod rewrite;
 mod spelled;
 mod walk;
 
@@ -36,11 +40,22 @@ pub use entry_policy::{
     DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_HEALTH_CHECK_INTERVAL_MS,
 };
+pub use cors::{check_max_age, check_origin, MAX_CORS_MAX_AGE_SECONDS, MAX_CORS_ORIGINS};
+pub use header_changes::{
+    check_header_token, check_header_value, MAX_CHANGED_HEADER_NAME_LEN, MAX_HEADER_CHANGES,
+    MAX_HEADER_VALUE_BYTES,
+};
 pub use host::{check_host, MAX_FQDN_LEN};
 pub use identifiers::{check_dns_label, check_identifier};
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
 pub use methods::{check_method, METHODS};
 pub use path::{check_path, prefixes_overlap, MAX_PATH_BYTES};
+pub use retries::{
+    check_per_try_timeout, check_retry_condition, DEFAULT_MAX_RETRY_ATTEMPTS,
+    GRPC_RETRY_CONDITIONS, MAX_RETRIED_STATUS_CODES, RETRY_CONDITIONS,
+    RETRY_CONDITIONS_BEFORE_THE_BACKEND,
+};
+pub use rewrite::check_rewrite;
 
 use crate::entry::Entry;
 use report::Problems;
@@ -82,6 +97,12 @@ pub struct Policy {
     /// `GATEWAY_MIN_HEALTH_CHECK_INTERVAL` in milliseconds: the shortest `health_check.interval`
     /// an entry may ask for (default 5 s).
     pub min_health_check_interval_ms: u64,
+    /// `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds: the largest `timeout` a route may ask for
+    /// (default 60 s).
+    pub max_route_timeout_ms: u64,
+    /// `GATEWAY_MAX_RETRY_ATTEMPTS`: the largest `retries.attempts` a route may ask for
+    /// (default 3).
+    pub max_retry_attempts: u32,
 }
 
 impl Policy {
@@ -93,7 +114,33 @@ impl Policy {
             backend_cidrs: Vec::new(),
             require_resolvable_backends: false,
             min_health_check_interval_ms: DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS,
+            max_route_timeout_ms: DEFAULT_MAX_ROUTE_TIMEOUT_MS,
+            max_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
         }
+    }
+
+    /// The operators' route bounds from the settings' values (`GATEWAY_MAX_ROUTE_TIMEOUT`, a
+    /// duration such as `60s`; `GATEWAY_MAX_RETRY_ATTEMPTS`, a whole number); unset or empty
+    /// keeps the default. The error names the setting.
+    pub fn with_route_bounds(
+        mut self,
+        max_route_timeout: Option<&str>,
+        max_retry_attempts: Option<&str>,
+    ) -> Result<Self, String> {
+        if let Some(v) = max_route_timeout.map(str::trim).filter(|v| !v.is_empty()) {
+            self.max_route_timeout_ms = parse_duration(v)
+                .map_err(|why| format!("GATEWAY_MAX_ROUTE_TIMEOUT: {why}"))?;
+        }
+        if let Some(v) = max_retry_attempts.map(str::trim).filter(|v| !v.is_empty()) {
+            self.max_retry_attempts = v
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=100).contains(n))
+                .ok_or_else(|| {
+                    format!("GATEWAY_MAX_RETRY_ATTEMPTS: {v:?} is not a whole number from 1 to 100")
+                })?;
+        }
+        Ok(self)
     }
 
     /// The operators' backend restrictions from the settings' values (comma-separated lists;
@@ -296,6 +343,8 @@ mod tests {
                         every: Unit::Hour
                     },
                 ],
+                timeout: None,
+                ..Default::default()
             }
         );
         assert_eq!(check_entry(&e, &policy()), Ok(()));

@@ -3,6 +3,11 @@
 
 use super::backend::check_backend;
 use super::entry_policy;
+use super::cors::cors;
+use super::duration::{check_timeout, DEFAULT_ROUTE_TIMEOUT_MS};
+use super::header_changes::{header_changes, Direction};
+use super::retries::{grpc_retry_conditions_allowed, retries, RetryContext};
+use super::rewrite::check_rewrite;
 use super::fields::{object, reject_unknown, required, string};
 use super::host::check_host;
 use super::identifiers::check_identifier;
@@ -11,7 +16,7 @@ use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
 use super::{Policy, MAX_PATH_PREFIXES, MAX_ROUTES};
-use crate::entry::{Entry, Protocol, Route};
+use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Route};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -25,7 +30,18 @@ const ENTRY_FIELDS: [&str; 8] = [
     "health_check",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 3] = ["path", "methods", "limits"];
+const ROUTE_FIELDS: [&str; 10] = [
+    "path",
+    "methods",
+    "limits",
+    "timeout",
+    "retries",
+    "rewrite",
+    "request_headers",
+    "response_headers",
+    "cors",
+    "websocket",
+];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
     let Value::Object(map) = v else {
@@ -63,7 +79,9 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         None => Some(None),
         Some(v) => entry_policy::health_check(v, "health_check", policy, problems).map(Some),
     };
-    let routes = required(map, "", "routes", problems).and_then(|v| routes(v, "routes", problems));
+    let grpc = grpc_retry_conditions_allowed(map);
+    let routes = required(map, "", "routes", problems)
+        .and_then(|v| routes(v, "routes", policy, grpc, problems));
     Some(Entry {
         team: team?,
         service: service?,
@@ -93,7 +111,13 @@ fn checked_string(
     }
 }
 
-fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>> {
+fn routes(
+    v: &Value,
+    field: &str,
+    policy: &Policy,
+    grpc: bool,
+    problems: &mut Problems,
+) -> Option<Vec<Route>> {
     let Value::Array(items) = v else {
         problems.push(
             field,
@@ -115,9 +139,10 @@ fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>>
     let checked: Vec<Option<Route>> = items
         .iter()
         .enumerate()
-        .map(|(i, item)| route(item, &index(field, i), problems))
+        .map(|(i, item)| route(item, &index(field, i), policy, grpc, problems))
         .collect();
     check_duplicates(&checked, field, problems);
+    check_shared_cors(&checked, field, problems);
     let prefixes: BTreeSet<&str> = checked.iter().flatten().map(|r| r.path.as_str()).collect();
     if prefixes.len() > MAX_PATH_PREFIXES {
         problems.push(
@@ -134,7 +159,13 @@ fn routes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Route>>
     checked.into_iter().collect()
 }
 
-fn route(v: &Value, field: &str, problems: &mut Problems) -> Option<Route> {
+fn route(
+    v: &Value,
+    field: &str,
+    policy: &Policy,
+    grpc: bool,
+    problems: &mut Problems,
+) -> Option<Route> {
     let map = object(v, field, "a route", problems)?;
     reject_unknown(map, field, &ROUTE_FIELDS, problems);
     let path_field = child(field, "path");
@@ -154,11 +185,167 @@ fn route(v: &Value, field: &str, problems: &mut Problems) -> Option<Route> {
         None => Some(Vec::new()),
         Some(v) => limits(v, &child(field, "limits"), problems),
     };
+    let timeout_field = child(field, "timeout");
+    let timeout = match map.get("timeout") {
+        None => Some(None),
+        Some(v) => string(v, &timeout_field, problems).and_then(|t| {
+            check_timeout(t, policy.max_route_timeout_ms)
+                .map(|_| Some(t.to_string()))
+                .map_err(|reason| problems.push(&timeout_field, reason))
+                .ok()
+        }),
+    };
+    let policy_fields = route_policy(map, field, policy, grpc, &path, &methods, &limits, &timeout, problems);
+    let (retries, rewrite, request_headers, response_headers, cors, websocket) = policy_fields?;
     Some(Route {
         path: path?,
         methods: methods?,
         limits: limits?,
+        timeout: timeout?,
+        retries,
+        rewrite,
+        request_headers,
+        response_headers,
+        cors,
+        websocket,
     })
+}
+
+type PolicyFields = (
+    Option<Retries>,
+    Option<String>,
+    Option<HeaderChanges>,
+    Option<HeaderChanges>,
+    Option<Cors>,
+    bool,
+);
+
+/// The route-level traffic policy (docs/design.md#route-policy): `retries`, `rewrite`,
+/// `request_headers`, `response_headers`, `cors`, `websocket`. Each is judged against what the
+/// rest of the route says (its methods, timeout, path and limits) when that part is valid.
+#[allow(clippy::too_many_arguments)]
+fn route_policy(
+    map: &Map<String, Value>,
+    field: &str,
+    policy: &Policy,
+    grpc: bool,
+    path: &Option<String>,
+    methods: &Option<Option<Vec<String>>>,
+    limits: &Option<Vec<Limit>>,
+    timeout: &Option<Option<String>>,
+    problems: &mut Problems,
+) -> Option<PolicyFields> {
+    let before = problems.0.len();
+    let timeout_ms = match timeout {
+        Some(None) => Some(DEFAULT_ROUTE_TIMEOUT_MS),
+        Some(Some(t)) => crate::check::parse_duration(t).ok(),
+        None => None,
+    };
+    let retries = match map.get("retries") {
+        None => None,
+        Some(v) => {
+            let cx = RetryContext {
+                // Invalid methods (reported there) leave the non-idempotent rule unjudged.
+                methods: match methods {
+                    Some(m) => m.as_deref(),
+                    None => Some(&[]),
+                },
+                timeout_ms,
+                grpc,
+                max_attempts: policy.max_retry_attempts,
+            };
+            retries(v, &child(field, "retries"), &cx, problems)
+        }
+    };
+    let rewrite_field = child(field, "rewrite");
+    let rewrite = map.get("rewrite").and_then(|v| {
+        let r = string(v, &rewrite_field, problems)?;
+        check_rewrite(r, path.as_deref())
+            .map(|()| r.to_string())
+            .map_err(|reason| problems.push(&rewrite_field, reason))
+            .ok()
+    });
+    let limit_keys: Vec<(usize, String)> = match limits {
+        Some(limits) => limits
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| match l {
+                Limit::Global { header: Some(h), .. } => Some((i, h.clone())),
+                _ => None,
+            })
+            .collect(),
+        // Invalid limits: judge the header names against the raw ones still written there.
+        None => raw_limit_headers(map),
+    };
+    let request_headers = map.get("request_headers").and_then(|v| {
+        let direction = Direction::Request { limit_keys: &limit_keys };
+        header_changes(v, &child(field, "request_headers"), &direction, problems)
+    });
+    let response_headers = map.get("response_headers").and_then(|v| {
+        header_changes(v, &child(field, "response_headers"), &Direction::Response, problems)
+    });
+    let cors = map.get("cors").and_then(|v| cors(v, &child(field, "cors"), problems));
+    let websocket_field = child(field, "websocket");
+    let websocket = match map.get("websocket") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            problems.push(
+                &websocket_field,
+                format!("expected true or false, got {}", describe(other)),
+            );
+            false
+        }
+    };
+    if websocket {
+        if let Some(Some(ms)) = methods {
+            if !ms.iter().any(|m| m == "GET") {
+                problems.push(
+                    &websocket_field,
+                    "the route does not accept GET, which a websocket handshake uses",
+                );
+            }
+        }
+    }
+    if problems.0.len() > before {
+        return None;
+    }
+    Some((retries, rewrite, request_headers, response_headers, cors, websocket))
+}
+
+/// `(index, header)` of each limit that names a header, read from the raw JSON.
+fn raw_limit_headers(map: &Map<String, Value>) -> Vec<(usize, String)> {
+    let Some(Value::Array(items)) = map.get("limits") else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| Some((i, l.get("header")?.as_str()?.to_string())))
+        .collect()
+}
+
+/// A browser's preflight (`OPTIONS`) for a path is answered by one CORS policy, so the routes of
+/// an entry that share a path must declare the same `cors`, or none of them.
+fn check_shared_cors(routes: &[Option<Route>], field: &str, problems: &mut Problems) {
+    for (j, b) in routes.iter().enumerate() {
+        let Some(b) = b else { continue };
+        let first = routes[..j]
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| a.as_ref().filter(|a| a.path == b.path).map(|a| (i, a)));
+        let Some((i, a)) = first else { continue };
+        if a.cors != b.cors {
+            problems.push(
+                child(&index(field, j), "cors"),
+                format!(
+                    "must be the same as {}.cors: both routes have path {}, and a browser's preflight for a path is answered by one policy",
+                    index(field, i),
+                    quote(&b.path)
+                ),
+            );
+        }
+    }
 }
 
 /// Two routes with one path and a method in common: Envoy would only ever use the first, so
@@ -216,7 +403,9 @@ mod tests {
             vec![Route {
                 path: "/invoices".into(),
                 methods: None,
-                limits: vec![]
+                limits: vec![],
+                timeout: None,
+                ..Default::default()
             }]
         );
     }
@@ -308,12 +497,93 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, methods or limits (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors or websocket (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",
                 "routes[3].path: expected a string, got 5",
             ]
         );
+    }
+
+    #[test]
+    fn route_timeouts_are_bounded_by_the_operators_maximum() {
+        let mut v = base();
+        v["routes"] = json!([{"path": "/a", "timeout": "250ms"}, {"path": "/b", "timeout": "61s"},
+                             {"path": "/c", "timeout": 5}, {"path": "/d", "timeout": "1h"}]);
+        assert_eq!(
+            run(v.clone()).expect_err("bad"),
+            vec![
+                "routes[1].timeout: is 61s; at most 60s (the operators' maximum route timeout)",
+                "routes[2].timeout: expected a string, got 5",
+                "routes[3].timeout: \"1h\" is not a duration; write a whole number with unit ms, s or m (\"5s\", \"250ms\")",
+            ]
+        );
+        v["routes"] = json!([{"path": "/a", "timeout": "250ms"}, {"path": "/b", "timeout": "1m"}]);
+        let e = run(v.clone()).expect("valid");
+        assert_eq!(e.routes[0].timeout.as_deref(), Some("250ms"));
+        assert_eq!(e.routes[1].timeout.as_deref(), Some("1m"));
+        let mut strict = Policy::new("api.example.com", false);
+        strict.max_route_timeout_ms = 30_000;
+        let mut p = Problems::default();
+        assert!(entry(&v, &strict, &mut p).is_none() || !p.is_empty());
+        assert_eq!(p.0[0].to_string(), "routes[1].timeout: is 60s; at most 30s (the operators' maximum route timeout)");
+    }
+
+    #[test]
+    fn route_policy_is_judged_against_the_rest_of_the_route() {
+        let mut v = base();
+        v["routes"] = json!([
+            {"path": "/invoices", "methods": ["POST"], "retries": {"attempts": 2, "on": ["5xx"]}},
+            {"path": "/invoices", "methods": ["GET"], "timeout": "2s",
+             "retries": {"attempts": 2, "on": ["5xx"], "per_try_timeout": "2s"},
+             "cors": {"origins": ["https://app.example.com"]}},
+            {"path": "/feed", "methods": ["POST"], "websocket": true, "rewrite": "/v2/",
+             "request_headers": {"add": {"x-api-key": "k"}},
+             "limits": [{"per": "header", "header": "x-api-key", "requests": 5, "every": "minute"}]},
+        ]);
+        assert_eq!(
+            run(v).expect_err("bad"),
+            vec![
+                "routes[0].retries.on[0]: \"5xx\" retries a POST route; a route accepting POST may retry only on connect-failure or refused-stream (the backend never saw the request)",
+                "routes[1].retries.per_try_timeout: is 2s; must be below the route's timeout (2s), or one try uses the whole request's time",
+                "routes[2].rewrite: \"/v2/\" ends with \"/\" and path \"/feed\" does not: \"/feed/7\" would reach the backend as \"/v2//7\"",
+                "routes[2].request_headers.add.x-api-key: \"x-api-key\" is the header this route's limits[0] counts; the backend would see a key other than the one limited",
+                "routes[2].websocket: the route does not accept GET, which a websocket handshake uses",
+            ]
+        );
+    }
+
+    #[test]
+    fn routes_on_one_path_share_one_cors_policy() {
+        let mut v = base();
+        v["routes"] = json!([
+            {"path": "/invoices", "methods": ["GET"], "cors": {"origins": ["https://app.example.com"]}},
+            {"path": "/invoices", "methods": ["PUT"]},
+            {"path": "/invoices", "methods": ["DELETE"], "cors": {"origins": ["https://app.example.com"]}},
+        ]);
+        assert_eq!(
+            run(v).expect_err("bad"),
+            vec!["routes[1].cors: must be the same as routes[0].cors: both routes have path \"/invoices\", and a browser's preflight for a path is answered by one policy"]
+        );
+    }
+
+    #[test]
+    fn a_full_route_policy_builds_canonically() {
+        let mut v = base();
+        v["routes"] = json!([{"path": "/invoices", "methods": ["GET"], "timeout": "5s",
+            "retries": {"attempts": 2, "on": ["reset", "connect-failure", "5xx"], "per_try_timeout": "2s"},
+            "rewrite": "/v2/invoices",
+            "request_headers": {"add": {"x-team": "billing"}, "remove": ["x-debug"]},
+            "response_headers": {"add": {"cache-control": "no-store"}, "remove": ["server"]},
+            "cors": {"origins": ["https://app.example.com"], "methods": ["GET"], "headers": ["x-api-key"],
+                     "max_age": "10m", "credentials": false},
+            "websocket": false}]);
+        let e = run(v).expect("valid");
+        let r = &e.routes[0];
+        assert_eq!(r.retries.as_ref().expect("retries").on, ["5xx", "connect-failure", "reset"]);
+        assert_eq!(r.rewrite.as_deref(), Some("/v2/invoices"));
+        // The typed entry round-trips through the same checks (the reconciler's re-check).
+        assert_eq!(crate::check::check_entry(&e, &Policy::new("api.example.com", false)), Ok(()));
     }
 }

@@ -2,8 +2,8 @@
 //! `path_config_source` files, so the rendered resources go into `static_resources`).
 
 use gateway_render::contract::{
-    GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
-    RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN,
+    CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
+    LOCAL_RATE_LIMIT_FILTER, RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN,
 };
 use gateway_render::Rendered;
 use serde_json::{json, Value};
@@ -39,6 +39,8 @@ pub fn gateway_bootstrap(rendered: &Rendered, listen_port: u16, admin_port: u16)
                 "@type": "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
                 "abort": { "http_status": 503, "percentage": { "numerator": 0, "denominator": "HUNDRED" } },
                 "abort_percent_runtime": KILL_SWITCH_RUNTIME_KEY } },
+            { "name": CORS_FILTER, "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors" } },
             { "name": LOCAL_RATE_LIMIT_FILTER, "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
                 "stat_prefix": "burst" } },

@@ -1,0 +1,62 @@
+import { checkEntry } from '../lib/entry-checks';
+import { quote } from '../lib/entry-checks/report';
+import { grpcRetryConditionsAllowed } from '../lib/entry-checks/route-policy';
+
+/**
+ * Route-policy checks of the construct beyond the differential corpus (infra/test/entry-corpus.json,
+ * which holds every message to the Rust checks): the operators' bounds as options, the gRPC hook,
+ * and a full policy passing.
+ */
+const options = { baseDomain: 'api.example.com' };
+
+function messages(value: unknown, opts: Parameters<typeof checkEntry>[1] = options): string[] {
+  return checkEntry(value, opts).map((p) => `${p.field}: ${p.reason}`);
+}
+
+function entry(route: Record<string, unknown>): Record<string, unknown> {
+  return {
+    team: 'billing', service: 'invoices-api', host: 'invoices',
+    backend: 'https://invoices.internal.example:8443', routes: [{ path: '/invoices', methods: ['GET'], ...route }],
+  };
+}
+
+test('operator bounds come from the options', () => {
+  const e = entry({ timeout: '90s', retries: { attempts: 5, on: ['5xx'] } });
+  expect(messages(e)).toEqual([
+    "routes[0].timeout: is 90s; at most 60s (the operators' maximum route timeout)",
+    "routes[0].retries.attempts: is 5; at most 3 (the operators' maximum retry attempts)",
+  ]);
+  expect(messages(e, { ...options, maxRouteTimeoutMs: 120_000, maxRetryAttempts: 5 })).toEqual([]);
+});
+
+test('gRPC statuses need protocol grpc, and there they may retry a POST route', () => {
+  expect(grpcRetryConditionsAllowed({ protocol: 'grpc' })).toBe(true);
+  expect(grpcRetryConditionsAllowed({ protocol: 'http2' })).toBe(false);
+  expect(grpcRetryConditionsAllowed({})).toBe(false);
+  expect(messages(entry({ retries: { attempts: 1, on: ['resource-exhausted'] } }))).toEqual([
+    'routes[0].retries.on[0]: "resource-exhausted" is a gRPC status; it needs protocol: "grpc" on the entry',
+  ]);
+  const grpc = (route: Record<string, unknown>) => ({ ...entry(route), protocol: 'grpc' });
+  // gRPC calls are POSTs: the statuses are allowed there, HTTP's 5xx still is not.
+  expect(messages(grpc({ methods: ['POST'], retries: { attempts: 2, on: ['unavailable', 'deadline-exceeded'] } }))).toEqual([]);
+  expect(messages(grpc({ methods: ['POST'], retries: { attempts: 2, on: ['unavailable', '5xx'] } }))).toEqual([
+    'routes[0].retries.on[1]: "5xx" retries a POST route; a route accepting POST may retry only on connect-failure or refused-stream (the backend never saw the request)',
+  ]);
+});
+
+test('values are quoted as the Rust checks quote them', () => {
+  expect(quote('a"b\\c\r\n\té\u2028')).toBe('"a\\"b\\\\c\\r\\n\\t\\u{e9}\\u{2028}"');
+  expect(quote('x'.repeat(70))).toBe(`"${'x'.repeat(64)}"…`);
+});
+
+test('a full route policy passes', () => {
+  expect(messages(entry({
+    timeout: '5s',
+    retries: { attempts: 2, on: ['connect-failure', 'reset', '5xx'], per_try_timeout: '2s' },
+    rewrite: '/v2/invoices',
+    request_headers: { add: { 'x-team': 'billing' }, remove: ['x-debug'] },
+    response_headers: { add: { 'cache-control': 'no-store' }, remove: ['server'] },
+    cors: { origins: ['https://app.example.com'], methods: ['GET'], headers: ['x-api-key'], max_age: '10m', credentials: false },
+    websocket: false,
+  }))).toEqual([]);
+});

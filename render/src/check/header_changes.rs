@@ -1,0 +1,279 @@
+//! `request_headers` / `response_headers`: headers a route sets or removes
+//! (docs/design.md#route-policy). Names and values are checked as headers (a CR or LF in a value
+//! would end the header, a pseudo-header is Envoy's own), and the headers the gateway itself
+//! vouches for are off limits: the Host the backend is addressed by, the forwarding and request-id
+//! headers backends and logs trust, Envoy's own `x-envoy-` headers, and the connection's framing.
+
+use super::fields::{object, reject_unknown, string};
+use super::report::{child, describe, index, quote, Problems};
+use crate::entry::HeaderChanges;
+use serde_json::Value;
+
+/// Headers one of `add` or `remove` may list.
+pub const MAX_HEADER_CHANGES: usize = 16;
+/// Longest value a route may set.
+pub const MAX_HEADER_VALUE_BYTES: usize = 1024;
+/// Longest header name a route may set, remove, or allow in CORS.
+pub const MAX_CHANGED_HEADER_NAME_LEN: usize = 128;
+
+const CHANGES_FIELDS: [&str; 2] = ["add", "remove"];
+
+/// Which way the headers travel, and for requests the headers the route's own rate limits count.
+pub(crate) enum Direction<'a> {
+    /// `(limit index, header)` of every per-header limit of the route.
+    Request {
+        limit_keys: &'a [(usize, String)],
+    },
+    Response,
+}
+
+pub(crate) fn header_changes(
+    v: &Value,
+    field: &str,
+    direction: &Direction<'_>,
+    problems: &mut Problems,
+) -> Option<HeaderChanges> {
+    let map = object(v, field, "header changes", problems)?;
+    let before = problems.0.len();
+    reject_unknown(map, field, &CHANGES_FIELDS, problems);
+    let mut out = HeaderChanges::default();
+    if let Some(add) = map.get("add") {
+        let add_field = child(field, "add");
+        if let Some(headers) = object(add, &add_field, "headers and their values", problems) {
+            if headers.len() > MAX_HEADER_CHANGES {
+                problems.push(
+                    &add_field,
+                    format!(
+                        "has {} headers; at most {MAX_HEADER_CHANGES}",
+                        headers.len()
+                    ),
+                );
+            }
+            for (name, value) in headers {
+                let at = child(&add_field, name);
+                if let Err(reason) = check_changed_header(name, direction) {
+                    problems.push(&at, reason);
+                    continue;
+                }
+                let Some(value) = string(value, &at, problems) else {
+                    continue;
+                };
+                match check_header_value(value) {
+                    Ok(()) => {
+                        out.add.insert(name.clone(), value.to_string());
+                    }
+                    Err(reason) => problems.push(&at, reason),
+                }
+            }
+        }
+    }
+    if let Some(remove) = map.get("remove") {
+        let remove_field = child(field, "remove");
+        match remove {
+            Value::Array(items) => {
+                if items.len() > MAX_HEADER_CHANGES {
+                    problems.push(
+                        &remove_field,
+                        format!("has {} headers; at most {MAX_HEADER_CHANGES}", items.len()),
+                    );
+                }
+                let mut seen: Vec<(&str, usize)> = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let at = index(&remove_field, i);
+                    let Value::String(name) = item else {
+                        problems.push(
+                            at,
+                            format!("expected a header name (a string), got {}", describe(item)),
+                        );
+                        continue;
+                    };
+                    if let Err(reason) = check_changed_header(name, direction) {
+                        problems.push(at, reason);
+                    } else if let Some((_, first)) = seen.iter().find(|(s, _)| *s == name.as_str())
+                    {
+                        problems.push(
+                            at,
+                            format!(
+                                "{} is listed twice (also {})",
+                                quote(name),
+                                index(&remove_field, *first)
+                            ),
+                        );
+                    } else if out.add.contains_key(name.as_str()) {
+                        problems.push(
+                            at,
+                            format!(
+                                "{} is also in add; a header is either set or removed",
+                                quote(name)
+                            ),
+                        );
+                    } else {
+                        seen.push((name, i));
+                    }
+                }
+                out.remove = seen.into_iter().map(|(s, _)| s.to_string()).collect();
+                out.remove.sort();
+            }
+            other => problems.push(
+                &remove_field,
+                format!("expected a list of header names, got {}", describe(other)),
+            ),
+        }
+    }
+    (problems.0.len() == before).then_some(out)
+}
+
+/// A lowercase RFC 9110 token: the shape of every header name an entry writes.
+pub fn check_header_token(h: &str) -> Result<(), String> {
+    if h.is_empty() {
+        return Err("must not be empty; name a header such as \"x-team\"".into());
+    }
+    if h.starts_with(':') {
+        return Err(format!(
+            "{} is an HTTP/2 pseudo-header; Envoy sets those itself",
+            quote(h)
+        ));
+    }
+    if let Some(c) = h
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c)))
+    {
+        return Err(format!(
+            "character {} is not allowed in a header name (RFC 9110 token characters only)",
+            quote(&c.to_string())
+        ));
+    }
+    if h.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(format!(
+            "{} must be lowercase: write {}",
+            quote(h),
+            quote(&h.to_ascii_lowercase())
+        ));
+    }
+    if h.len() > MAX_CHANGED_HEADER_NAME_LEN {
+        return Err(format!(
+            "is {} characters long; at most {MAX_CHANGED_HEADER_NAME_LEN}",
+            h.len()
+        ));
+    }
+    Ok(())
+}
+
+/// A header a route may set or remove in `direction`.
+pub(crate) fn check_changed_header(h: &str, direction: &Direction<'_>) -> Result<(), String> {
+    check_header_token(h)?;
+    let why = match h {
+        "host" => Some("it carries the backend's name (the client's is in x-forwarded-host)"),
+        "x-request-id" => Some("it ties the access log to the backend's logs"),
+        "forwarded" => Some("backends trust the forwarding headers it writes"),
+        _ if h.starts_with("x-forwarded-") => {
+            Some("backends trust the forwarding headers it writes")
+        }
+        _ if h.starts_with("x-envoy-") => Some("Envoy reads and writes x-envoy- headers itself"),
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "te"
+        | "trailer" | "upgrade" | "content-length" => {
+            Some("it frames the connection or the message, which Envoy manages")
+        }
+        _ => None,
+    };
+    if let Some(why) = why {
+        return Err(format!("{} is the gateway's to set: {why}", quote(h)));
+    }
+    if let Direction::Request { limit_keys } = direction {
+        if let Some((i, _)) = limit_keys.iter().find(|(_, k)| k == h) {
+            return Err(format!(
+                "{} is the header this route's limits[{i}] counts; the backend would see a key other than the one limited",
+                quote(h)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A value a route sets: visible ASCII with inner spaces or tabs. The value is not quoted back:
+/// it may be a token.
+pub fn check_header_value(v: &str) -> Result<(), String> {
+    if v.is_empty() {
+        return Err("must not be empty; list the header in remove to drop it".into());
+    }
+    if v.len() > MAX_HEADER_VALUE_BYTES {
+        return Err(format!(
+            "the value is {} bytes long; at most {MAX_HEADER_VALUE_BYTES}",
+            v.len()
+        ));
+    }
+    if v.contains(['\r', '\n', '\0']) {
+        return Err(
+            "CR, LF and NUL are not allowed in a header value (they would end the header)".into(),
+        );
+    }
+    if v.chars()
+        .any(|c| !(c == ' ' || c == '\t' || c.is_ascii_graphic()))
+    {
+        return Err("only visible ASCII, spaces and tabs are allowed in a header value".into());
+    }
+    if v.starts_with([' ', '\t']) || v.ends_with([' ', '\t']) {
+        return Err("the value must not start or end with a space or tab".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(v: Value, direction: &Direction<'_>) -> Result<HeaderChanges, Vec<String>> {
+        let mut p = Problems::default();
+        header_changes(&v, "routes[0].request_headers", direction, &mut p)
+            .ok_or_else(|| p.0.iter().map(|p| p.to_string()).collect())
+    }
+
+    #[test]
+    fn hostile_names_and_values() {
+        let keys = [(1, "x-api-key".to_string())];
+        let req = Direction::Request { limit_keys: &keys };
+        let errs = run(
+            json!({"add": {"x-team": "billing", "host": "evil", ":authority": "evil", "x-envoy-retry-on": "5xx",
+                           "x-forwarded-for": "1.2.3.4", "X-Big": "a", "x-crlf": "a\r\nx-injected: 1", "x-api-key": "k",
+                           "x-request-id": "1", "x-sp": " a", "x-empty": "", "transfer-encoding": "chunked"},
+                   "remove": ["x-debug", "x-debug", "x-team", "te"]}),
+            &req,
+        )
+        .expect_err("hostile");
+        assert_eq!(
+            errs,
+            vec![
+                "routes[0].request_headers.add[\":authority\"]: \":authority\" is an HTTP/2 pseudo-header; Envoy sets those itself",
+                "routes[0].request_headers.add.X-Big: \"X-Big\" must be lowercase: write \"x-big\"",
+                "routes[0].request_headers.add.host: \"host\" is the gateway's to set: it carries the backend's name (the client's is in x-forwarded-host)",
+                "routes[0].request_headers.add.transfer-encoding: \"transfer-encoding\" is the gateway's to set: it frames the connection or the message, which Envoy manages",
+                "routes[0].request_headers.add.x-api-key: \"x-api-key\" is the header this route's limits[1] counts; the backend would see a key other than the one limited",
+                "routes[0].request_headers.add.x-crlf: CR, LF and NUL are not allowed in a header value (they would end the header)",
+                "routes[0].request_headers.add.x-empty: must not be empty; list the header in remove to drop it",
+                "routes[0].request_headers.add.x-envoy-retry-on: \"x-envoy-retry-on\" is the gateway's to set: Envoy reads and writes x-envoy- headers itself",
+                "routes[0].request_headers.add.x-forwarded-for: \"x-forwarded-for\" is the gateway's to set: backends trust the forwarding headers it writes",
+                "routes[0].request_headers.add.x-request-id: \"x-request-id\" is the gateway's to set: it ties the access log to the backend's logs",
+                "routes[0].request_headers.add.x-sp: the value must not start or end with a space or tab",
+                "routes[0].request_headers.remove[1]: \"x-debug\" is listed twice (also routes[0].request_headers.remove[0])",
+                "routes[0].request_headers.remove[2]: \"x-team\" is also in add; a header is either set or removed",
+                "routes[0].request_headers.remove[3]: \"te\" is the gateway's to set: it frames the connection or the message, which Envoy manages",
+            ]
+        );
+        // A response may carry the header a request limit counts.
+        assert!(run(json!({"add": {"x-api-key": "k"}}), &Direction::Response).is_ok());
+    }
+
+    #[test]
+    fn bounded() {
+        let many: serde_json::Map<String, Value> =
+            (0..17).map(|i| (format!("x-h{i}"), json!("v"))).collect();
+        assert_eq!(
+            run(json!({"add": many}), &Direction::Response).expect_err("many")[0],
+            "routes[0].request_headers.add: has 17 headers; at most 16"
+        );
+        assert!(check_header_value(&"a".repeat(1025)).is_err());
+        assert!(check_header_value("caf\u{e9}").is_err());
+        assert!(check_header_value("%DOWNSTREAM_REMOTE_ADDRESS%").is_ok());
+    }
+}

@@ -1,0 +1,412 @@
+//! Route policy end to end through the real Envoy in the production shape (the production
+//! bootstrap with its filter chain, admin on a Unix socket, rendered routes in watched
+//! directories): timeouts, retries, the prefix rewrite, header changes both ways, CORS and
+//! websockets (docs/design.md#route-policy). The entry goes through the registration checks
+//! first, as the register function would take it.
+//!
+//! One Envoy and one backend serve every case (each case has its own paths, so none sees
+//! another's traffic); each case runs even when an earlier one fails, and the test fails naming
+//! every case that did.
+
+use gateway_bootstrap::{gateway_bootstrap, proxy_args, AdminAddress, BootstrapParams};
+use gateway_render::check::{check_entry_value, Policy};
+use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE};
+use gateway_render::{render, RenderConfig};
+use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
+use gateway_testkit::http::{self, Response};
+use gateway_testkit::policy_backend::{
+    frame, read_frame, websocket_accept, PolicyBackend, SLOW_ANSWER,
+};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const DOMAIN: &str = "api.example.com";
+const HOST: &str = "policy.api.example.com";
+
+fn entry_doc(backend: &str) -> Value {
+    json!({
+        "team": "billing", "service": "policy", "host": "policy", "backend": backend,
+        "routes": [
+            { "path": "/slow-short", "methods": ["GET"], "timeout": "500ms" },
+            { "path": "/slow-default", "methods": ["GET"] },
+            { "path": "/flaky-retried", "methods": ["GET"],
+              "retries": { "attempts": 2, "on": ["5xx"], "per_try_timeout": "2s" } },
+            { "path": "/flaky-bare", "methods": ["GET"] },
+            { "path": "/invoices", "methods": ["GET"], "rewrite": "/v2/invoices" },
+            { "path": "/headers", "methods": ["GET"],
+              "request_headers": { "add": { "x-team": "billing", "x-percent": "100% %UPSTREAM_HOST%" },
+                                   "remove": ["x-debug"] },
+              "response_headers": { "add": { "cache-control": "no-store" },
+                                    "remove": ["server", "x-backend-secret"] } },
+            { "path": "/cors", "methods": ["GET"],
+              "cors": { "origins": ["https://app.example.com", "https://*.corp.example.com"],
+                        "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m" } },
+            { "path": "/ws", "methods": ["GET"], "websocket": true },
+            { "path": "/no-ws", "methods": ["GET"] }
+        ]
+    })
+}
+
+struct Stack {
+    envoy: EnvoyProcess,
+    backend: PolicyBackend,
+    _dir: tempfile::TempDir,
+}
+
+impl Stack {
+    fn start() -> Stack {
+        let backend = PolicyBackend::start();
+        let entry = check_entry_value(&entry_doc(&backend.url()), &Policy::new(DOMAIN, true))
+            .unwrap_or_else(|r| panic!("the test entry is refused:\n{r}"));
+        let rendered = render(&[entry], &RenderConfig::new(DOMAIN)).expect("renders");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
+        std::fs::create_dir_all(&cds).expect("cds dir");
+        std::fs::create_dir_all(&rds).expect("rds dir");
+        std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
+        std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
+        let socket = dir.path().join("admin.sock");
+        // Nothing listens here: the global limiter fails open, as production's does when down.
+        let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, gateway_testkit::free_port()));
+        let envoy = EnvoyProcess::start_with_admin_socket(
+            &socket,
+            |ports: EnvoyPorts| {
+                let mut params = BootstrapParams::production();
+                params.clusters_dir = cds.clone();
+                params.routes_dir = rds.clone();
+                params.listen = ports.listener;
+                params.admin = AdminAddress::Unix(socket.clone());
+                params.ratelimit = ratelimit;
+                params.xff_num_trusted_hops = 0;
+                gateway_bootstrap(&params).expect("bootstrap")
+            },
+            |file: &Path| proxy_args(file, true),
+        );
+        Stack {
+            envoy,
+            backend,
+            _dir: dir,
+        }
+    }
+
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+        http::request_with_headers(self.envoy.listener_addr(), method, HOST, path, headers)
+            .unwrap_or_else(|| panic!("no answer from Envoy for {method} {path}"))
+    }
+
+    fn get(&self, path: &str) -> Response {
+        self.request("GET", path, &[])
+    }
+}
+
+fn body(r: &Response) -> Value {
+    serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", r.body))
+}
+
+/// A named case run against the shared stack.
+type Case = (&'static str, fn(&Stack));
+
+#[test]
+fn route_policy_through_real_envoy() {
+    let stack = Stack::start();
+    let cases: [Case; 7] = [
+        (
+            "a slow backend past a short timeout answers 504 in time",
+            timeout_504,
+        ),
+        (
+            "a backend failing every other request succeeds through retries",
+            retries_hide_failures,
+        ),
+        (
+            "a POST route asking to retry on 5xx is refused at registration",
+            post_retries_refused,
+        ),
+        ("the rewrite reaches the backend with the new path", rewrite),
+        ("headers are added and removed both ways", headers_both_ways),
+        (
+            "CORS preflight from an allowed origin is answered, from another not",
+            cors,
+        ),
+        (
+            "websocket upgrade passes where allowed and nowhere else",
+            websocket,
+        ),
+    ];
+    let failed: Vec<&str> = cases
+        .iter()
+        .filter_map(|(name, case)| {
+            eprintln!("case: {name}");
+            catch_unwind(AssertUnwindSafe(|| case(&stack)))
+                .err()
+                .map(|_| *name)
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "failed cases (panics above):\n  {}",
+        failed.join("\n  ")
+    );
+}
+
+fn timeout_504(stack: &Stack) {
+    let started = Instant::now();
+    let r = stack.get("/slow-short/1");
+    let waited = started.elapsed();
+    assert_eq!(r.status, 504, "{}", r.body);
+    // The backend answers after 3 s; a 504 before that is the route's 500 ms timeout firing, not
+    // the backend's answer or the default 15 s.
+    assert!(waited < SLOW_ANSWER, "504 after {waited:?}");
+    // The same backend without a route timeout does answer (the default is 15 s): the 504 above
+    // came from the route's own timeout.
+    let r = stack.get("/slow-default/1");
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+fn retries_hide_failures(stack: &Stack) {
+    let retried: Vec<u16> = (0..10)
+        .map(|i| stack.get(&format!("/flaky-retried/{i}")).status)
+        .collect();
+    assert_eq!(
+        retried,
+        vec![200; 10],
+        "every request succeeds through one retry"
+    );
+    let tries = stack.backend.seen_under("/flaky-retried").len();
+    assert_eq!(tries, 20, "each request took a failed try and a retry");
+    let bare: Vec<u16> = (0..10)
+        .map(|i| stack.get(&format!("/flaky-bare/{i}")).status)
+        .collect();
+    assert_eq!(
+        bare.iter().filter(|s| **s == 503).count(),
+        5,
+        "without retries every other request fails: {bare:?}"
+    );
+}
+
+fn post_retries_refused(stack: &Stack) {
+    let mut doc = entry_doc(&stack.backend.url());
+    doc["routes"] = json!([{ "path": "/orders", "methods": ["POST"],
+                             "retries": { "attempts": 2, "on": ["connect-failure", "5xx"] } }]);
+    let r = check_entry_value(&doc, &Policy::new(DOMAIN, true)).expect_err("refused");
+    assert_eq!(
+        r.to_string(),
+        "routes[0].retries.on[1]: \"5xx\" retries a POST route; a route accepting POST may retry only on connect-failure or refused-stream (the backend never saw the request)"
+    );
+}
+
+fn rewrite(stack: &Stack) {
+    for (asked, arrives) in [
+        ("/invoices/7", "/v2/invoices/7"),
+        ("/invoices", "/v2/invoices"),
+        ("/invoices/7?expand=lines", "/v2/invoices/7?expand=lines"),
+    ] {
+        let r = stack.get(asked);
+        assert_eq!(r.status, 200, "{asked}: {}", r.body);
+        assert_eq!(body(&r)["path"], arrives, "{asked}");
+    }
+    let r = stack.get("/invoicesX/7");
+    assert_eq!(
+        r.status, 404,
+        "the rewrite applies to whole segments only: {}",
+        r.body
+    );
+}
+
+fn headers_both_ways(stack: &Stack) {
+    let r = stack.request(
+        "GET",
+        "/headers/1",
+        &[("x-debug", "1"), ("x-team", "spoofed")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = &body(&r)["headers"];
+    assert_eq!(
+        seen["x-team"], "billing",
+        "set, overwriting the client's: {seen}"
+    );
+    assert_eq!(
+        seen["x-percent"], "100% %UPSTREAM_HOST%",
+        "a % arrives as written: {seen}"
+    );
+    assert!(
+        seen.get("x-debug").is_none(),
+        "removed before the backend: {seen}"
+    );
+    assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    assert_eq!(
+        r.header("x-backend-secret"),
+        None,
+        "removed from the response: {}",
+        r.head
+    );
+    assert_eq!(r.header("x-backend-kept"), Some("yes"), "{}", r.head);
+    assert_eq!(r.header("server"), None, "the backend's server header removed, none added: {}", r.head);
+    // A route without header changes passes both ways untouched.
+    let r = stack.request("GET", "/invoices/1", &[("x-debug", "1")]);
+    assert_eq!(body(&r)["headers"]["x-debug"], "1");
+    assert_eq!(r.header("x-backend-secret"), Some("internal-build-42"));
+    assert_eq!(r.header("server"), Some("policy-backend"), "{}", r.head);
+}
+
+fn cors(stack: &Stack) {
+    let preflight = |origin: &str| {
+        stack.request(
+            "OPTIONS",
+            "/cors/items",
+            &[
+                ("origin", origin),
+                ("access-control-request-method", "GET"),
+                ("access-control-request-headers", "x-api-key"),
+            ],
+        )
+    };
+    for origin in ["https://app.example.com", "https://a.b.corp.example.com"] {
+        let r = preflight(origin);
+        assert_eq!(r.status, 200, "{origin}: {}", r.head);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some(origin),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-allow-methods"),
+            Some("GET"),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-allow-headers"),
+            Some("x-api-key"),
+            "{}",
+            r.head
+        );
+        assert_eq!(
+            r.header("access-control-max-age"),
+            Some("600"),
+            "{}",
+            r.head
+        );
+    }
+    for origin in [
+        "https://evil.example",
+        "https://corp.example.com",
+        "https://app.example.com.evil.example",
+    ] {
+        // Answered by Envoy without access-control-allow-origin: the browser's refusal.
+        let r = preflight(origin);
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            None,
+            "{origin}: {}",
+            r.head
+        );
+    }
+    assert!(
+        stack
+            .backend
+            .seen_under("/cors")
+            .iter()
+            .all(|s| s.method != "OPTIONS"),
+        "no preflight reaches the backend"
+    );
+    // The request itself carries the allow-origin header for an allowed origin only.
+    let r = stack.request(
+        "GET",
+        "/cors/items",
+        &[("origin", "https://app.example.com")],
+    );
+    assert_eq!(
+        (r.status, r.header("access-control-allow-origin")),
+        (200, Some("https://app.example.com"))
+    );
+    let r = stack.request("GET", "/cors/items", &[("origin", "https://evil.example")]);
+    assert_eq!(
+        (r.status, r.header("access-control-allow-origin")),
+        (200, None)
+    );
+    // A route without a policy answers no preflight.
+    let r = stack.request(
+        "OPTIONS",
+        "/invoices/1",
+        &[
+            ("origin", "https://app.example.com"),
+            ("access-control-request-method", "GET"),
+        ],
+    );
+    assert_eq!(r.header("access-control-allow-origin"), None, "{}", r.head);
+}
+
+/// Sends a websocket handshake for `path`; the status line's code and, on 101, the stream.
+fn upgrade(stack: &Stack, path: &str) -> (u16, String, TcpStream) {
+    let mut s = TcpStream::connect(stack.envoy.listener_addr()).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let key = "dGhlIHNhbXBsZSBub25jZQ==";
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    .expect("handshake");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head, s)
+}
+
+fn websocket(stack: &Stack) {
+    let (status, head, mut s) = upgrade(stack, "/ws/chat");
+    assert_eq!(status, 101, "{head}");
+    let accept = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("sec-websocket-accept"))
+        })
+        .map(|(_, v)| v.trim().to_string());
+    assert_eq!(
+        accept,
+        Some(websocket_accept("dGhlIHNhbXBsZSBub25jZQ==")),
+        "{head}"
+    );
+    s.write_all(&frame(0x1, b"hello through envoy", Some([9, 8, 7, 6])))
+        .expect("frame");
+    assert_eq!(
+        read_frame(&mut s),
+        Some((0x1, b"hello through envoy".to_vec())),
+        "echoed through the tunnel"
+    );
+    s.write_all(&frame(0x8, &[], Some([1, 2, 3, 4])))
+        .expect("close");
+
+    let (status, head, _) = upgrade(stack, "/no-ws/chat");
+    assert_ne!(status, 101, "{head}");
+    assert_eq!(
+        status, 403,
+        "Envoy refuses an upgrade the route does not allow: {head}"
+    );
+    assert!(
+        stack
+            .backend
+            .seen_under("/no-ws")
+            .iter()
+            .all(|s| !s.headers.contains_key("upgrade")),
+        "no upgrade request reaches the backend"
+    );
+}
