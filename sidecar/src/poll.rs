@@ -156,11 +156,18 @@ impl<M: MetricsSink> Sidecar<M> {
         let hash = verified.bundle.hash.clone();
         match self.target.deliver(&verified.bundle).await {
             Ok(delivered) => {
+                let delivered_at = now();
+                // S3's clock and ours differ by little; a bundle that seems to come from the
+                // future counts as no lag.
+                let lag_seconds = verified
+                    .last_modified
+                    .map(|published| delivered_at.saturating_sub(published));
                 let state = LiveState {
                     version_id: verified.version_id.clone(),
                     etag: verified.etag.clone(),
                     hash: hash.clone(),
-                    delivered_at: now(),
+                    delivered_at,
+                    lag_seconds,
                 };
                 if let Some(path) = &self.state_file {
                     // The files are live whether or not this write works; a missing state file
@@ -176,6 +183,9 @@ impl<M: MetricsSink> Sidecar<M> {
                     status.rejected_version = None;
                 }
                 self.etag = Some(verified.etag);
+                if let Some(lag) = lag_seconds {
+                    self.emit(Metric::DeliveryLagSeconds, lag as f64).await;
+                }
                 Ok(Outcome::Delivered {
                     version_id: verified.version_id,
                     hash,
