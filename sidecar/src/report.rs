@@ -10,8 +10,9 @@ use gateway_functions::registry::{ProxyReport, ProxyTable};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// One row write, whatever the SDK's own retries would do.
-pub const REPORT_TIMEOUT: Duration = Duration::from_secs(5);
+/// One row write, whatever the SDK's own retries would do (shorter than one SDK attempt's 5 s,
+/// so a hung connection always ends here).
+pub const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often the task looks for a new delivery to report.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// After a failed write, wait at least this long before the next try.
