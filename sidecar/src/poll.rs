@@ -40,6 +40,9 @@ pub struct Sidecar<M> {
     limiter_seen: Option<u64>,
     /// `--once`: deliver and confirm even a version the state file says is live.
     confirm: bool,
+    /// When this sidecar started (unix seconds): a bundle published before it is delivered at
+    /// start-up, which says nothing about delivery lag.
+    started_at: u64,
 }
 
 impl<M: MetricsSink> Sidecar<M> {
@@ -70,6 +73,7 @@ impl<M: MetricsSink> Sidecar<M> {
             etag,
             limiter_seen: None,
             confirm: false,
+            started_at: now(),
         }
     }
 
@@ -157,10 +161,12 @@ impl<M: MetricsSink> Sidecar<M> {
         match self.target.deliver(&verified.bundle).await {
             Ok(delivered) => {
                 let delivered_at = now();
-                // S3's clock and ours differ by little; a bundle that seems to come from the
-                // future counts as no lag.
+                // Lag is measured for bundles published while this sidecar runs (a new task's
+                // first delivery of an older bundle is not lag). S3's clock and ours differ by
+                // little; a bundle that seems to come from the future counts as no lag.
                 let lag_seconds = verified
                     .last_modified
+                    .filter(|published| *published >= self.started_at)
                     .map(|published| delivered_at.saturating_sub(published));
                 let state = LiveState {
                     version_id: verified.version_id.clone(),
