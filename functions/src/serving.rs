@@ -153,3 +153,113 @@ async fn serves_same<S: ConfigStore + Sync>(
         None => Err(format!("serves bundle {} without {id}", proxy.hash)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BundleHead, BundleVersion, PutBundle, StoreError};
+
+    /// A bucket that holds nothing: what `live_on` decides without reading a bundle.
+    struct Empty;
+
+    impl ConfigStore for Empty {
+        async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
+            Ok(None)
+        }
+        async fn head_version(&self, v: &str) -> Result<BundleHead, StoreError> {
+            Err(StoreError::NotFound(v.into()))
+        }
+        async fn get_version(&self, v: &str) -> Result<Vec<u8>, StoreError> {
+            Err(StoreError::NotFound(v.into()))
+        }
+        async fn put_bundle(&self, _: PutBundle<'_>) -> Result<String, StoreError> {
+            Err(StoreError::Aws("read-only".into()))
+        }
+        async fn keep_failed(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+            Err(StoreError::Aws("read-only".into()))
+        }
+        async fn list_versions(&self, _: usize) -> Result<Vec<BundleVersion>, StoreError> {
+            Ok(vec![])
+        }
+        async fn restore_version(&self, v: &str, _: &str) -> Result<String, StoreError> {
+            Err(StoreError::NotFound(v.into()))
+        }
+    }
+
+    fn proxy(id: &str, hash: &str, version: &str) -> ProxyReport {
+        ProxyReport {
+            proxy_id: id.into(),
+            hash: hash.into(),
+            version_id: version.into(),
+            delivered_at: 1,
+            lag_seconds: None,
+            reported_at: 2,
+            expires_at: 100,
+        }
+    }
+
+    fn published(version: &str, hash: &str) -> EntryStatus {
+        EntryStatus {
+            id: "billing/invoices".into(),
+            revision_published: Some(3),
+            version_id: Some(version.into()),
+            hash: Some(hash.into()),
+            published_at: Some(1),
+            quarantine: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_publishing_hash_counts_without_reading_a_bundle() {
+        let mut cache = BundleCache::new(&Empty);
+        let on = live_on(
+            &mut cache,
+            "billing/invoices",
+            &published("v1", "sha256:a"),
+            &[proxy("p2", "sha256:a", "v1"), proxy("p1", "sha256:a", "v1")],
+        )
+        .await;
+        assert_eq!(on.summary(), "live on 2 of 2 proxies");
+        assert!(on.everywhere());
+        assert_eq!(on.proxies[0].proxy.proxy_id, "p1", "sorted by proxy id");
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_bundle_or_no_publish_is_not_live_and_says_why() {
+        let mut cache = BundleCache::new(&Empty);
+        let on = live_on(
+            &mut cache,
+            "billing/invoices",
+            &published("v1", "sha256:a"),
+            &[proxy("p1", "sha256:b", "v2")],
+        )
+        .await;
+        assert_eq!(on.summary(), "live on 0 of 1 proxies");
+        let why = on.proxies[0].why.as_deref().unwrap_or_default();
+        assert!(why.contains("reading bundle version v1"), "{why}");
+
+        let never = EntryStatus {
+            id: "billing/invoices".into(),
+            ..EntryStatus::default()
+        };
+        let on = live_on(
+            &mut cache,
+            "billing/invoices",
+            &never,
+            &[proxy("p1", "sha256:a", "v1")],
+        )
+        .await;
+        assert!(!on.everywhere());
+        assert!(on.proxies[0]
+            .why
+            .as_deref()
+            .unwrap_or_default()
+            .contains("never been published"));
+    }
+
+    #[test]
+    fn nobody_reporting_is_not_everywhere() {
+        assert!(!LiveOn::default().everywhere());
+        assert_eq!(LiveOn::default().summary(), "live on 0 of 0 proxies");
+    }
+}

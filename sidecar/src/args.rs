@@ -69,6 +69,9 @@ pub struct Args {
     pub report_ttl: u64,
 }
 
+/// Longest `--report-ttl` accepted.
+pub const MAX_REPORT_TTL_SECONDS: u64 = 3600;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
     Envoy {
@@ -200,6 +203,14 @@ impl Args {
         if self.report_interval == 0 {
             return Err(usage("--report-interval must be at least 1 second".into()));
         }
+        // A report that counts for hours would keep a dead proxy in every "live on N of M" and
+        // hold up `waitFor: serving` deploys for as long.
+        if self.report_ttl > MAX_REPORT_TTL_SECONDS {
+            return Err(usage(format!(
+                "--report-ttl ({}) is more than {MAX_REPORT_TTL_SECONDS} seconds: a silent proxy would count for that long",
+                self.report_ttl
+            )));
+        }
         if self.report_ttl <= self.report_interval {
             return Err(usage(format!(
                 "--report-ttl ({}) must be more than --report-interval ({}): a proxy would age out between its reports",
@@ -283,6 +294,8 @@ mod tests {
         assert!(rl.report.is_none());
         let err = with(&["--table", "t", "--proxy-id", "p", "--report-ttl", "30"]).expect_err("ttl");
         assert!(err.to_string().contains("--report-ttl"), "{err}");
+        let err = with(&["--table", "t", "--proxy-id", "p", "--report-ttl", "86400"]).expect_err("ttl");
+        assert!(err.to_string().contains("more than 3600"), "{err}");
         let err = with(&["--table", "t", "--proxy-id", "a b"]).expect_err("id");
         assert!(err.to_string().contains("--proxy-id"), "{err}");
     }

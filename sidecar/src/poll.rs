@@ -45,7 +45,7 @@ pub struct Sidecar<M> {
     started_at: u64,
 }
 
-impl<M: MetricsSink> Sidecar<M> {
+impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
     /// A sidecar that resumes from the state file when the watched files still hold the bundle
     /// it names.
     pub fn new(
@@ -190,7 +190,11 @@ impl<M: MetricsSink> Sidecar<M> {
                 }
                 self.etag = Some(verified.etag);
                 if let Some(lag) = lag_seconds {
-                    self.emit(Metric::DeliveryLagSeconds, lag as f64).await;
+                    // In a task of its own: a slow CloudWatch never delays the next round.
+                    let metrics = self.metrics.clone();
+                    tokio::spawn(async move {
+                        emit_to(&metrics, Metric::DeliveryLagSeconds, lag as f64).await
+                    });
                 }
                 Ok(Outcome::Delivered {
                     version_id: verified.version_id,
@@ -252,13 +256,18 @@ impl<M: MetricsSink> Sidecar<M> {
     }
 
     async fn emit(&self, metric: Metric, value: f64) {
-        match tokio::time::timeout(METRICS_TIMEOUT, self.metrics.emit(&[(metric, value)])).await {
-            Ok(Ok(())) => tracing::debug!(metric = metric.name(), value, "metric emitted"),
-            Ok(Err(e)) => tracing::warn!(metric = metric.name(), error = %e, "metric not emitted"),
-            Err(_) => tracing::warn!(
-                metric = metric.name(),
-                "metric not emitted: CloudWatch timed out"
-            ),
-        }
+        emit_to(&self.metrics, metric, value).await
+    }
+}
+
+/// One datum, bounded by [`METRICS_TIMEOUT`]; a failure is logged and never an error.
+async fn emit_to<M: MetricsSink>(metrics: &M, metric: Metric, value: f64) {
+    match tokio::time::timeout(METRICS_TIMEOUT, metrics.emit(&[(metric, value)])).await {
+        Ok(Ok(())) => tracing::debug!(metric = metric.name(), value, "metric emitted"),
+        Ok(Err(e)) => tracing::warn!(metric = metric.name(), error = %e, "metric not emitted"),
+        Err(_) => tracing::warn!(
+            metric = metric.name(),
+            "metric not emitted: CloudWatch timed out"
+        ),
     }
 }

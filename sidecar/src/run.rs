@@ -68,7 +68,7 @@ pub fn proxy_table(config: &Config, sdk: &aws_config::SdkConfig) -> Option<Proxy
 /// Polls every `config.interval` until `shutdown` resolves. A round in flight at shutdown is
 /// abandoned: every file write is atomic, and every state between the steps of a delivery is
 /// one Envoy can run (the next start resumes from the files).
-pub async fn run_loop<M: MetricsSink>(
+pub async fn run_loop<M: MetricsSink + Clone + Send + Sync + 'static>(
     sidecar: Sidecar<M>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
@@ -79,7 +79,7 @@ pub async fn run_loop<M: MetricsSink>(
 /// The loop, plus (Envoy mode, given a sink) the request metrics in a task of their own, so a
 /// slow CloudWatch never delays a delivery (docs/design.md#request-metrics); and, given the
 /// table and `config.report`, the proxy reports in another (docs/design.md#proxy-reports).
-pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
+pub async fn run_loop_with<M: MetricsSink + Clone + Send + Sync + 'static, T: TrafficSink + Send + 'static>(
     mut sidecar: Sidecar<M>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
@@ -128,7 +128,7 @@ pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
 }
 
 /// `--once`: deliver the live bundle and wait for Envoy to apply it.
-pub async fn run_once<M: MetricsSink>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
+pub async fn run_once<M: MetricsSink + Clone + Send + Sync + 'static>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
     let mut sidecar = sidecar.confirming();
     match sidecar.round().await? {
         Outcome::NoBundle => Err(SidecarError::NoBundle {
