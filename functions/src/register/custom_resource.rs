@@ -401,15 +401,15 @@ async fn wait_until_serving(
                         q.stage, q.reason
                     ));
                 }
-                // A newer registration replaced it meanwhile: what this deploy asked for is
-                // no longer the entry.
-                EntryState::Pending if st.revision_published != Some(revision) => {
+                // It was published, so pending means a newer registration's revision was
+                // published since: what this deploy asked for is no longer the entry.
+                EntryState::Pending => {
                     return Err(format!(
                         "{id} revision {revision} is no longer the published revision (now {:?}); see `gatewayctl status {id}`",
                         st.revision_published
                     ));
                 }
-                _ => {
+                EntryState::Published => {
                     let now = crate::registry::proxies::unix_now();
                     match proxies.current(now).await {
                         Ok(reports) => {
