@@ -15,7 +15,7 @@ use gateway_functions::registry::{DynamoRegistry, EntryStatus, ProxyReport, Prox
 use gateway_functions::serving::{live_on, BundleCache, LiveOn};
 use gateway_functions::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::check::Policy;
-use gateway_render::{Entry, RenderConfig, Route};
+use gateway_render::{Entry, RenderConfig};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::{envoy_bin, unique_name, MotoServer};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -32,20 +32,11 @@ const ACCOUNT: &str = "123456789012";
 const REPORT_ARGS: [&str; 4] = ["--report-interval", "1", "--report-ttl", "4"];
 
 fn entry(team: &str, service: &str, paths: &[&str]) -> Entry {
-    Entry {
-        team: team.into(),
-        service: service.into(),
-        host: service.into(),
-        backend: "http://127.0.0.1:9".into(),
-        routes: paths
-            .iter()
-            .map(|p| Route {
-                path: (*p).into(),
-                methods: None,
-                limits: vec![],
-            })
-            .collect(),
-    }
+    let routes = paths
+        .iter()
+        .map(|p| common::route(p, None, vec![]))
+        .collect();
+    common::entry(team, service, service, "http://127.0.0.1:9", routes)
 }
 
 /// Table, versioned bucket and the reconciler on moto, with the real Envoy validating.
@@ -240,11 +231,9 @@ async fn proxies_report_deliveries_an_entry_is_live_on_n_of_m_and_a_silent_proxy
 
     // billing/invoices changes; only proxy a delivers it.
     let mut invoices2 = invoices.clone();
-    invoices2.routes.push(Route {
-        path: "/invoices/v2".into(),
-        methods: None,
-        limits: vec![],
-    });
+    invoices2
+        .routes
+        .push(common::route("/invoices/v2", None, vec![]));
     p.register(&invoices2).await;
     assert!(matches!(p.reconcile().await, Outcome::Published { .. }));
     let second = p.live_hash().await;
