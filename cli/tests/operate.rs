@@ -439,3 +439,78 @@ fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
     assert_eq!(p["candidate"]["kept"], "left-out");
     assert_eq!(g.json(&["history", "--json"]).as_array().expect("array").len(), versions + 1);
 }
+
+/// Writes a proxy's report as its sidecar would (docs/design.md#proxy-reports).
+fn report_proxy(g: &Gateway, id: &str, hash: &str, version_id: &str, reported_at: u64, ttl: u64) {
+    use gateway_functions::registry::{ProxyReport, ProxyTable};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let conf = g.moto.sdk_config().await;
+        let table = ProxyTable::new(gateway_functions::aws::dynamodb_client(&conf), &g.table);
+        table
+            .put(&ProxyReport {
+                proxy_id: id.into(),
+                hash: hash.into(),
+                version_id: version_id.into(),
+                delivered_at: reported_at,
+                lag_seconds: Some(2),
+                reported_at,
+                expires_at: reported_at + ttl,
+            })
+            .await
+            .expect("report written");
+    });
+}
+
+#[test]
+fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    g.ok(&["reconcile"]);
+    let first = g.json(&["status", "--json"])["live"].clone();
+    let (v1, h1) = (
+        first["version_id"].as_str().expect("version").to_string(),
+        first["hash"].as_str().expect("hash").to_string(),
+    );
+    let none = g.json(&["status", "billing/invoices", "--json"]);
+    assert_eq!(none["serving"]["reporting"], 0, "{none}");
+    assert!(g.ok(&["status", "billing/invoices"]).contains("serving:    no proxy is reporting"));
+
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices", "/receipts"])]);
+    g.ok(&["reconcile"]);
+    let second = g.json(&["status", "--json"])["live"].clone();
+    let (v2, h2) = (
+        second["version_id"].as_str().expect("version").to_string(),
+        second["hash"].as_str().expect("hash").to_string(),
+    );
+    let now = gateway_functions::registry::proxies::unix_now();
+    report_proxy(&g, "task-new", &h2, &v2, now, 300);
+    report_proxy(&g, "task-old", &h1, &v1, now, 300);
+    // Reported long ago: aged out even though the row is still stored.
+    report_proxy(&g, "task-gone", &h2, &v2, now - 1000, 300);
+
+    let one = g.json(&["status", "billing/invoices", "--json"]);
+    assert_eq!(one["serving"]["live"], 1, "{one}");
+    assert_eq!(one["serving"]["reporting"], 2, "{one}");
+    let text = g.ok(&["status", "billing/invoices"]);
+    assert!(text.contains("serving:    revision 2 live on 1 of 2 proxies"), "{text}");
+    assert!(
+        text.contains("not on task-old: serves bundle") && text.contains("another version of billing/invoices"),
+        "{text}"
+    );
+    assert!(!text.contains("task-gone"), "{text}");
+
+    let all = g.json(&["status", "--json"]);
+    let proxies = all["proxies"].as_array().expect("proxies");
+    let ids: Vec<&str> = proxies.iter().filter_map(|p| p["proxy"].as_str()).collect();
+    assert_eq!(ids, ["task-new", "task-old"], "{all}");
+    assert_eq!(proxies[0]["hash"], h2.as_str());
+    assert_eq!(proxies[0]["lag_seconds"], 2);
+    let text = g.ok(&["status"]);
+    assert!(text.contains("proxies:   2 reporting, 1 on the live bundle"), "{text}");
+    assert!(text.contains("task-old") && text.contains("(not the live bundle)"), "{text}");
+}

@@ -9,5 +9,6 @@ pub mod reconcile;
 pub mod register;
 pub mod registry;
 pub mod resolve;
+pub mod serving;
 pub mod settings;
 pub mod store;

@@ -21,12 +21,16 @@ pub enum Metric {
     /// Percent of the memory envelope the registry fills (docs/design.md#memory-envelope);
     /// alarmed at 80.
     CapacityUsed,
+    /// A sidecar's delivery time minus the delivered bundle's publish time (S3 LastModified),
+    /// in seconds, one datum per delivery (docs/design.md#proxy-reports).
+    DeliveryLagSeconds,
 }
 
 impl Metric {
     pub fn unit(self) -> StandardUnit {
         match self {
             Metric::CapacityUsed => StandardUnit::Percent,
+            Metric::DeliveryLagSeconds => StandardUnit::Seconds,
             _ => StandardUnit::Count,
         }
     }
@@ -42,6 +46,7 @@ impl Metric {
             Metric::RateLimiterErrors => "RateLimiterErrors",
             Metric::EntryQuarantined => "EntryQuarantined",
             Metric::CapacityUsed => "CapacityUsed",
+            Metric::DeliveryLagSeconds => "DeliveryLagSeconds",
         }
     }
 }
@@ -123,7 +128,7 @@ impl MetricsSink for CloudWatchMetrics {
                             .build(),
                     )
                     .value(*value)
-                    .unit(StandardUnit::Count)
+                    .unit(metric.unit())
                     .build()
             })
             .collect();

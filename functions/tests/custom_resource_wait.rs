@@ -132,25 +132,18 @@ async fn success_once_published_failed_with_the_reason_when_quarantined_or_out_o
     .await
     .expect("handled");
     assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
-    let (url, mut rx) = response_url(200).await;
-    let serving = entry("billing", "serving", "serving", &["/s"]);
-    handle(
-        &short,
-        &http,
-        ACCOUNT,
-        create(&url, "r5", &serving, Some("serving")),
-    )
-    .await
-    .expect("handled");
-    let put = rx.recv().await.expect("answered");
-    assert_eq!(put.body["Status"], "FAILED");
-    assert!(
-        put.body["Reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("WaitFor"),
-        "{}",
-        put.body
-    );
-    assert!(short.get("billing/serving").await.expect("get").is_none());
+    // An unknown value, and `serving` on a function not given the bundle bucket, are refused
+    // before anything is stored (tests/proxy_reports.rs in the sidecar has `serving` working).
+    for (value, says) in [("live", "expected \"registered\", \"published\" or \"serving\""), ("serving", "GATEWAY_BUCKET")] {
+        let (url, mut rx) = response_url(200).await;
+        let refused = entry("billing", "refused", "refused", &["/s"]);
+        handle(&short, &http, ACCOUNT, create(&url, "r5", &refused, Some(value)))
+            .await
+            .expect("handled");
+        let put = rx.recv().await.expect("answered");
+        assert_eq!(put.body["Status"], "FAILED");
+        let reason = put.body["Reason"].as_str().unwrap_or_default();
+        assert!(reason.contains("WaitFor") && reason.contains(says), "{value}: {reason}");
+        assert!(short.get("billing/refused").await.expect("get").is_none());
+    }
 }

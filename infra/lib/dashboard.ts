@@ -11,7 +11,7 @@ export interface GatewayDashboardProps {
 /**
  * One CloudWatch dashboard with the gateway's metrics next to its alarms: publishes and routes,
  * validation failures, quarantined entries (total and per team), drift, reconcile failures,
- * proxy config rejections and limiter errors; and the traffic per team and service
+ * proxy config rejections and limiter errors, delivery lag per proxy; and the traffic per team and service
  * (docs/design.md#request-metrics), through CloudWatch SEARCH because teams register at run time.
  */
 export class GatewayDashboard extends Construct {
@@ -64,6 +64,14 @@ export class GatewayDashboard extends Construct {
       graph('Drift', [sum(METRICS.configDrift)]),
       graph('Proxy config rejections and limiter errors', [sum(METRICS.proxyConfigRejected), sum(METRICS.rateLimiterErrors)]),
     );
+    const lag = (statistic: string, label: string) =>
+      new cloudwatch.Metric({
+        namespace: METRIC_NAMESPACE,
+        metricName: METRICS.deliveryLagSeconds,
+        statistic,
+        period: Duration.minutes(1),
+        label,
+      });
     this.dashboard.addWidgets(
       graph('Capacity used (% of the memory envelope; alarm at 80)', [
         new cloudwatch.Metric({
@@ -73,6 +81,15 @@ export class GatewayDashboard extends Construct {
           period: Duration.minutes(5),
         }),
       ]),
+      // One datum per proxy and delivery: the maximum is the slowest proxy, the sample count
+      // how many proxies delivered. `gatewayctl status` lists each proxy's own lag.
+      new cloudwatch.GraphWidget({
+        title: 'Delivery lag per proxy (s, publish to delivery)',
+        left: [lag(cloudwatch.Stats.MAXIMUM, 'slowest proxy'), lag(cloudwatch.Stats.AVERAGE, 'average'), lag(cloudwatch.Stats.MINIMUM, 'fastest proxy')],
+        right: [lag(cloudwatch.Stats.SAMPLE_COUNT, 'deliveries')],
+        width: 16,
+        height: 6,
+      }),
     );
     const search = (metric: string, stat: string, label: string) =>
       new cloudwatch.MathExpression({

@@ -57,9 +57,11 @@ export interface ExposeOnGatewayProps {
    * When the deploy step succeeds (docs/design.md#deploys-that-wait): `registered` once the
    * entry is stored; `published` (default) once the reconciler has published it, FAILED with
    * the stage and reason when it quarantines it or when it is not published within the register
-   * function's wait (`GATEWAY_PUBLISH_WAIT_SECONDS`, default 240 s).
+   * function's wait (`GATEWAY_PUBLISH_WAIT_SECONDS`, default 240 s); `serving` once, in
+   * addition, every proxy currently reporting (at least one) serves it, within the same wait
+   * (docs/design.md#proxy-reports).
    */
-  readonly waitFor?: 'registered' | 'published';
+  readonly waitFor?: 'registered' | 'published' | 'serving';
 }
 
 /**
@@ -73,7 +75,7 @@ export interface ExposeOnGatewayProps {
  * - `Entry`: the entry document as a JSON string. CloudFormation turns every number in custom
  *   resource properties into a string, so the entry travels as one string and keeps its types.
  * - `EntryKey`: `team/service`, for logs and for deregistering.
- * - `WaitFor`: `registered` or `published` (default), see `waitFor`.
+ * - `WaitFor`: `registered`, `published` (default) or `serving`, see `waitFor`.
  */
 export class ExposeOnGateway extends Construct {
   /** The entry sent to the register function, exactly as checked. */

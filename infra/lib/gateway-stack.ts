@@ -92,6 +92,7 @@ export class GatewayStack extends Stack {
       codePath: props.registerCodePath ?? `${repoRoot}/target/lambda/register`,
       teamAccounts: props.teamAccounts ?? [],
       key,
+      bucket: this.config.bucket,
     });
     const capacity = props.capacity ?? DEFAULT_CAPACITY;
     const upstreamCa = readUpstreamCa(props.upstreamCa);
@@ -118,6 +119,7 @@ export class GatewayStack extends Stack {
     this.proxy = new ProxyService(this, 'Proxy', {
       vpc,
       bucket: this.config.bucket,
+      table: this.registry.table,
       baseDomain: props.baseDomain,
       envoyVersion: pinned,
       repoRoot,
@@ -184,6 +186,8 @@ export class GatewayStack extends Stack {
     });
     // The sidecars poll S3 every 15 s from every task: keep that off the NAT gateways.
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
+    // Each sidecar reports what it serves to the registry table (docs/design.md#proxy-reports).
+    vpc.addGatewayEndpoint('DynamoDb', { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB });
     return vpc;
   }
 

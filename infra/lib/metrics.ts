@@ -13,6 +13,8 @@ export const METRICS = {
   entryQuarantined: 'EntryQuarantined',
   /** Percent of the memory envelope the registry fills (docs/design.md#memory-envelope). */
   capacityUsed: 'CapacityUsed',
+  /** Seconds from a bundle's publish (S3 LastModified) to a proxy's delivery; one datum per delivery. */
+  deliveryLagSeconds: 'DeliveryLagSeconds',
 } as const;
 
 /**
@@ -36,3 +38,9 @@ export const STATE_PK = 'STATE';
 export const ENTRY_PK_PREFIX = 'ENTRY#';
 /** Per-entry status rows, written only by the reconciler (docs/design.md#entry-status). */
 export const STATUS_PK_PREFIX = 'STATUS#';
+/**
+ * Proxy reports (docs/design.md#proxy-reports): one partition, `PROXIES` / `PROXY#{proxy id}`,
+ * written by the sidecars, expiring through the table's TTL attribute.
+ */
+export const PROXIES_PK = 'PROXIES';
+export const PROXY_TTL_ATTRIBUTE = 'expires_at';

@@ -2,6 +2,7 @@ import { Annotations, Duration, Stack, Validations } from 'aws-cdk-lib';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -10,7 +11,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { DEFAULT_CAPACITY, proxyTaskSize } from './capacity';
-import { BUNDLE_OBJECT, METRIC_NAMESPACE } from './metrics';
+import { BUNDLE_OBJECT, METRIC_NAMESPACE, PROXIES_PK } from './metrics';
 import { envoyArgs, IMAGE_CONTEXT_EXCLUDES } from './pins';
 import { RateLimitRedis } from './rate-limit-redis';
 
@@ -68,6 +69,11 @@ export interface ProxyServiceProps {
   readonly upstreamCaPem?: string;
   readonly vpc: ec2.IVpc;
   readonly bucket: s3.IBucket;
+  /**
+   * The registry table: each task's sidecar writes its proxy report there (its own row in the
+   * `PROXIES` partition, docs/design.md#proxy-reports). Without it nothing is reported.
+   */
+  readonly table?: dynamodb.ITable;
   readonly baseDomain: string;
   readonly envoyVersion: string;
   readonly repoRoot: string;
@@ -197,6 +203,28 @@ export class ProxyService extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the S3 prefix list id.',
     });
+    if (props.table) {
+      const dynamoPrefixList = new cr.AwsCustomResource(this, 'DynamoDbPrefixList', {
+        onUpdate: {
+          service: 'EC2',
+          action: 'describeManagedPrefixLists',
+          parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${region}.dynamodb`] }] },
+          physicalResourceId: cr.PhysicalResourceId.of(`dynamodb-prefix-list-${region}`),
+          outputPaths: ['PrefixLists.0.PrefixListId'],
+        },
+        policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
+        installLatestAwsSdk: false,
+      });
+      sg.addEgressRule(
+        ec2.Peer.prefixList(dynamoPrefixList.getResponseField('PrefixLists.0.PrefixListId')),
+        ec2.Port.tcp(443),
+        'DynamoDB (proxy reports) through the gateway endpoint',
+      );
+      Validations.of(dynamoPrefixList).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason: 'ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the DynamoDB prefix list id.',
+      });
+    }
     // The custom resource's function is a stack-wide singleton.
     const provider = Stack.of(this).node.tryFindChild('AWS679f53fac002430cb0da5b7982bd2287');
     if (provider) {
@@ -249,6 +277,9 @@ export class ProxyService extends Construct {
       volumes: [...Object.values(WATCHED_DIRS).map((d) => d.volume), ENVOY_ADMIN.volume].map((name) => ({ name })),
     });
     this.grantBundleRead(task.taskRole, props.bucket);
+    if (props.table) {
+      ProxyService.grantProxyReports(task.taskRole, props.table);
+    }
 
     const logGroup = new logs.LogGroup(this, 'Logs', { retention: logs.RetentionDays.THREE_MONTHS });
     const logging = (prefix: string) => ecs.LogDrivers.awsLogs({ logGroup, streamPrefix: prefix });
@@ -280,7 +311,8 @@ export class ProxyService extends Construct {
         '--interval', '15',
         '--listen', `127.0.0.1:${PROXY_PORTS.sidecarStatus}`,
       ],
-      environment: sidecarEnv,
+      // Reports go to the registry table; the proxy id defaults to the ECS task id.
+      environment: props.table ? { ...sidecarEnv, GATEWAY_TABLE: props.table.tableName } : sidecarEnv,
       healthCheck: probe(PROXY_PORTS.sidecarStatus),
       logging: logging('sidecar'),
     });
@@ -386,6 +418,21 @@ export class ProxyService extends Construct {
         'the Redis AUTH token, comes from Secrets Manager.',
     });
     return task;
+  }
+
+  /**
+   * The sidecar's proxy report: PutItem on the `PROXIES` partition of the registry table, and
+   * nothing else there (no read, no other row).
+   */
+  static grantProxyReports(role: iam.IRole, table: dynamodb.ITable): void {
+    role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteProxyReport',
+        actions: ['dynamodb:PutItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [PROXIES_PK] } },
+      }),
+    );
   }
 
   /**

@@ -4,9 +4,11 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import { BUNDLE_OBJECT, PROXIES_PK } from './metrics';
 
 export interface RegisterFunctionProps {
   readonly table: dynamodb.ITable;
@@ -23,6 +25,11 @@ export interface RegisterFunctionProps {
   readonly teamAccounts: string[];
   /** Encrypts the registration topics. */
   readonly key: kms.IKey;
+  /**
+   * The bundle bucket: `waitFor: serving` reads the bundle versions the proxies report
+   * (GATEWAY_BUCKET). Without it the function refuses `serving`.
+   */
+  readonly bucket?: s3.IBucket;
 }
 
 /** The name of the registration topic serving `account`: `<prefix>-register-<account>`. */
@@ -32,7 +39,7 @@ export function registrationTopicName(prefix: string, account: string): string {
 
 /** Keys the register function may touch: entries and guards it writes, grants it only reads. */
 export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*'];
-export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*'];
+export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', PROXIES_PK];
 
 /**
  * The register function and one registration topic per team account.
@@ -74,8 +81,19 @@ export class RegisterFunction extends Construct {
       environment: {
         GATEWAY_TABLE: props.table.tableName,
         GATEWAY_DOMAIN: props.baseDomain,
+        ...(props.bucket ? { GATEWAY_BUCKET: props.bucket.bucketName } : {}),
       },
     });
+    if (props.bucket) {
+      // `waitFor: serving`: which bundle versions hold the entry (reads only, bundle.json only).
+      this.function.addToRolePolicy(
+        new iam.PolicyStatement({
+          sid: 'ReadBundleVersionsForServing',
+          actions: ['s3:GetObject', 's3:GetObjectVersion'],
+          resources: [props.bucket.arnForObjects(BUNDLE_OBJECT)],
+        }),
+      );
+    }
     // Only what a registration transaction does, and only on its own rows: it writes entries and
     // host/path guards, reads grants (and checks them inside the transaction), and can neither
     // write grants nor the reconciler's STATE row. (TransactWriteItems is authorised per item

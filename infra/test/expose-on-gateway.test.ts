@@ -47,6 +47,13 @@ describe('custom resource', () => {
     expect(resource.DeletionPolicy).toBe('Delete');
   });
 
+  test('waitFor passes through: registered, published or serving (every reporting proxy serves it)', () => {
+    for (const waitFor of ['registered', 'published', 'serving'] as const) {
+      const template = synth({ ...sample(), serviceToken: FUNCTION_ARN, waitFor });
+      template.hasResourceProperties('Custom::GatewayRoute', { WaitFor: waitFor });
+    }
+  });
+
   test('accepts an SNS topic (ARN or construct) as service token for cross-account stacks', () => {
     const byArn = synth({ ...sample(), serviceToken: TOPIC_ARN });
     byArn.hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });

@@ -52,6 +52,12 @@ describe('registry table', () => {
       UpdateReplacePolicy: 'Retain',
     });
   });
+
+  test('proxy reports expire through the TTL attribute expires_at', () => {
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
+    });
+  });
 });
 
 describe('register function', () => {
@@ -111,7 +117,13 @@ describe('register function', () => {
   });
 
   test('its role writes entries and guards only, reads grants, and cannot touch the STATE row', () => {
-    const statements = statementsOf('RegisterFunctionServiceRole') as { Action: unknown; Condition?: unknown }[];
+    const all = statementsOf('RegisterFunctionServiceRole') as { Action: unknown; Condition?: unknown; Resource?: unknown }[];
+    // waitFor serving reads the bundle versions the proxies report, bundle.json only.
+    const s3 = all.filter((st) => JSON.stringify(st.Action).includes('s3:'));
+    expect(s3).toHaveLength(1);
+    expect(s3[0].Action).toEqual(['s3:GetObject', 's3:GetObjectVersion']);
+    expect(JSON.stringify(s3[0].Resource)).toContain('/bundle.json');
+    const statements = all.filter((st) => !JSON.stringify(st.Action).includes('s3:'));
     expect(actionsOf(statements as Record<string, unknown>[])).toEqual(
       [
         'dynamodb:ConditionCheckItem',
@@ -129,7 +141,7 @@ describe('register function', () => {
     expect(writes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*'] } });
     const reads = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:GetItem'));
     expect(reads?.Condition).toEqual({
-      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*'] },
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', 'PROXIES'] },
     });
     for (const st of statements) {
       if (JSON.stringify(st.Action).includes('dynamodb:') && st !== scan) {
@@ -440,7 +452,7 @@ describe('proxy service', () => {
     expect(rl.socket_address).toEqual({ address: '127.0.0.1', port_value: PROXY_PORTS.rateLimitGrpc });
   });
 
-  test('task egress goes only to the backend CIDRs, Redis, S3 and the interface endpoints', () => {
+  test('task egress goes only to the backend CIDRs, Redis, S3, DynamoDB (proxy reports) and the interface endpoints', () => {
     const sgs = template.findResources('AWS::EC2::SecurityGroup', {
       Properties: { GroupDescription: 'Gateway proxy tasks' },
     });
@@ -454,6 +466,7 @@ describe('proxy service', () => {
     const descriptions = rules.map((r) => r.Description).sort();
     expect(descriptions).toEqual([
       'AWS interface endpoints',
+      'DynamoDB (proxy reports) through the gateway endpoint',
       'S3 (the bundle, image layers) through the gateway endpoint',
       'backends (GATEWAY_BACKEND_CIDRS)',
       'rate-limit Redis',
@@ -461,6 +474,11 @@ describe('proxy service', () => {
     const backends = rules.find((r) => r.Description === 'backends (GATEWAY_BACKEND_CIDRS)');
     expect(JSON.stringify(backends?.CidrIp)).toContain('CidrBlock');
     expect(rules.find((r) => String(r.Description).startsWith('S3'))?.DestinationPrefixListId).toBeDefined();
+    expect(rules.find((r) => String(r.Description).startsWith('DynamoDB'))?.DestinationPrefixListId).toBeDefined();
+    template.hasResourceProperties('AWS::EC2::VPCEndpoint', {
+      ServiceName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith(['.dynamodb'])]) }),
+      VpcEndpointType: 'Gateway',
+    });
   });
 
   test('the functions enforce the same backend CIDRs the proxies may reach', () => {
@@ -508,6 +526,10 @@ describe('proxy service', () => {
     expect(sidecar.HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:15004/healthz']);
     expect(sidecar.MountPoints?.every((m) => m.ReadOnly === false)).toBe(true);
     expect(containers['ratelimit-sidecar'].Command).toEqual(expect.arrayContaining(['--ratelimit-dir', '/data/ratelimit/config']));
+    // Only the delivering sidecar reports what its proxy serves (proxy id: the ECS task id).
+    const env = (c: { Environment?: { Name: string; Value: unknown }[] }) => (c.Environment ?? []).map((e) => e.Name);
+    expect(env(sidecar)).toContain('GATEWAY_TABLE');
+    expect(env(containers['ratelimit-sidecar'])).not.toContain('GATEWAY_TABLE');
     expect(containers['ratelimit-sidecar'].HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:15005/healthz']);
   });
 
@@ -552,7 +574,7 @@ describe('proxy service', () => {
     });
   });
 
-  test('the task role reads bundle.json and nothing more (plus metrics and the ECS Exec channel)', () => {
+  test('the task role reads bundle.json, writes only its PROXIES report row (LeadingKeys), plus metrics and the ECS Exec channel', () => {
     const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
     const statements = statementsOf('ProxyTaskTaskRole');
     const s3Statements = statements.filter((s) => actionsOf([s]).some((a) => a.startsWith('s3:')));
@@ -560,7 +582,17 @@ describe('proxy service', () => {
       expect.objectContaining({ Action: ['s3:GetObject', 's3:GetObjectVersion'], Resource: objectArn(bucketId, 'bundle.json') }),
       expect.objectContaining({ Action: 's3:ListBucket', Resource: arnOf(bucketId) }),
     ]);
-    const others = actionsOf(statements).filter((a) => !a.startsWith('s3:'));
+    // Its one table permission: PutItem of its proxy report, in the PROXIES partition only.
+    const dynamo = statements.filter((s) => actionsOf([s]).some((a) => a.startsWith('dynamodb:')));
+    const tableId = resourceId(template, 'AWS::DynamoDB::Table', 'RegistryTable');
+    expect(dynamo).toEqual([
+      expect.objectContaining({
+        Action: 'dynamodb:PutItem',
+        Resource: arnOf(tableId),
+        Condition: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': ['PROXIES'] } },
+      }),
+    ]);
+    const others = actionsOf(statements).filter((a) => !a.startsWith('s3:') && !a.startsWith('dynamodb:'));
     expect(others.sort()).toEqual(
       [
         'cloudwatch:PutMetricData',
@@ -624,7 +656,7 @@ describe('dashboard', () => {
     const dashboards = template.findResources('AWS::CloudWatch::Dashboard');
     expect(Object.keys(dashboards)).toHaveLength(1);
     const body = JSON.stringify(Object.values(dashboards)[0].Properties.DashboardBody);
-    for (const name of ['Published', 'RoutesRendered', 'ValidationFailed', 'ReconcileFailed', 'EntryQuarantined', 'ConfigDrift', 'ProxyConfigRejected', 'RateLimiterErrors', 'CapacityUsed']) {
+    for (const name of ['Published', 'RoutesRendered', 'ValidationFailed', 'ReconcileFailed', 'EntryQuarantined', 'ConfigDrift', 'ProxyConfigRejected', 'RateLimiterErrors', 'CapacityUsed', 'DeliveryLagSeconds']) {
       expect(body).toContain(name);
     }
     expect(body).toContain('{Gateway,Team}');

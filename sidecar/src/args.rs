@@ -54,7 +54,23 @@ pub struct Args {
     /// held in memory whole) [default: 134217728, the reconciler's own cap]
     #[arg(long, env = "GATEWAY_MAX_BUNDLE_BYTES", value_name = "BYTES")]
     pub max_bundle_bytes: Option<String>,
+    /// Registry table to report this proxy's delivered bundle to (Envoy mode, not with --once);
+    /// without it nothing is reported.
+    #[arg(long, env = "GATEWAY_TABLE")]
+    pub table: Option<String>,
+    /// This proxy's id in its report [default: the ECS task id, else the host name]
+    #[arg(long, env = "GATEWAY_PROXY_ID")]
+    pub proxy_id: Option<String>,
+    /// Seconds between heartbeat reports (a delivery is reported at once).
+    #[arg(long, default_value_t = 30)]
+    pub report_interval: u64,
+    /// Seconds a report counts for; a proxy silent for longer ages out. More than --report-interval.
+    #[arg(long, default_value_t = 120)]
+    pub report_ttl: u64,
 }
+
+/// Longest `--report-ttl` accepted.
+pub const MAX_REPORT_TTL_SECONDS: u64 = 3600;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {
@@ -80,11 +96,14 @@ pub struct Config {
     pub state_file: Option<PathBuf>,
     pub apply_timeout: Duration,
     pub max_bundle_bytes: usize,
+    /// Where this proxy reports what it serves; `None` when it does not.
+    pub report: Option<crate::report::ReportConfig>,
 }
 
 impl Args {
     pub fn config(self) -> Result<Config, SidecarError> {
         let usage = |s: &str| SidecarError::Usage(s.to_string());
+        let report = self.report_config(self.ratelimit_dir.is_none())?;
         let bucket = self
             .bucket
             .filter(|b| !b.is_empty())
@@ -164,7 +183,54 @@ impl Args {
             once: self.once,
             state_file: self.state_file,
             apply_timeout: Duration::from_secs(self.apply_timeout),
+            report,
         })
+    }
+
+    /// Reporting is on in Envoy mode when a table is named, and off with `--once` (the process
+    /// exits right after its one delivery) and in rate-limit mode (not a proxy).
+    fn report_config(
+        &self,
+        envoy_mode: bool,
+    ) -> Result<Option<crate::report::ReportConfig>, SidecarError> {
+        let usage = |s: String| SidecarError::Usage(s);
+        let Some(table) = self.table.as_ref().filter(|t| !t.is_empty()) else {
+            return Ok(None);
+        };
+        if self.once || !envoy_mode {
+            return Ok(None);
+        }
+        if self.report_interval == 0 {
+            return Err(usage("--report-interval must be at least 1 second".into()));
+        }
+        // A report that counts for hours would keep a dead proxy in every "live on N of M" and
+        // hold up `waitFor: serving` deploys for as long.
+        if self.report_ttl > MAX_REPORT_TTL_SECONDS {
+            return Err(usage(format!(
+                "--report-ttl ({}) is more than {MAX_REPORT_TTL_SECONDS} seconds: a silent proxy would count for that long",
+                self.report_ttl
+            )));
+        }
+        if self.report_ttl <= self.report_interval {
+            return Err(usage(format!(
+                "--report-ttl ({}) must be more than --report-interval ({}): a proxy would age out between its reports",
+                self.report_ttl, self.report_interval
+            )));
+        }
+        let proxy_id = match self.proxy_id.as_ref().filter(|p| !p.is_empty()) {
+            Some(id) => id.clone(),
+            None => crate::report::default_proxy_id().ok_or_else(|| {
+                usage("--proxy-id (or GATEWAY_PROXY_ID): no ECS task id or host name to default to".into())
+            })?,
+        };
+        gateway_functions::registry::proxies::check_proxy_id(&proxy_id)
+            .map_err(|why| usage(format!("--proxy-id {proxy_id:?} {why}")))?;
+        Ok(Some(crate::report::ReportConfig {
+            table: table.clone(),
+            proxy_id,
+            interval: Duration::from_secs(self.report_interval),
+            ttl: Duration::from_secs(self.report_ttl),
+        }))
     }
 }
 
@@ -208,6 +274,30 @@ mod tests {
                 admin: "http://127.0.0.1:9901".into()
             }
         );
+    }
+
+    #[test]
+    fn reporting_needs_a_table_and_envoy_mode() {
+        let base = ["--bucket", "b", "--clusters-dir", "/c", "--routes-dir", "/r"];
+        let with = |extra: &[&str]| {
+            let mut all = base.to_vec();
+            all.extend_from_slice(extra);
+            parse(&all)
+        };
+        let c = with(&["--table", "t", "--proxy-id", "task-1"]).expect("valid");
+        let report = c.report.expect("reporting on");
+        assert_eq!(report.proxy_id, "task-1");
+        assert_eq!(report.interval, Duration::from_secs(30));
+        assert_eq!(report.ttl, Duration::from_secs(120));
+        assert!(with(&["--table", "t", "--proxy-id", "p", "--once"]).expect("valid").report.is_none());
+        let rl = parse(&["--bucket", "b", "--ratelimit-dir", "/rl", "--table", "t"]).expect("valid");
+        assert!(rl.report.is_none());
+        let err = with(&["--table", "t", "--proxy-id", "p", "--report-ttl", "30"]).expect_err("ttl");
+        assert!(err.to_string().contains("--report-ttl"), "{err}");
+        let err = with(&["--table", "t", "--proxy-id", "p", "--report-ttl", "86400"]).expect_err("ttl");
+        assert!(err.to_string().contains("more than 3600"), "{err}");
+        let err = with(&["--table", "t", "--proxy-id", "a b"]).expect_err("id");
+        assert!(err.to_string().contains("--proxy-id"), "{err}");
     }
 
     #[test]

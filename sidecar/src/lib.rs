@@ -10,6 +10,7 @@ pub mod files;
 pub mod health;
 pub mod poll;
 pub mod probe;
+pub mod report;
 pub mod run;
 pub mod source;
 pub mod state;

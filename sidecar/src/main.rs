@@ -35,7 +35,9 @@ async fn main() -> ExitCode {
             .map(|outcome| tracing::info!(?outcome, "done")),
         Ok(sidecar) => {
             let traffic = gateway_sidecar::traffic::CloudWatchTraffic::from_conf(&sdk);
-            run::run_loop_with(sidecar, &config, run::shutdown_signal(), Some(traffic)).await
+            let reports = run::proxy_table(&config, &sdk);
+            run::run_loop_with(sidecar, &config, run::shutdown_signal(), Some(traffic), reports)
+                .await
         }
         Err(e) => Err(e),
     };

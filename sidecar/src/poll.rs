@@ -40,9 +40,12 @@ pub struct Sidecar<M> {
     limiter_seen: Option<u64>,
     /// `--once`: deliver and confirm even a version the state file says is live.
     confirm: bool,
+    /// When this sidecar started (unix seconds): a bundle published before it is delivered at
+    /// start-up, which says nothing about delivery lag.
+    started_at: u64,
 }
 
-impl<M: MetricsSink> Sidecar<M> {
+impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
     /// A sidecar that resumes from the state file when the watched files still hold the bundle
     /// it names.
     pub fn new(
@@ -70,6 +73,7 @@ impl<M: MetricsSink> Sidecar<M> {
             etag,
             limiter_seen: None,
             confirm: false,
+            started_at: now(),
         }
     }
 
@@ -156,11 +160,20 @@ impl<M: MetricsSink> Sidecar<M> {
         let hash = verified.bundle.hash.clone();
         match self.target.deliver(&verified.bundle).await {
             Ok(delivered) => {
+                let delivered_at = now();
+                // Lag is measured for bundles published while this sidecar runs (a new task's
+                // first delivery of an older bundle is not lag). S3's clock and ours differ by
+                // little; a bundle that seems to come from the future counts as no lag.
+                let lag_seconds = verified
+                    .last_modified
+                    .filter(|published| *published >= self.started_at)
+                    .map(|published| delivered_at.saturating_sub(published));
                 let state = LiveState {
                     version_id: verified.version_id.clone(),
                     etag: verified.etag.clone(),
                     hash: hash.clone(),
-                    delivered_at: now(),
+                    delivered_at,
+                    lag_seconds,
                 };
                 if let Some(path) = &self.state_file {
                     // The files are live whether or not this write works; a missing state file
@@ -176,6 +189,13 @@ impl<M: MetricsSink> Sidecar<M> {
                     status.rejected_version = None;
                 }
                 self.etag = Some(verified.etag);
+                if let Some(lag) = lag_seconds {
+                    // In a task of its own: a slow CloudWatch never delays the next round.
+                    let metrics = self.metrics.clone();
+                    tokio::spawn(async move {
+                        emit_to(&metrics, Metric::DeliveryLagSeconds, lag as f64).await
+                    });
+                }
                 Ok(Outcome::Delivered {
                     version_id: verified.version_id,
                     hash,
@@ -236,13 +256,18 @@ impl<M: MetricsSink> Sidecar<M> {
     }
 
     async fn emit(&self, metric: Metric, value: f64) {
-        match tokio::time::timeout(METRICS_TIMEOUT, self.metrics.emit(&[(metric, value)])).await {
-            Ok(Ok(())) => tracing::debug!(metric = metric.name(), value, "metric emitted"),
-            Ok(Err(e)) => tracing::warn!(metric = metric.name(), error = %e, "metric not emitted"),
-            Err(_) => tracing::warn!(
-                metric = metric.name(),
-                "metric not emitted: CloudWatch timed out"
-            ),
-        }
+        emit_to(&self.metrics, metric, value).await
+    }
+}
+
+/// One datum, bounded by [`METRICS_TIMEOUT`]; a failure is logged and never an error.
+async fn emit_to<M: MetricsSink>(metrics: &M, metric: Metric, value: f64) {
+    match tokio::time::timeout(METRICS_TIMEOUT, metrics.emit(&[(metric, value)])).await {
+        Ok(Ok(())) => tracing::debug!(metric = metric.name(), value, "metric emitted"),
+        Ok(Err(e)) => tracing::warn!(metric = metric.name(), error = %e, "metric not emitted"),
+        Err(_) => tracing::warn!(
+            metric = metric.name(),
+            "metric not emitted: CloudWatch timed out"
+        ),
     }
 }

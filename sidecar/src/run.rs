@@ -10,6 +10,7 @@ use crate::source::BundleSource;
 use crate::state::{SharedStatus, Status};
 use crate::traffic::TrafficSink;
 use gateway_functions::metrics::{CloudWatchMetrics, MetricsSink};
+use gateway_functions::registry::ProxyTable;
 use gateway_functions::store::s3_client;
 use std::future::Future;
 
@@ -57,24 +58,33 @@ pub fn build(
     ))
 }
 
+/// The registry table this proxy reports to, when `config` reports.
+pub fn proxy_table(config: &Config, sdk: &aws_config::SdkConfig) -> Option<ProxyTable> {
+    config.report.as_ref().map(|r| {
+        ProxyTable::new(gateway_functions::aws::dynamodb_client(sdk), r.table.clone())
+    })
+}
+
 /// Polls every `config.interval` until `shutdown` resolves. A round in flight at shutdown is
 /// abandoned: every file write is atomic, and every state between the steps of a delivery is
 /// one Envoy can run (the next start resumes from the files).
-pub async fn run_loop<M: MetricsSink>(
+pub async fn run_loop<M: MetricsSink + Clone + Send + Sync + 'static>(
     sidecar: Sidecar<M>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), SidecarError> {
-    run_loop_with(sidecar, config, shutdown, None::<crate::traffic::CloudWatchTraffic>).await
+    run_loop_with(sidecar, config, shutdown, None::<crate::traffic::CloudWatchTraffic>, None).await
 }
 
 /// The loop, plus (Envoy mode, given a sink) the request metrics in a task of their own, so a
-/// slow CloudWatch never delays a delivery (docs/design.md#request-metrics).
-pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
+/// slow CloudWatch never delays a delivery (docs/design.md#request-metrics); and, given the
+/// table and `config.report`, the proxy reports in another (docs/design.md#proxy-reports).
+pub async fn run_loop_with<M: MetricsSink + Clone + Send + Sync + 'static, T: TrafficSink + Send + 'static>(
     mut sidecar: Sidecar<M>,
     config: &Config,
     shutdown: impl Future<Output = ()>,
     traffic: Option<T>,
+    reports: Option<ProxyTable>,
 ) -> Result<(), SidecarError> {
     let metrics_task = match (sidecar.target(), traffic) {
         (Target::Envoy(envoy), Some(sink)) => Some(tokio::spawn(crate::traffic::publish_loop(
@@ -84,6 +94,10 @@ pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
         ))),
         _ => None,
     };
+    let report_task = config.report.clone().zip(reports).map(|(report, table)| {
+        tracing::info!(proxy = %report.proxy_id, table = %report.table, "reporting what this proxy serves");
+        tokio::spawn(crate::report::report_loop(table, sidecar.status().clone(), report))
+    });
     let listener = health::bind(config.listen).await?;
     tracing::info!(listen = %config.listen, "health and status server listening");
     let server = tokio::spawn(health::serve(
@@ -107,11 +121,14 @@ pub async fn run_loop_with<M: MetricsSink, T: TrafficSink + Send + 'static>(
     if let Some(task) = metrics_task {
         task.abort();
     }
+    if let Some(task) = report_task {
+        task.abort();
+    }
     Ok(())
 }
 
 /// `--once`: deliver the live bundle and wait for Envoy to apply it.
-pub async fn run_once<M: MetricsSink>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
+pub async fn run_once<M: MetricsSink + Clone + Send + Sync + 'static>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
     let mut sidecar = sidecar.confirming();
     match sidecar.round().await? {
         Outcome::NoBundle => Err(SidecarError::NoBundle {

@@ -38,6 +38,8 @@ pub struct Verified {
     pub version_id: String,
     pub etag: String,
     pub bundle: Bundle,
+    /// The object's LastModified (unix seconds): when this version was published.
+    pub last_modified: Option<u64>,
 }
 
 impl BundleSource {
@@ -105,6 +107,9 @@ impl BundleSource {
         let expected_len = out.content_length();
         let meta_hash = out.metadata().and_then(|m| m.get(META_HASH)).cloned();
         let etag = out.e_tag().unwrap_or(&live.etag).to_string();
+        let last_modified = out
+            .last_modified()
+            .and_then(|t| u64::try_from(t.secs()).ok());
         let unverified = |reason: String| SidecarError::Unverified {
             version_id: live.version_id.clone(),
             reason,
@@ -154,6 +159,7 @@ impl BundleSource {
             version_id: live.version_id.clone(),
             etag,
             bundle,
+            last_modified,
         })
     }
 

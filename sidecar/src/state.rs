@@ -19,6 +19,10 @@ pub struct LiveState {
     pub hash: String,
     /// Unix seconds.
     pub delivered_at: u64,
+    /// `delivered_at` minus the bundle object's LastModified (docs/design.md#proxy-reports);
+    /// absent when S3 did not say, and in state files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag_seconds: Option<u64>,
 }
 
 impl LiveState {
@@ -83,6 +87,21 @@ pub struct Status {
     pub ratelimit: RateLimitFailures,
     /// Increase of `ratelimit.error` reported as `RateLimiterErrors` since start.
     pub ratelimit_errors_reported: u64,
+    /// The proxy report in the registry table, when reporting is on (docs/design.md#proxy-reports).
+    pub report: Option<ReportStatus>,
+}
+
+/// How this proxy's reports to the registry table fare.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReportStatus {
+    pub proxy_id: String,
+    pub table: String,
+    /// Unix seconds of the last row written, and the hash it said.
+    pub last_reported_at: Option<u64>,
+    pub last_reported_hash: Option<String>,
+    /// Reports that failed or timed out since start; the last one's error.
+    pub failures: u64,
+    pub last_error: Option<Event>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -126,6 +145,7 @@ mod tests {
             etag: "\"e\"".into(),
             hash: "sha256:x".into(),
             delivered_at: 7,
+            lag_seconds: Some(2),
         };
         state.save(&path).expect("save");
         assert_eq!(LiveState::load(&path), Some(state));

@@ -387,8 +387,21 @@ fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
             id: id.to_string(),
             ..Default::default()
         });
+        let now = gateway_functions::registry::proxies::unix_now();
+        let serving = match c.registry.proxies().current(now).await {
+            Ok(reports) => {
+                let mut cache = gateway_functions::serving::BundleCache::new(&c.store);
+                Ok(gateway_functions::serving::live_on(&mut cache, id, &status, &reports).await)
+            }
+            Err(e) => Err(e.to_string()),
+        };
         if json {
-            return print_json(&status.to_json(Some(stored.revision)));
+            let mut doc = status.to_json(Some(stored.revision));
+            doc["serving"] = match &serving {
+                Ok(on) => on.to_json(now),
+                Err(e) => serde_json::json!({ "error": format!("proxy reports unreadable: {e}") }),
+            };
+            return print_json(&doc);
         }
         let state = status.state(stored.revision);
         println!("entry:      {id}");
@@ -411,6 +424,24 @@ fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
             println!("reason:     {}", q.reason.replace('\n', "\n            "));
             println!("details:    failed/quarantine/{id}/reason.txt");
         }
+        match &serving {
+            Err(e) => println!("serving:    unknown: proxy reports unreadable: {e}"),
+            Ok(on) if on.reporting() == 0 => println!("serving:    no proxy is reporting"),
+            Ok(on) => {
+                let what = match status.revision_published {
+                    Some(r) => format!("revision {r} "),
+                    None => String::new(),
+                };
+                println!("serving:    {what}{}", on.summary());
+                for p in on.proxies.iter().filter(|p| !p.live) {
+                    println!(
+                        "  not on {}: {}",
+                        p.proxy.proxy_id,
+                        p.why.as_deref().unwrap_or("does not serve it")
+                    );
+                }
+            }
+        }
         Ok(())
     })
 }
@@ -425,9 +456,15 @@ pub fn status(args: StatusArgs) -> CmdResult {
         let s = operator::status(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
+        let now = gateway_functions::registry::proxies::unix_now();
+        let proxies = c.registry.proxies().current(now).await;
         if args.json.json {
             let mut doc = s.to_json();
             doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
+            doc["proxies"] = match &proxies {
+                Ok(list) => list.iter().map(|p| p.to_json(now)).collect(),
+                Err(e) => serde_json::json!({ "error": format!("proxy reports unreadable: {e}") }),
+            };
             return print_json(&doc);
         }
         match &s.live {
@@ -490,8 +527,42 @@ pub fn status(args: StatusArgs) -> CmdResult {
                 }
             }
         }
+        print_proxies(&proxies, s.live.as_ref().and_then(|l| l.hash.as_deref()), now);
         Ok(())
     })
+}
+
+/// The reporting proxies: what each serves and how old its report is
+/// (docs/design.md#proxy-reports).
+fn print_proxies(
+    proxies: &Result<Vec<gateway_functions::registry::ProxyReport>, gateway_functions::registry::RegistryError>,
+    live_hash: Option<&str>,
+    now: u64,
+) {
+    let list = match proxies {
+        Err(e) => return println!("proxies:   unknown: proxy reports unreadable: {e}"),
+        Ok(list) if list.is_empty() => {
+            return println!("proxies:   none reporting")
+        }
+        Ok(list) => list,
+    };
+    let on_live = list.iter().filter(|p| Some(p.hash.as_str()) == live_hash).count();
+    println!("proxies:   {} reporting, {on_live} on the live bundle", list.len());
+    for p in list {
+        let lag = p
+            .lag_seconds
+            .map(|l| format!(", lag {l}s"))
+            .unwrap_or_default();
+        println!(
+            "  {}  {}  version {}  delivered {}{lag}  reported {}s ago{}",
+            p.proxy_id,
+            p.hash,
+            p.version_id,
+            when(Some(p.delivered_at as i64)),
+            now.saturating_sub(p.reported_at),
+            if Some(p.hash.as_str()) == live_hash { "" } else { "  (not the live bundle)" }
+        );
+    }
 }
 
 /// Status rows whose registered revision is the quarantined one, with that revision.

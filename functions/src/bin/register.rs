@@ -25,10 +25,17 @@ async fn run() -> Result<(), Error> {
     let domain = settings::domain()?;
     let policy = settings::policy(&domain)?;
     let conf = aws::sdk_config().await;
-    let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
+    let mut registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
         .with_policy(policy)
         .with_bounds(settings::bounds()?)
         .with_publish_wait(settings::publish_wait()?, std::time::Duration::from_secs(2));
+    // `waitFor: serving` reads the bundles the proxies report; without the bucket it is refused.
+    if let Ok(bucket) = settings::bucket() {
+        registry = registry.with_bundles(gateway_functions::store::S3Store::new(
+            gateway_functions::store::s3_client(&conf),
+            bucket,
+        ));
+    }
     let http = register::ResponseClient::new()?;
     // The gateway's own account: what a direct invoke is trusted as (only principals of this
     // account can invoke the function directly). Without it the function cannot decide whom to

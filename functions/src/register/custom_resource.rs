@@ -29,13 +29,15 @@ pub const ENTRY_PROPERTY: &str = "Entry";
 
 /// `ResourceProperties.WaitFor`: `registered` answers once the entry is stored; `published`
 /// (the default) once the reconciler has published its registered revision, FAILED when it
-/// quarantined it, FAILED when neither happened within the wait (docs/design.md#deploys-that-wait).
+/// quarantined it, FAILED when neither happened within the wait; `serving` once, in addition,
+/// every currently reporting proxy serves it (docs/design.md#deploys-that-wait).
 pub const WAIT_FOR_PROPERTY: &str = "WaitFor";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WaitFor {
     Registered,
     Published,
+    Serving,
 }
 
 fn wait_for(properties: &Value) -> Result<WaitFor, RegistryError> {
@@ -43,16 +45,20 @@ fn wait_for(properties: &Value) -> Result<WaitFor, RegistryError> {
         None | Some(Value::Null) => Ok(WaitFor::Published),
         Some(Value::String(s)) if s == "published" => Ok(WaitFor::Published),
         Some(Value::String(s)) if s == "registered" => Ok(WaitFor::Registered),
-        Some(other) => Err(RegistryError::Rejected(Rejection {
-            problems: vec![Problem {
-                field: format!("ResourceProperties.{WAIT_FOR_PROPERTY}"),
-                reason: format!(
-                    "{other} is not supported; expected \"registered\" or \"published\" \
-                     (\"serving\" needs proxy reports, which this gateway does not collect yet)"
-                ),
-            }],
-        })),
+        Some(Value::String(s)) if s == "serving" => Ok(WaitFor::Serving),
+        Some(other) => Err(wait_for_problem(format!(
+            "{other} is not supported; expected \"registered\", \"published\" or \"serving\""
+        ))),
     }
+}
+
+fn wait_for_problem(reason: String) -> RegistryError {
+    RegistryError::Rejected(Rejection {
+        problems: vec![Problem {
+            field: format!("ResourceProperties.{WAIT_FOR_PROPERTY}"),
+            reason,
+        }],
+    })
 }
 
 /// The whole response must stay under CloudFormation's 4 KiB; the reason is the only part
@@ -249,6 +255,14 @@ async fn put_entry(
     };
     let entry_id = super::entry_id(&input);
     let wait = match wait_for(properties) {
+        Ok(WaitFor::Serving) if registry.bundles().is_none() => {
+            let e = wait_for_problem(
+                "\"serving\" needs the bundle bucket (GATEWAY_BUCKET) on the register function, \
+                 which this one is not given"
+                    .into(),
+            );
+            return Answer::failed(e, id_on_failure, entry_id);
+        }
         Ok(w) => w,
         Err(e) => return Answer::failed(e, id_on_failure, entry_id),
     };
@@ -263,8 +277,19 @@ async fn put_entry(
             let id = entry.id();
             let fqdn = entry.fqdn(registry.base_domain());
             let mut waited = String::new();
-            if wait == WaitFor::Published {
-                match wait_until_published(registry, &id, outcome.revision()).await {
+            let started = std::time::Instant::now();
+            let waiting = match wait {
+                WaitFor::Registered => None,
+                WaitFor::Published => {
+                    Some(wait_until_published(registry, &id, outcome.revision(), started).await)
+                }
+                WaitFor::Serving => {
+                    Some(wait_until_serving(registry, &id, outcome.revision(), started).await)
+                }
+            };
+            if let Some(waiting) = waiting {
+                let not_live = if wait == WaitFor::Serving { "not-serving" } else { "not-published" };
+                match waiting {
                     Ok(note) => waited = note,
                     // Registered but not live: FAILED with the entry's id, so a rolled-back Create
                     // deregisters it and an Update goes back to the previous version.
@@ -274,9 +299,9 @@ async fn put_entry(
                             reason: why.clone(),
                             physical_resource_id: id.clone(),
                             data: BTreeMap::new(),
-                            detail: json!({ "ok": false, "outcome": "not-published", "revision": outcome.revision(), "reason": why }),
+                            detail: json!({ "ok": false, "outcome": not_live, "revision": outcome.revision(), "reason": why }),
                             entry_id: id,
-                            decision: "not-published".into(),
+                            decision: not_live.into(),
                         }
                     }
                 }
@@ -309,10 +334,10 @@ async fn wait_until_published(
     registry: &DynamoRegistry,
     id: &str,
     revision: u64,
+    started: std::time::Instant,
 ) -> Result<String, String> {
     use crate::registry::EntryState;
     let (wait, poll) = registry.publish_wait();
-    let started = std::time::Instant::now();
     loop {
         match registry.status(id).await {
             Ok(Some(st)) => match st.state(revision) {
@@ -344,6 +369,90 @@ async fn wait_until_published(
         }
         tokio::time::sleep(poll).await;
     }
+}
+
+/// After [`wait_until_published`], within the same wait: reads the proxy reports until every
+/// currently reporting proxy (at least one) serves the published revision (`Ok`), the entry is
+/// quarantined after all (`Err`), or the wait runs out (`Err`, saying on how many it is live and
+/// why not on the others).
+async fn wait_until_serving(
+    registry: &DynamoRegistry,
+    id: &str,
+    revision: u64,
+    started: std::time::Instant,
+) -> Result<String, String> {
+    use crate::registry::EntryState;
+    use crate::serving::{live_on, BundleCache};
+    let published = wait_until_published(registry, id, revision, started).await?;
+    let Some(store) = registry.bundles() else {
+        return Err("waitFor serving needs the bundle bucket (GATEWAY_BUCKET)".into());
+    };
+    let (wait, poll) = registry.publish_wait();
+    let proxies = registry.proxies();
+    let mut cache = BundleCache::new(store);
+    let mut last = String::from("no proxy report read yet");
+    loop {
+        match registry.status(id).await {
+            Ok(Some(st)) => match st.state(revision) {
+                EntryState::Quarantined => {
+                    let q = st.quarantine.unwrap_or_else(|| unreachable_quarantine(revision));
+                    return Err(format!(
+                        "{id} revision {revision} was published, then QUARANTINED by the reconciler at stage {}: {}",
+                        q.stage, q.reason
+                    ));
+                }
+                // It was published, so pending means a newer registration's revision was
+                // published since: what this deploy asked for is no longer the entry.
+                EntryState::Pending => {
+                    return Err(format!(
+                        "{id} revision {revision} is no longer the published revision (now {:?}); see `gatewayctl status {id}`",
+                        st.revision_published
+                    ));
+                }
+                EntryState::Published => {
+                    let now = crate::registry::proxies::unix_now();
+                    match proxies.current(now).await {
+                        Ok(reports) => {
+                            let on = live_on(&mut cache, id, &st, &reports).await;
+                            if on.everywhere() {
+                                return Ok(format!("{published}; {}", on.summary()));
+                            }
+                            last = describe_not_live(&on);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "could not read the proxy reports; still waiting");
+                            last = format!("proxy reports unreadable: {e}");
+                        }
+                    }
+                }
+            },
+            Ok(None) => last = "status row missing".into(),
+            Err(e) => tracing::warn!(error = %e, "could not read the status row; still waiting"),
+        }
+        if started.elapsed() + poll > wait {
+            return Err(format!(
+                "{id} revision {revision} is published but was not live on every proxy within {}s ({last}); \
+                 see `gatewayctl status {id}`",
+                wait.as_secs()
+            ));
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+/// "live on 1 of 2 proxies: task-b serves bundle sha256:… without billing/x".
+fn describe_not_live(on: &crate::serving::LiveOn) -> String {
+    if on.reporting() == 0 {
+        return "no proxy is reporting".into();
+    }
+    let others: Vec<String> = on
+        .proxies
+        .iter()
+        .filter(|p| !p.live)
+        .take(3)
+        .map(|p| format!("{} {}", p.proxy.proxy_id, p.why.as_deref().unwrap_or("does not serve it")))
+        .collect();
+    format!("{}: {}", on.summary(), others.join("; "))
 }
 
 fn unreachable_quarantine(revision: u64) -> crate::registry::QuarantineStatus {

@@ -41,6 +41,8 @@ pub struct DynamoRegistry {
     publish_wait: std::time::Duration,
     /// How often it reads the entry's status row meanwhile.
     publish_poll: std::time::Duration,
+    /// The bundle bucket, for `waitFor: serving` (which bundles hold the entry).
+    bundles: Option<crate::store::S3Store>,
 }
 
 impl DynamoRegistry {
@@ -61,7 +63,24 @@ impl DynamoRegistry {
             operator: "an unidentified operator".to_string(),
             publish_wait: std::time::Duration::from_secs(DEFAULT_PUBLISH_WAIT_SECONDS),
             publish_poll: std::time::Duration::from_secs(2),
+            bundles: None,
         }
+    }
+
+    /// The bundle bucket, read by `waitFor: serving` to tell which proxies serve an entry
+    /// (docs/design.md#proxy-reports). Without it `serving` is refused.
+    pub fn with_bundles(mut self, store: crate::store::S3Store) -> Self {
+        self.bundles = Some(store);
+        self
+    }
+
+    pub fn bundles(&self) -> Option<&crate::store::S3Store> {
+        self.bundles.as_ref()
+    }
+
+    /// The proxy reports in this registry's table.
+    pub fn proxies(&self) -> super::ProxyTable {
+        super::ProxyTable::new(self.client.clone(), self.table.clone())
     }
 
     /// Replaces how long the custom resource waits for its entry to publish, and how often it

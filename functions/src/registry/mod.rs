@@ -12,6 +12,7 @@ mod host;
 mod keys;
 mod owner;
 mod plan;
+pub mod proxies;
 mod retry;
 mod status;
 mod write;
@@ -20,6 +21,7 @@ pub use dynamo::{DynamoRegistry, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::RegistryError;
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
+pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 
 use gateway_render::Entry;

@@ -2,7 +2,7 @@
 //! demo's bucket.
 
 use super::moto;
-use super::plan::{Plan, RunFiles, BUCKET};
+use super::plan::{Plan, RunFiles, BUCKET, TABLE};
 use super::processes::Managed;
 use tokio::process::Command;
 
@@ -24,7 +24,12 @@ pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
         .arg("--listen")
         .arg(plan.sidecar_listen.to_string())
         .arg("--state-file")
-        .arg(&files.sidecar_state);
+        .arg(&files.sidecar_state)
+        // It reports what it serves, so `gatewayctl status` lists the demo's proxy.
+        .arg("--table")
+        .arg(TABLE)
+        .arg("--proxy-id")
+        .arg("demo-proxy");
     Managed::spawn("the sidecar", cmd, &files.sidecar_log, false)
 }
 
