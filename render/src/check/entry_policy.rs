@@ -8,6 +8,7 @@
 use super::backend::check_backend;
 use super::duration::{envoy_duration, parse_duration};
 use super::fields::{object, reject_unknown, required, string};
+use super::header_changes::header_shape;
 use super::path::check_path;
 use super::report::{child, describe, quote, Problems};
 use super::Policy;
@@ -142,37 +143,12 @@ fn cohort_header(v: &Value, field: &str, problems: &mut Problems) -> Option<Cana
 /// The cohort header's name: a lowercase RFC 9110 token that is not a pseudo-header and not a
 /// header the gateway or Envoy sets, consumes or routes on.
 pub fn check_cohort_header_name(h: &str) -> Result<(), String> {
-    if h.is_empty() {
-        return Err("must not be empty; name a request header such as \"x-canary\"".into());
-    }
-    if h.starts_with(':') {
-        return Err(format!(
-            "{} is an HTTP/2 pseudo-header, not a request header",
-            quote(h)
-        ));
-    }
-    if let Some(c) = h
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(*c)))
-    {
-        return Err(format!(
-            "character {} is not allowed in a header name (RFC 9110 token characters only)",
-            quote(&c.to_string())
-        ));
-    }
-    if h.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Err(format!(
-            "{} must be lowercase: write {}",
-            quote(h),
-            quote(&h.to_ascii_lowercase())
-        ));
-    }
-    if h.len() > MAX_CANARY_HEADER_NAME_LEN {
-        return Err(format!(
-            "is {} characters long; at most {MAX_CANARY_HEADER_NAME_LEN}",
-            h.len()
-        ));
-    }
+    header_shape(
+        h,
+        "must not be empty; name a request header such as \"x-canary\"",
+        ", not a request header",
+        MAX_CANARY_HEADER_NAME_LEN,
+    )?;
     let why = match h {
         "host" => Some("it is the request's authority, which selects the virtual host"),
         "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "te"

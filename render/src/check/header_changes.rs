@@ -125,14 +125,23 @@ pub(crate) fn header_changes(
 
 /// A lowercase RFC 9110 token: the shape of every header name an entry writes.
 pub fn check_header_token(h: &str) -> Result<(), String> {
+    header_shape(
+        h,
+        "must not be empty; name a header such as \"x-team\"",
+        "; Envoy sets those itself",
+        MAX_CHANGED_HEADER_NAME_LEN,
+    )
+}
+
+/// The shape every header name in an entry shares (header changes, the canary's cohort header,
+/// per-header limits): not empty (`empty` says what to write), not a pseudo-header (`pseudo`
+/// ends that sentence), RFC 9110 token characters, lowercase, at most `max` characters.
+pub(crate) fn header_shape(h: &str, empty: &str, pseudo: &str, max: usize) -> Result<(), String> {
     if h.is_empty() {
-        return Err("must not be empty; name a header such as \"x-team\"".into());
+        return Err(empty.into());
     }
     if h.starts_with(':') {
-        return Err(format!(
-            "{} is an HTTP/2 pseudo-header; Envoy sets those itself",
-            quote(h)
-        ));
+        return Err(format!("{} is an HTTP/2 pseudo-header{pseudo}", quote(h)));
     }
     if let Some(c) = h
         .chars()
@@ -150,11 +159,8 @@ pub fn check_header_token(h: &str) -> Result<(), String> {
             quote(&h.to_ascii_lowercase())
         ));
     }
-    if h.len() > MAX_CHANGED_HEADER_NAME_LEN {
-        return Err(format!(
-            "is {} characters long; at most {MAX_CHANGED_HEADER_NAME_LEN}",
-            h.len()
-        ));
+    if h.len() > max {
+        return Err(format!("is {} characters long; at most {max}", h.len()));
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! bucket per route.
 
 use super::fields::{object, positive_int, reject_unknown, required, string};
+use super::header_changes::header_shape;
 use super::report::{describe, index, one_of, quote, Problems};
 use super::MAX_LIMITS_PER_ROUTE;
 use crate::entry::{Limit, Per, Unit};
@@ -176,34 +177,12 @@ fn parse_unit(s: &str) -> Result<Unit, String> {
 /// A header a global limit may key on: a lowercase RFC 9110 token, and not one whose value is
 /// meaningless or unsafe as a rate-limit key.
 pub fn check_header_name(h: &str) -> Result<(), String> {
-    if h.is_empty() {
-        return Err("must not be empty; name a request header such as \"x-api-key\"".into());
-    }
-    if h.starts_with(':') {
-        return Err(format!(
-            "{} is an HTTP/2 pseudo-header, not a request header; the route and host already tell requests apart",
-            quote(h)
-        ));
-    }
-    if let Some(c) = h.chars().find(|c| !is_tchar(*c)) {
-        return Err(format!(
-            "character {} is not allowed in a header name (RFC 9110 token characters only)",
-            quote(&c.to_string())
-        ));
-    }
-    if h.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Err(format!(
-            "{} must be lowercase: write {}",
-            quote(h),
-            quote(&h.to_ascii_lowercase())
-        ));
-    }
-    if h.len() > MAX_HEADER_NAME_LEN {
-        return Err(format!(
-            "is {} characters long; at most {MAX_HEADER_NAME_LEN}",
-            h.len()
-        ));
-    }
+    header_shape(
+        h,
+        "must not be empty; name a request header such as \"x-api-key\"",
+        ", not a request header; the route and host already tell requests apart",
+        MAX_HEADER_NAME_LEN,
+    )?;
     if let Some(why) = unusable_header(h) {
         return Err(format!("{} cannot be a rate-limit key: {why}", quote(h)));
     }
@@ -211,10 +190,6 @@ pub fn check_header_name(h: &str) -> Result<(), String> {
 }
 
 /// RFC 9110 `tchar`.
-fn is_tchar(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
-}
-
 /// Headers whose value does not identify a client the way a per-header limit assumes.
 fn unusable_header(h: &str) -> Option<&'static str> {
     match h {
