@@ -242,13 +242,18 @@ fn register_a_directory_reports_each_file_and_never_stops_at_a_bad_one() {
         "5 entry files: 3 registered (3 created), 2 failed"
     );
     assert!(
-        run.stderr.contains("2 of 5 entry files failed: b.json, d.json"),
+        run.stderr
+            .contains("2 of 5 entry files failed: b.json, d.json"),
         "{}",
         run.stderr
     );
     let list = gatewayctl(&table, &["list", "--json"]);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    for id in ["billing/credit-notes", "billing/invoices-api", "billing/payments"] {
+    for id in [
+        "billing/credit-notes",
+        "billing/invoices-api",
+        "billing/payments",
+    ] {
         assert!(list.stdout.contains(id), "{id} missing: {}", list.stdout);
     }
     assert!(!list.stdout.contains("billing/exports"), "{}", list.stdout);
@@ -271,5 +276,9 @@ fn register_a_directory_without_entry_files_fails() {
     let path = dir.path().display().to_string();
     let run = gatewayctl(&table, &["register", &path]);
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("no *.json entry files"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no *.json entry files"),
+        "{}",
+        run.stderr
+    );
 }

@@ -55,9 +55,8 @@ async fn one_at_a_time_against_four_at_once() {
             format!("/api/svc{i}")
         }),
     ];
-    let mut table = String::from(
-        "| paths | one at a time | 4 at once | ratio |\n|---|---|---|---|\n",
-    );
+    let mut table =
+        String::from("| paths | one at a time | 4 at once | ratio |\n|---|---|---|---|\n");
     for (name, path) in scenarios {
         let mut secs = Vec::new();
         for workers in [1, WORKERS] {
@@ -68,10 +67,7 @@ async fn one_at_a_time_against_four_at_once() {
                 .expect("anchor");
             let entries = services("onboard", path);
             secs.push(register_all(&reg, &entries, workers).await);
-            assert_eq!(
-                reg.list().await.expect("list").entries.len(),
-                SERVICES + 1
-            );
+            assert_eq!(reg.list().await.expect("list").entries.len(), SERVICES + 1);
         }
         table.push_str(&format!(
             "| {name} | {:.2} s | {:.2} s | {:.2}× |\n",
