@@ -40,6 +40,9 @@ async fn register_all(reg: &Arc<DynamoRegistry>, entries: &[Entry], workers: usi
     started.elapsed().as_secs_f64()
 }
 
+/// The path of the `i`th service.
+type PathOf = fn(usize) -> String;
+
 fn services(host: &str, path: impl Fn(usize) -> String) -> Vec<Entry> {
     (0..SERVICES)
         .map(|i| entry("billing", &format!("svc{i}"), host, &[&path(i)]))
@@ -49,7 +52,7 @@ fn services(host: &str, path: impl Fn(usize) -> String) -> Vec<Entry> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 #[ignore = "a measurement; run with --ignored"]
 async fn one_at_a_time_against_four_at_once() {
-    let scenarios: [(&str, fn(usize) -> String); 2] = [
+    let scenarios: [(&str, PathOf); 2] = [
         ("`/svcN` (a first segment each)", |i| format!("/svc{i}")),
         ("`/api/svcN` (one shared first segment)", |i| {
             format!("/api/svc{i}")
