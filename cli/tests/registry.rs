@@ -196,3 +196,89 @@ fn usage_errors_exit_2() {
     let run = gatewayctl("some-table", &["register"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
 }
+
+#[test]
+fn register_a_directory_reports_each_file_and_never_stops_at_a_bad_one() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Written out of order: registration goes by name.
+    entry_file(&dir, "c.json", "billing", "credit-notes", "/credit-notes");
+    entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
+    // Rejected by the checks: the path does not start with "/".
+    entry_file(&dir, "b.json", "billing", "broken", "invoices");
+    // A conflict: a.json's service already holds /invoices/export's parent.
+    entry_file(&dir, "d.json", "billing", "exports", "/invoices/export");
+    entry_file(&dir, "e.json", "billing", "payments", "/payments");
+    std::fs::write(dir.path().join("notes.txt"), "not an entry").expect("write");
+    let path = dir.path().display().to_string();
+
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 1, "a failed file fails the run: {}", run.stdout);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", run.stdout);
+    assert_eq!(
+        lines[0],
+        "[1/5] billing/invoices-api: registered (created, revision 1)"
+    );
+    assert!(
+        lines[1].starts_with("[2/5] b.json: rejected: ") && lines[1].contains("must start with"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[2],
+        "[3/5] billing/credit-notes: registered (created, revision 1)"
+    );
+    assert_eq!(
+        lines[3],
+        "[4/5] billing/exports (d.json): path /invoices on invoices.api.example.com (overlapping /invoices/export) is held by billing/invoices-api"
+    );
+    assert_eq!(
+        lines[4],
+        "[5/5] billing/payments: registered (created, revision 1)"
+    );
+    assert_eq!(
+        lines[5],
+        "5 entry files: 3 registered (3 created), 2 failed"
+    );
+    assert!(
+        run.stderr
+            .contains("2 of 5 entry files failed: b.json, d.json"),
+        "{}",
+        run.stderr
+    );
+    let list = gatewayctl(&table, &["list", "--json"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    for id in [
+        "billing/credit-notes",
+        "billing/invoices-api",
+        "billing/payments",
+    ] {
+        assert!(list.stdout.contains(id), "{id} missing: {}", list.stdout);
+    }
+    assert!(!list.stdout.contains("billing/exports"), "{}", list.stdout);
+
+    // Again, after fixing nothing but removing the bad files: everything is unchanged, exit 0.
+    std::fs::remove_file(dir.path().join("b.json")).expect("rm");
+    std::fs::remove_file(dir.path().join("d.json")).expect("rm");
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.lines().last(),
+        Some("3 entry files: 3 registered (3 unchanged), 0 failed")
+    );
+}
+
+#[test]
+fn register_a_directory_without_entry_files_fails() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().display().to_string();
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no *.json entry files"),
+        "{}",
+        run.stderr
+    );
+}

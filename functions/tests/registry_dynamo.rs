@@ -59,16 +59,21 @@ async fn register_update_and_identical_reregister() {
             pair(&format!("HOST#{FQDN}"), "PATH#/invoices/export"),
         ]
     );
-    // Two writes on this host, so its version is 2; the unchanged re-register wrote nothing.
+    // One ownership change (the claim), so its version is 1; two registrations claimed a new
+    // prefix, each counted once (`claims`, and `seg:invoices` for their first segment); the
+    // unchanged re-register wrote nothing.
     let host = row(&reg, &format!("HOST#{FQDN}"), "HOST")
         .await
         .expect("host guard");
-    assert_eq!(
-        host.get("version")
+    let number = |name: &str| {
+        host.get(name)
             .and_then(|v| v.as_n().ok())
-            .map(String::as_str),
-        Some("2")
-    );
+            .map(String::as_str)
+    };
+    assert_eq!(number("version"), Some("1"));
+    assert_eq!(number("claims"), Some("2"));
+    assert_eq!(number("seg:invoices"), Some("2"));
+    assert_eq!(number("root"), None);
     assert_eq!(
         host.get("team")
             .and_then(|v| v.as_s().ok())

@@ -132,8 +132,7 @@ async fn every_acknowledged_registration_on_a_shared_host_is_kept() {
     for (e, result) in race(&reg, racers).await {
         match result {
             Ok(_) => acknowledged.push(e),
-            // Serialised by the host guard, racers commit one per round; one that runs out of
-            // rounds is told to retry, never that it conflicts.
+            // The first claims the host and the others may race it; none conflicts.
             Err(RegistryError::Retryable(_)) => {}
             Err(other) => panic!("{}: {other:?}", e.id()),
         }
@@ -152,7 +151,8 @@ async fn every_acknowledged_registration_on_a_shared_host_is_kept() {
         acknowledged.len(),
         "nothing unacknowledged was written"
     );
-    // Every acknowledged service holds its path guard; the host guard counts every commit.
+    // Every acknowledged service holds its path guard; the host guard's version counts
+    // ownership changes only (the one claim), its `claims` counter every commit.
     let rows = registry_support::rows(&reg).await;
     for e in &acknowledged {
         let guard = registry_support::pair(
@@ -164,16 +164,81 @@ async fn every_acknowledged_registration_on_a_shared_host_is_kept() {
     let host = registry_support::row(&reg, "HOST#shared.api.example.com", "HOST")
         .await
         .expect("host guard");
-    let version: usize = host["version"]
-        .as_n()
-        .expect("number")
-        .parse()
-        .expect("integer");
-    assert_eq!(version, acknowledged.len());
+    let number = |name: &str| -> usize {
+        host[name]
+            .as_n()
+            .expect("number")
+            .parse()
+            .expect("integer")
+    };
+    assert_eq!(number("version"), 1);
+    assert_eq!(number("claims"), acknowledged.len());
 }
 
-/// Nested prefixes have different guard keys, so only the host guard's version check stops two
-/// of them committing together: every racer's prefix here overlaps every other's.
+/// The last service of a host leaving (which releases the host) races another service of the
+/// team arriving on it. Whatever the order, no service is left on a host its team no longer
+/// holds, and the host is released exactly when nothing is left on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_release_and_an_arrival_on_the_same_host_never_strand_a_service() {
+    // One arrival: a second one could re-claim a host the first was stranded on and hide it.
+    const ARRIVALS: usize = 1;
+    const RELEASE_ROUNDS: usize = 40;
+    for round in 0..RELEASE_ROUNDS {
+        let reg = Arc::new(registry().await);
+        let host = format!("leaving{round}");
+        let fqdn = format!("HOST#{host}.api.example.com");
+        reg.register(&entry("billing", "last", &host, &["/last"]))
+            .await
+            .expect("the last service");
+        let mut tasks = Vec::new();
+        {
+            // Swept across the rounds so the release reads before some arrival commits and
+            // commits after it, whatever the machine's speed.
+            let reg = reg.clone();
+            let delay = std::time::Duration::from_millis(2 * round as u64);
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                reg.deregister("billing/last").await.map(|_| ())
+            }));
+        }
+        for i in 0..ARRIVALS {
+            let reg = reg.clone();
+            let e = entry("billing", &format!("new{i}"), &host, &[&format!("/new{i}")]);
+            tasks.push(tokio::spawn(async move { reg.register(&e).await.map(|_| ()) }));
+        }
+        for task in tasks {
+            match task.await.expect("task") {
+                Ok(()) | Err(RegistryError::Retryable(_)) => {}
+                Err(other) => panic!("round {round}: {other:?}"),
+            }
+        }
+        let entries = reg.list().await.expect("list").entries;
+        let on_host: Vec<_> = entries.iter().filter(|s| s.entry.host == host).collect();
+        let guard = registry_support::row(&reg, &fqdn, "HOST")
+            .await
+            .expect("host guard");
+        let team = guard.get("team").and_then(|t| t.as_s().ok()).cloned();
+        let rows = registry_support::rows(&reg).await;
+        if on_host.is_empty() {
+            assert_eq!(team, None, "round {round}: nothing left, host still held");
+        } else {
+            assert_eq!(
+                team.as_deref(),
+                Some("billing"),
+                "round {round}: {} services on a released host",
+                on_host.len()
+            );
+        }
+        for s in &on_host {
+            let path = registry_support::pair(&fqdn, &format!("PATH#{}", s.entry.routes[0].path));
+            assert!(rows.contains(&path), "round {round}: {} lost its guard", s.entry.id());
+        }
+    }
+}
+
+/// Nested prefixes have different guard keys, so only the host guard's claim counter of their
+/// first segment (`seg:n`) stops two of them committing together: every racer's prefix here
+/// overlaps every other's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_service_wins_a_chain_of_nested_prefixes() {
     for round in 0..ROUNDS {
@@ -194,7 +259,7 @@ async fn one_service_wins_a_chain_of_nested_prefixes() {
             match result {
                 Ok(_) => winners.push(format!("billing/svc{i}")),
                 Err(RegistryError::Conflict { holder, .. }) => holders.push(holder),
-                // Racers that kept losing the host's version race may run out of rounds.
+                // Racers that kept losing the counter race may run out of rounds.
                 Err(RegistryError::Retryable(_)) => {}
                 Err(other) => panic!("round {round}: racer {i} got {other:?}"),
             }

@@ -143,6 +143,10 @@ impl BundleSource {
                 )));
             }
         }
+        // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
+        // for what a version decompresses to, so a gzip bomb stops at GATEWAY_MAX_BUNDLE_BYTES.
+        let bytes = gateway_functions::store::encoding::decode(bytes, self.max_bytes)
+            .map_err(|e| unverified(error_chain(&e)))?;
         let bundle = Bundle::parse(&bytes).map_err(|e| unverified(e.to_string()))?;
         bundle.verify().map_err(|e| unverified(e.to_string()))?;
         match meta_hash {
@@ -170,4 +174,15 @@ impl BundleSource {
             reason: reason.to_string(),
         }
     }
+}
+
+/// An error and its causes, one after another.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }

@@ -305,6 +305,76 @@ async fn a_bundle_beyond_the_byte_cap_is_refused_unread_naming_the_limit() {
     );
 }
 
+/// A small gzip bomb (8 MiB of spaces in a few KiB on the wire, with a matching hash in its
+/// metadata) stops at the cap while decompressing: refused naming the limit, nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gzip_bomb_is_refused_at_the_cap_while_decompressing() {
+    let moto = shared_moto();
+    let bucket = Bucket::create(moto).await;
+    let dirs = Dirs::new();
+    let admin = format!("http://{}", EnvoyPorts::free().admin);
+    let bomb = vec![b' '; 8 << 20];
+    let (version, _) = bucket
+        .put_raw(&bomb, "sha256:bomb", Writer::Reconciler)
+        .await;
+    let wire = bucket
+        .s3
+        .head_object()
+        .bucket(&bucket.name)
+        .key("bundle.json")
+        .send()
+        .await
+        .expect("head");
+    assert!(
+        wire.content_length().unwrap_or(i64::MAX) < 64 << 10,
+        "the bomb is small on the wire: {:?}",
+        wire.content_length()
+    );
+    assert_eq!(wire.content_encoding(), Some("gzip"));
+    let cap = (1 << 20).to_string();
+    let sidecar = SidecarProcess::start(
+        moto,
+        &envoy_mode_args(&bucket.name, &dirs, &admin, &["--max-bundle-bytes", &cap]),
+    );
+    let status = sidecar
+        .wait_status(Duration::from_secs(30), "the bomb refused", |s| {
+            s["last_error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&version))
+        })
+        .await;
+    let message = status["last_error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "decompresses to more than {cap} bytes; at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)"
+        )),
+        "{status}"
+    );
+    assert!(
+        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
+        "nothing written"
+    );
+}
+
+/// A version written before compression (plain JSON, no Content-Encoding) is still delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncompressed_version_from_before_compression_is_delivered() {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let bucket = Bucket::create(moto).await;
+    let dirs = Dirs::new();
+    let admin = format!("http://{}", EnvoyPorts::free().admin);
+    let plain = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
+    let version = bucket.put_plain(&plain).await;
+    let _sidecar = SidecarProcess::start(
+        moto,
+        &envoy_mode_args(&bucket.name, &dirs, &admin, &[]),
+    );
+    wait_files(&dirs, Duration::from_secs(30)).await;
+    let routes = std::fs::read_to_string(dirs.routes.join("routes.json")).expect("routes.json");
+    assert!(routes.contains(&plain.hash), "version {version}: {routes}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_mode_writes_only_the_rules_file() {
     let moto = shared_moto();

@@ -206,7 +206,12 @@ async fn clients(target: &Target, policy: Policy, writes: bool) -> Clients {
 }
 
 async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -> S3Store {
-    let store = S3Store::new(s3_client(conf), bucket);
+    // A bad GATEWAY_MAX_BUNDLE_BYTES is refused by the commands that render; reading, the
+    // default bound applies.
+    let max = gateway_functions::settings::bounds()
+        .map(|b| b.max_bundle_bytes)
+        .unwrap_or(gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES);
+    let store = S3Store::new(s3_client(conf), bucket).with_max_bundle_bytes(max);
     if writes {
         store.with_identity(caller_identity(conf).await)
     } else {

@@ -29,8 +29,9 @@ async fn run() -> Result<(), Error> {
     let registry = DynamoRegistry::new(aws::dynamodb_client(&conf), table, domain.clone())
         .with_policy(policy.clone())
         .with_bounds(bounds);
-    let store =
-        S3Store::new(s3_client(&conf), bucket).with_identity(aws::caller_identity(&conf).await);
+    let store = S3Store::new(s3_client(&conf), bucket)
+        .with_identity(aws::caller_identity(&conf).await)
+        .with_max_bundle_bytes(bounds.max_bundle_bytes);
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let cfg = ReconcileConfig {
         render: settings::render_config(&domain),

@@ -32,6 +32,46 @@ pub(crate) struct HostGuard {
     pub version: u64,
     /// Held hosts inside this one: fqdn → team.
     pub under: BTreeMap<String, String>,
+    /// The claim counters as read (`claims`, `root`, `seg:{segment}` → value; see
+    /// [`claim_counters`]). They only ever grow.
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Host guard: counts every registration that claimed a new path prefix on the host.
+pub(crate) const ATTR_CLAIMS: &str = "claims";
+/// Host guard: counts every claim of the prefix `/` on the host.
+pub(crate) const ATTR_ROOT: &str = "root";
+/// Host guard: `seg:{first segment}` counts every claim of a prefix in that first segment.
+pub(crate) const SEGMENT_PREFIX: &str = "seg:";
+
+/// Which counters of the host guard a new claim of `prefix` bumps and which it requires
+/// unchanged since the read, so registrations of different services on one host need not
+/// serialise on the host guard's version (docs/design.md#registration-transaction).
+///
+/// Two prefixes overlap only when one is `/` or both share their first segment
+/// (`prefixes_overlap`). A claim of `/a...` bumps `seg:a` and `claims` and requires `seg:a` and
+/// `root` unchanged; a claim of `/` bumps `root` and `claims` and requires `claims` unchanged.
+/// So of two overlapping claims the one committing second always finds a counter it required
+/// moved, re-reads and sees the other; claims in different first segments touch no counter the
+/// other requires.
+pub(crate) fn claim_counters(prefix: &str) -> (Vec<String>, Vec<String>) {
+    let segment = prefix
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or("");
+    if segment.is_empty() {
+        (
+            vec![ATTR_CLAIMS.to_string(), ATTR_ROOT.to_string()],
+            vec![ATTR_CLAIMS.to_string()],
+        )
+    } else {
+        let seg = format!("{SEGMENT_PREFIX}{segment}");
+        (
+            vec![ATTR_CLAIMS.to_string(), seg.clone()],
+            vec![seg, ATTR_ROOT.to_string()],
+        )
+    }
 }
 
 impl HostGuard {
@@ -44,10 +84,20 @@ impl HostGuard {
                 }
             }
         }
+        let counters = item
+            .keys()
+            .filter(|k| {
+                k.as_str() == ATTR_CLAIMS
+                    || k.as_str() == ATTR_ROOT
+                    || k.starts_with(SEGMENT_PREFIX)
+            })
+            .filter_map(|k| keys::get_n(item, k).map(|v| (k.clone(), v)))
+            .collect();
         Ok(HostGuard {
             team: keys::get_s(item, keys::ATTR_TEAM).map(str::to_string),
             version: keys::need_n(item, keys::ATTR_VERSION)?,
             under,
+            counters,
         })
     }
 
@@ -160,7 +210,26 @@ pub(crate) async fn read_host(
 
 #[cfg(test)]
 mod tests {
-    use super::enclosing_hosts;
+    use super::{claim_counters, enclosing_hosts};
+    use gateway_render::check::prefixes_overlap;
+
+    /// Every pair of overlapping prefixes has a counter one bumps and the other requires, both
+    /// ways round; the disjoint pairs here share none.
+    #[test]
+    fn overlapping_claims_always_meet_on_a_counter() {
+        let paths = [
+            "/", "/a", "/a/", "/a/b", "/a/b/c/", "/ab", "/b", "/b/a", "/a:x",
+        ];
+        for a in paths {
+            for b in paths {
+                let (bump_a, need_a) = claim_counters(a);
+                let (bump_b, need_b) = claim_counters(b);
+                let meet = bump_a.iter().any(|c| need_b.contains(c))
+                    && bump_b.iter().any(|c| need_a.contains(c));
+                assert_eq!(meet, prefixes_overlap(a, b), "{a} {b}");
+            }
+        }
+    }
 
     #[test]
     fn enclosing_hosts_stop_at_the_base_domain() {

@@ -30,8 +30,9 @@ pub const ATTR_OWNER: &str = "owner";
 /// Grant item: who granted it and when (unix seconds).
 pub const ATTR_GRANTED_BY: &str = "granted_by";
 pub const ATTR_GRANTED_AT: &str = "granted_at";
-/// Host guard: owning team (absent once released) and the version every registration bumps;
-/// also `under`, the held hosts inside it (see `host.rs` on hosts inside hosts).
+/// Host guard: owning team (absent once released) and the version every change of ownership
+/// bumps; also `under`, the held hosts inside it (see `host.rs` on hosts inside hosts), and the
+/// claim counters (`host::claim_counters`).
 pub const ATTR_TEAM: &str = "team";
 pub const ATTR_VERSION: &str = "version";
 /// Path guard: owning `team/service`.

@@ -1,12 +1,40 @@
 //! What a registration or deregistration writes, decided from what was read. Pure: the reads
 //! go in, the transaction's actions (or the conflict, named with its holder) come out.
 
-use super::host::{enclosing_hosts, HostGuard, HostView};
+use super::host::{claim_counters, enclosing_hosts, HostGuard, HostView, ATTR_CLAIMS};
 use super::owner::{Actor, Owner};
 use super::RegistryError;
 use gateway_render::check::{path_prefixes, prefixes_overlap};
 use gateway_render::Entry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The host guard's claim counters a transaction bumps, and those it requires unchanged since
+/// the read (`None`: absent), see `host::claim_counters`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Claims {
+    pub bump: BTreeSet<String>,
+    pub expect: BTreeMap<String, Option<u64>>,
+}
+
+impl Claims {
+    /// The counters for claiming `prefixes` (new on the host) on a guard read as `guard`.
+    fn new<'a>(guard: Option<&HostGuard>, prefixes: impl Iterator<Item = &'a String>) -> Claims {
+        let mut claims = Claims::default();
+        for prefix in prefixes {
+            let (bump, need) = claim_counters(prefix);
+            claims.bump.extend(bump);
+            for counter in need {
+                claims.require(guard, &counter);
+            }
+        }
+        claims
+    }
+
+    fn require(&mut self, guard: Option<&HostGuard>, counter: &str) {
+        let read = guard.and_then(|g| g.counters.get(counter).copied());
+        self.expect.insert(counter.to_string(), read);
+    }
+}
 
 /// The stored entry as read, with the revision and owner its write must still match.
 #[derive(Debug, Clone)]
@@ -63,10 +91,12 @@ pub(crate) enum Action {
     DeleteEntry { id: String, expected: Expected },
     /// Condition: the account's grant for the team exists (so a revoke cannot race a change).
     CheckGrant { team: String, account: String },
-    /// The whole host guard row, computed from a consistent read. Condition: version still
-    /// `expected` (no row when `None`). Every registration on a host writes this row, so
-    /// registrations on one host are serialised: whatever was read from the host partition is
-    /// still true at commit. `claimant` is the registering team, to tell a conflict from a race.
+    /// The host guard's ownership (`team`, `under`, `version`), computed from a consistent
+    /// read, for a registration that claims, leaves or releases the host or changes what lies
+    /// inside it. Condition: version still `expected` (no row when `None`) and the `claims`
+    /// counter as read, so no new claim landed on the host since the read (a release cannot
+    /// strand a service that arrived meanwhile). Written as an update that keeps the claim
+    /// counters. `claimant` is the registering team, to tell a conflict from a race.
     PutHostGuard {
         fqdn: String,
         team: Option<String>,
@@ -75,6 +105,17 @@ pub(crate) enum Action {
         expected: Option<u64>,
         claimant: String,
         role: HostRole,
+        claims: Claims,
+    },
+    /// A registration on a host its team already holds, that neither claims nor leaves it:
+    /// condition `team` is still `team` (a release that landed first fails it), plus the claim
+    /// counters of the prefixes it claims (bumped, when there are any: then an update, else a
+    /// condition check). Registrations of different services on one host therefore commit
+    /// side by side.
+    CheckHost {
+        fqdn: String,
+        team: String,
+        claims: Claims,
     },
     /// Condition: absent, or already held by `service`.
     PutPathGuard {
@@ -227,6 +268,7 @@ struct HostRow {
     team: Option<String>,
     under: BTreeMap<String, String>,
     role: HostRole,
+    claims: Claims,
 }
 
 impl HostRows {
@@ -245,6 +287,7 @@ impl HostRows {
                 under: before.map(|g| g.under.clone()).unwrap_or_default(),
                 before: before.cloned(),
                 role,
+                claims: Claims::default(),
             })
     }
 
@@ -278,6 +321,10 @@ impl HostRows {
             .into_iter()
             .map(|(fqdn, row)| {
                 let expected = row.before.as_ref().map(|g| g.version);
+                let mut claims = row.claims;
+                if row.before.is_some() {
+                    claims.require(row.before.as_ref(), ATTR_CLAIMS);
+                }
                 Action::PutHostGuard {
                     fqdn,
                     team: row.team,
@@ -286,6 +333,7 @@ impl HostRows {
                     expected,
                     claimant: claimant.clone(),
                     role: row.role,
+                    claims,
                 }
             })
             .collect()
@@ -342,9 +390,9 @@ pub(crate) fn register(
     }
     let mut rows = HostRows::new(&entry.team);
     let claiming = claims_host(entry, new_host);
-    rows.row(&new_host.fqdn, new_host.guard.as_ref(), HostRole::Claimed)
-        .team = Some(entry.team.clone());
     if claiming {
+        rows.row(&new_host.fqdn, new_host.guard.as_ref(), HostRole::Claimed)
+            .team = Some(entry.team.clone());
         rows.mark_enclosing(
             &entry.host,
             &new_host.fqdn,
@@ -353,9 +401,13 @@ pub(crate) fn register(
             true,
         );
     }
+    let new_prefixes = claimed
+        .iter()
+        .filter(|p| new_host.paths.get(*p) != Some(&id));
+    let claims = Claims::new(new_host.guard.as_ref(), new_prefixes);
     let mut paths = Vec::new();
-    // Guards this service already holds need no write: the host guard's version check proves
-    // they are unchanged at commit.
+    // Guards this service already holds need no write: only this service's own transactions
+    // (serialised by its entry row's revision) ever delete them.
     for prefix in &claimed {
         if new_host.paths.get(prefix) != Some(&id) {
             paths.push(Action::PutPathGuard {
@@ -382,6 +434,20 @@ pub(crate) fn register(
         }
         paths.extend(leave_paths(old, &id, &|_| false));
     }
+    // The new host's row carries the claim counters: in the rewrite when this registration
+    // rewrites it anyway (claiming it, or it encloses the host left behind), else in a check.
+    let check = match rows.rows.get_mut(&new_host.fqdn) {
+        Some(row) => {
+            row.claims = claims;
+            None
+        }
+        None => Some(Action::CheckHost {
+            fqdn: new_host.fqdn.clone(),
+            team: entry.team.clone(),
+            claims,
+        }),
+    };
+    actions.extend(check);
     actions.extend(rows.actions());
     actions.extend(paths);
     actions
@@ -465,6 +531,7 @@ mod tests {
                 .iter()
                 .map(|(h, t)| ((*h).to_string(), (*t).to_string()))
                 .collect(),
+            counters: BTreeMap::new(),
         }
     }
 
@@ -540,6 +607,7 @@ mod tests {
                     expected: None,
                     claimant: "billing".into(),
                     role: HostRole::Claimed,
+                    claims: claims(&["claims", "seg:x"], &[("root", None), ("seg:x", None)]),
                 },
                 Action::PutHostGuard {
                     fqdn: "old.d".into(),
@@ -549,6 +617,8 @@ mod tests {
                     expected: Some(7),
                     claimant: "billing".into(),
                     role: HostRole::Left,
+                    // A release fails if anything was claimed on the host since the read.
+                    claims: claims(&[], &[("claims", None)]),
                 },
                 Action::PutPathGuard {
                     fqdn: "new.d".into(),
@@ -586,8 +656,24 @@ mod tests {
                 ("/b", "billing/b"),
             ],
         );
+        let mut h = h;
+        if let Some(g) = h.guard.as_mut() {
+            g.counters = BTreeMap::from([("seg:new".into(), 4), ("claims".into(), 9)]);
+        }
         let none = Enclosing::new();
         let actions = register(&e, "{}", &reads(Some(&cur), &h, None, &none), &ops(), 0);
+        // The team holds the host: no rewrite, a check bumping the counters of the new prefix.
+        assert_eq!(
+            actions[1],
+            Action::CheckHost {
+                fqdn: "h.d".into(),
+                team: "billing".into(),
+                claims: claims(
+                    &["claims", "seg:new"],
+                    &[("root", None), ("seg:new", Some(4))]
+                ),
+            }
+        );
         assert_eq!(
             actions[2..],
             [
@@ -604,7 +690,7 @@ mod tests {
             ]
         );
         // Deregistering keeps the host for the team while billing/b remains.
-        let gone = deregister(&current(e, 2), &h, &none, BASE, &ops());
+        let gone = deregister(&current(e.clone(), 2), &h, &none, BASE, &ops());
         assert!(gone.contains(&Action::PutHostGuard {
             fqdn: "h.d".into(),
             team: Some("billing".into()),
@@ -613,7 +699,40 @@ mod tests {
             expected: Some(2),
             claimant: "billing".into(),
             role: HostRole::Left,
+            claims: claims(&[], &[("claims", Some(9))]),
         }));
+        // Re-registering with the same prefixes claims nothing: a bare check of the team.
+        let same = register(
+            &e,
+            "{}",
+            &reads(Some(&cur), &h_same(), None, &none),
+            &ops(),
+            0,
+        );
+        assert_eq!(
+            same[1],
+            Action::CheckHost {
+                fqdn: "h.d".into(),
+                team: "billing".into(),
+                claims: Claims::default(),
+            }
+        );
+    }
+
+    fn h_same() -> HostView {
+        host(
+            "h.d",
+            "billing",
+            2,
+            &[("/keep", "billing/a"), ("/new", "billing/a")],
+        )
+    }
+
+    fn claims(bump: &[&str], expect: &[(&str, Option<u64>)]) -> Claims {
+        Claims {
+            bump: bump.iter().map(|b| b.to_string()).collect(),
+            expect: expect.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        }
     }
 
     #[test]

@@ -8,15 +8,15 @@ use super::error::{build_error, from_sdk};
 use super::host::{HostGuard, ATTR_UNDER};
 use super::keys::{self, Item};
 use super::plan::{
-    enclosing_host_conflict, host_conflict, inner_host_conflict, path_conflict, Action, Expected,
-    HostRole,
+    enclosing_host_conflict, host_conflict, inner_host_conflict, path_conflict, Action, Claims,
+    Expected, HostRole,
 };
 use super::retry::random_u64;
 use super::RegistryError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, CancellationReason, ConditionCheck, Delete, Put,
-    ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use std::collections::HashMap;
 
@@ -111,6 +111,12 @@ fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Writt
                     }
                 }
             }
+            Action::CheckHost { fqdn, team, .. } => {
+                let held = old.and_then(|i| keys::get_s(i, keys::ATTR_TEAM));
+                if let Some(holder) = held.filter(|t| t != team) {
+                    return Ok(Written::Conflict(host_conflict(fqdn, holder)));
+                }
+            }
             Action::PutPathGuard {
                 fqdn,
                 prefix,
@@ -146,7 +152,9 @@ fn describe(action: &Action) -> String {
             format!("the grant of team {team} to account {account}")
         }
         Action::PutEntry { id, .. } | Action::DeleteEntry { id, .. } => format!("entry {id}"),
-        Action::PutHostGuard { fqdn, .. } => format!("host {fqdn}"),
+        Action::PutHostGuard { fqdn, .. } | Action::CheckHost { fqdn, .. } => {
+            format!("host {fqdn}")
+        }
         Action::PutPathGuard { fqdn, prefix, .. }
         | Action::DeletePathGuard { fqdn, prefix, .. } => {
             format!("path {prefix} on {fqdn}")
@@ -224,37 +232,94 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
             under,
             version,
             expected,
+            claims,
             ..
         } => {
-            let mut row = keys::key(keys::host_pk(fqdn), keys::HOST_SK);
-            if let Some(team) = team {
-                row.insert(keys::ATTR_TEAM.into(), keys::s(team.as_str()));
+            let mut names = keys::names(&[keys::ATTR_VERSION, keys::ATTR_TEAM, ATTR_UNDER]);
+            let mut values = HashMap::from([(":version".to_string(), keys::n(*version))]);
+            let mut set = vec!["#version = :version".to_string()];
+            let mut remove = Vec::new();
+            match team {
+                Some(team) => {
+                    set.push("#team = :team".into());
+                    values.insert(":team".into(), keys::s(team.as_str()));
+                }
+                None => remove.push("#team"),
             }
-            row.insert(keys::ATTR_VERSION.into(), keys::n(*version));
-            if let Some(set) = HostGuard::under_set(under) {
-                row.insert(ATTR_UNDER.into(), AttributeValue::Ss(set));
+            match HostGuard::under_set(under) {
+                Some(under) => {
+                    set.push("#under = :under".into());
+                    values.insert(":under".into(), AttributeValue::Ss(under));
+                }
+                None => remove.push("#under"),
             }
-            let put = Put::builder()
-                .table_name(table)
-                .set_item(Some(row))
-                .return_values_on_condition_check_failure(old);
-            // The version alone is the condition: the row is written whole from a consistent
-            // read, so "unchanged since read" is exactly what makes the write correct.
-            let put = match expected {
-                None => put
-                    .condition_expression("attribute_not_exists(#pk)")
-                    .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
-                Some(v) => put
-                    .condition_expression("#version = :expected")
-                    .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_VERSION])))
-                    .expression_attribute_values(":expected", keys::n(*v)),
+            // The version (and the claims counter) as read is the condition: ownership is
+            // computed from a consistent read, so "unchanged since read" makes the write correct.
+            let mut condition = match expected {
+                None => {
+                    names.insert("#pk".into(), keys::PK.into());
+                    vec!["attribute_not_exists(#pk)".to_string()]
+                }
+                Some(v) => {
+                    values.insert(":expected".into(), keys::n(*v));
+                    vec!["#version = :expected".to_string()]
+                }
             };
-            TransactWriteItem::builder()
-                .put(
-                    put.build()
-                        .map_err(|e| build_error("the host guard put", e))?,
-                )
+            if expected.is_some() {
+                condition.extend(counter_conditions(claims, &mut names, &mut values));
+            }
+            let mut expression = format!("SET {}", set.join(", "));
+            if !remove.is_empty() {
+                expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
+            }
+            if let Some(add) = counter_bumps(claims, &mut names, &mut values) {
+                expression.push_str(&format!(" ADD {add}"));
+            }
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(keys::key(keys::host_pk(fqdn), keys::HOST_SK)))
+                .update_expression(expression)
+                .condition_expression(condition.join(" AND "))
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(Some(values))
+                .return_values_on_condition_check_failure(old)
                 .build()
+                .map_err(|e| build_error("the host guard update", e))?;
+            TransactWriteItem::builder().update(update).build()
+        }
+        Action::CheckHost { fqdn, team, claims } => {
+            let mut names = keys::names(&[keys::ATTR_TEAM]);
+            let mut values = HashMap::from([(":team".to_string(), keys::s(team.as_str()))]);
+            let mut condition = vec!["#team = :team".to_string()];
+            condition.extend(counter_conditions(claims, &mut names, &mut values));
+            let key = Some(keys::key(keys::host_pk(fqdn), keys::HOST_SK));
+            match counter_bumps(claims, &mut names, &mut values) {
+                None => {
+                    let check = ConditionCheck::builder()
+                        .table_name(table)
+                        .set_key(key)
+                        .condition_expression(condition.join(" AND "))
+                        .set_expression_attribute_names(Some(names))
+                        .set_expression_attribute_values(Some(values))
+                        .return_values_on_condition_check_failure(old)
+                        .build()
+                        .map_err(|e| build_error("the host guard check", e))?;
+                    TransactWriteItem::builder().condition_check(check).build()
+                }
+                Some(add) => {
+                    let update = Update::builder()
+                        .table_name(table)
+                        .set_key(key)
+                        .update_expression(format!("ADD {add}"))
+                        .condition_expression(condition.join(" AND "))
+                        .set_expression_attribute_names(Some(names))
+                        .set_expression_attribute_values(Some(values))
+                        .return_values_on_condition_check_failure(old)
+                        .build()
+                        .map_err(|e| build_error("the host guard claim", e))?;
+                    TransactWriteItem::builder().update(update).build()
+                }
+            }
         }
         Action::PutPathGuard {
             fqdn,
@@ -292,6 +357,55 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
         }
     };
     Ok(item)
+}
+
+/// Each required claim counter still as read (absent when it was absent). Counter attribute
+/// names hold path segments, so they always travel as placeholders.
+fn counter_conditions(
+    claims: &Claims,
+    names: &mut HashMap<String, String>,
+    values: &mut HashMap<String, AttributeValue>,
+) -> Vec<String> {
+    claims
+        .expect
+        .iter()
+        .enumerate()
+        .map(|(i, (counter, read))| {
+            let name = format!("#e{i}");
+            names.insert(name.clone(), counter.clone());
+            match read {
+                None => format!("attribute_not_exists({name})"),
+                Some(v) => {
+                    let value = format!(":e{i}");
+                    values.insert(value.clone(), keys::n(*v));
+                    format!("{name} = {value}")
+                }
+            }
+        })
+        .collect()
+}
+
+/// `#b0 :one, #b1 :one...` for the counters to bump, or `None` when there are none.
+fn counter_bumps(
+    claims: &Claims,
+    names: &mut HashMap<String, String>,
+    values: &mut HashMap<String, AttributeValue>,
+) -> Option<String> {
+    if claims.bump.is_empty() {
+        return None;
+    }
+    values.insert(":one".into(), keys::n(1));
+    let parts: Vec<String> = claims
+        .bump
+        .iter()
+        .enumerate()
+        .map(|(i, counter)| {
+            let name = format!("#b{i}");
+            names.insert(name.clone(), counter.clone());
+            format!("{name} :one")
+        })
+        .collect();
+    Some(parts.join(", "))
 }
 
 /// The entry row is as read: same revision, same owner (or none, on rows from before owners).
@@ -343,6 +457,7 @@ mod tests {
                 expected: Some(3),
                 claimant: "billing".into(),
                 role: HostRole::Claimed,
+                claims: Default::default(),
             },
             Action::PutPathGuard {
                 fqdn: "h.example.com".into(),
@@ -388,6 +503,7 @@ mod tests {
                 role: HostRole::Enclosing {
                     inner: "a.x.example.com".into(),
                 },
+                claims: Default::default(),
             },
         ];
         let got = interpret(
@@ -414,6 +530,7 @@ mod tests {
             expected: Some(1),
             claimant: "billing".into(),
             role: HostRole::Claimed,
+            claims: Default::default(),
         }];
         let inner = CancellationReason::builder()
             .code("ConditionalCheckFailed")

@@ -1,6 +1,7 @@
 //! The config store: the versioned bucket that holds `bundle.json`, its history, and the
 //! `failed/` renders kept for diagnosis.
 
+pub mod encoding;
 mod s3;
 
 pub use s3::{s3_client, S3Store};
@@ -95,6 +96,12 @@ pub enum StoreError {
     NotFound(String),
     #[error("S3: {0}")]
     Aws(String),
+    #[error("bundle version {version_id}")]
+    Encoding {
+        version_id: String,
+        #[source]
+        source: encoding::DecodeError,
+    },
 }
 
 /// The seam between the reconciler and the bucket; S3 in production, a fault-injecting wrapper
@@ -107,12 +114,13 @@ pub trait ConfigStore {
         &self,
         version_id: &str,
     ) -> impl Future<Output = Result<BundleHead, StoreError>> + Send;
-    /// The exact bytes of one version.
+    /// The canonical bytes of one version (decompressed when it was stored compressed).
     fn get_version(
         &self,
         version_id: &str,
     ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
-    /// Writes `bundle.json`; returns the new version id.
+    /// Writes `bundle.json` (the canonical bytes; stored gzip-compressed); returns the new
+    /// version id.
     fn put_bundle(
         &self,
         put: PutBundle<'_>,

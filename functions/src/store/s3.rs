@@ -26,6 +26,8 @@ pub struct S3Store {
     bucket: String,
     /// Recorded as `written-by` on every version this store writes.
     identity: Option<String>,
+    /// The most a version may decompress to (`GATEWAY_MAX_BUNDLE_BYTES`).
+    max_bundle_bytes: usize,
 }
 
 impl S3Store {
@@ -34,7 +36,14 @@ impl S3Store {
             client,
             bucket: bucket.into(),
             identity: None,
+            max_bundle_bytes: gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES,
         }
+    }
+
+    /// Replaces the most a version may decompress to.
+    pub fn with_max_bundle_bytes(mut self, max: usize) -> Self {
+        self.max_bundle_bytes = max;
+        self
     }
 
     /// Records `identity` (a principal ARN, see `aws::caller_identity`) as `written-by` on every
@@ -232,7 +241,12 @@ impl ConfigStore for S3Store {
             out.body.collect().await.map_err(|e| {
                 StoreError::Aws(format!("reading bundle version {version_id}: {e}"))
             })?;
-        Ok(body.into_bytes().to_vec())
+        super::encoding::decode(body.into_bytes().to_vec(), self.max_bundle_bytes).map_err(
+            |source| StoreError::Encoding {
+                version_id: version_id.to_string(),
+                source,
+            },
+        )
     }
 
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
@@ -242,8 +256,9 @@ impl ConfigStore for S3Store {
             .bucket(&self.bucket)
             .key(BUNDLE_OBJECT)
             .content_type("application/json")
+            .content_encoding(super::encoding::CONTENT_ENCODING)
             .set_metadata(self.metadata_for(put.hash, put.writer))
-            .body(ByteStream::from(put.body.to_vec()));
+            .body(ByteStream::from(super::encoding::compress(put.body)));
         req = match &put.precondition {
             Precondition::Absent => req.if_none_match("*"),
             Precondition::Matches(etag) => req.if_match(etag),

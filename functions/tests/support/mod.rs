@@ -255,6 +255,9 @@ impl Harness {
                 panic!("get {key}: {}", aws_sdk_s3::error::DisplayErrorContext(&e))
             });
         let bytes = out.body.collect().await.expect("body").into_bytes();
+        // bundle.json travels gzip-compressed; other objects as they are.
+        let bytes = gateway_functions::store::encoding::decode(bytes.to_vec(), 1 << 30)
+            .unwrap_or_else(|e| panic!("get {key}: {e}"));
         String::from_utf8_lossy(&bytes).into_owned()
     }
 

@@ -56,6 +56,7 @@ pub fn rendered(entries: &[Entry]) -> Rendered {
 pub struct Bucket {
     pub store: S3Store,
     pub name: String,
+    pub s3: aws_sdk_s3::Client,
 }
 
 impl Bucket {
@@ -67,7 +68,29 @@ impl Bucket {
             .create_bucket_if_absent()
             .await
             .unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
-        Bucket { store, name }
+        Bucket {
+            store,
+            name,
+            s3: s3_client(&conf),
+        }
+    }
+
+    /// `bundle` as versions were written before compression: plain JSON, no Content-Encoding.
+    /// Returns the version id.
+    pub async fn put_plain(&self, bundle: &Bundle) -> String {
+        let out = self
+            .s3
+            .put_object()
+            .bucket(&self.name)
+            .key("bundle.json")
+            .content_type("application/json")
+            .metadata("hash", &bundle.hash)
+            .metadata("writer", "reconciler")
+            .body(bundle.to_json().into_bytes().into())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("plain put into {}: {e}", self.name));
+        out.version_id().unwrap_or_default().to_string()
     }
 
     /// Renders `entries` and publishes the bundle; returns (version id, hash).
