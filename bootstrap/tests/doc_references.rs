@@ -20,6 +20,8 @@ const GENERATED: &[&str] = &[
     "propagation.md",
     "bench-quarantine.md",
     "bench-envelope.md",
+    "bench-bundle-wire.md",
+    "bench-register.md",
 ];
 
 /// One document reference found in a file.

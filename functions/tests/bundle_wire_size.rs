@@ -64,7 +64,8 @@ fn bytes_per_route_raw_and_compressed_at_ten_thousand_routes() {
         raw.len() as f64 / wire.len() as f64,
     );
     println!("{table}");
-    let out =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-bundle-wire.md");
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target")
+        .join("bench-bundle-wire.md");
     std::fs::write(&out, &table).expect("writing the table");
 }

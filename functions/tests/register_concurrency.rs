@@ -80,6 +80,8 @@ async fn one_at_a_time_against_four_at_once() {
         ));
     }
     println!("{SERVICES} services of one team on one host:\n{table}");
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-register.md");
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target")
+        .join("bench-register.md");
     std::fs::write(&out, &table).expect("writing the table");
 }
