@@ -74,6 +74,18 @@ pub struct CloudWatchMetrics {
 }
 
 impl CloudWatchMetrics {
+    /// One PutMetricData call in the gateway's namespace.
+    async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
+        self.client
+            .put_metric_data()
+            .namespace(NAMESPACE)
+            .set_metric_data(Some(datums))
+            .send()
+            .await
+            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
+        Ok(())
+    }
+
     pub fn new(client: aws_sdk_cloudwatch::Client) -> Self {
         Self { client }
     }
@@ -98,14 +110,7 @@ impl MetricsSink for CloudWatchMetrics {
                     .build()
             })
             .collect();
-        self.client
-            .put_metric_data()
-            .namespace(NAMESPACE)
-            .set_metric_data(Some(datums))
-            .send()
-            .await
-            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
-        Ok(())
+        self.put(datums).await
     }
 
     async fn emit_per_team(
@@ -132,13 +137,6 @@ impl MetricsSink for CloudWatchMetrics {
                     .build()
             })
             .collect();
-        self.client
-            .put_metric_data()
-            .namespace(NAMESPACE)
-            .set_metric_data(Some(datums))
-            .send()
-            .await
-            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
-        Ok(())
+        self.put(datums).await
     }
 }
