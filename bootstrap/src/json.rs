@@ -1,6 +1,7 @@
-//! One serializer configuration for every bootstrap: object keys sorted (byte-stable whatever
-//! map type serde_json was built with), and the validation bootstrap's rendered clusters and
-//! route configuration spliced in by reference, so a 50k-route config is never deep-copied.
+//! How bootstraps are written: the checked-in one by the renderer's canonical writer
+//! (`to_pretty_json`), the validation bootstrap through `Node`, which sorts object keys
+//! (byte-stable whatever map type serde_json was built with) and splices the rendered clusters
+//! and route configuration in by reference, so a 50k-route config is never deep-copied.
 
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
@@ -16,13 +17,6 @@ pub(crate) const ROUTE_CONFIG_PLACEHOLDER: &str = "\u{0}gateway:rendered-route-c
 pub(crate) struct Splice<'a> {
     pub clusters: &'a [Value],
     pub route_config: Option<&'a Value>,
-}
-
-impl Splice<'_> {
-    pub(crate) const NONE: Splice<'static> = Splice {
-        clusters: &[],
-        route_config: None,
-    };
 }
 
 /// A value on its way out. `as_resource`: the value came from a DiscoveryResponse, whose
@@ -104,14 +98,9 @@ impl Serialize for Node<'_> {
     }
 }
 
-/// Pretty JSON with sorted keys and a trailing newline: the format of the checked-in bootstrap.
-pub fn to_pretty_json(value: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(&Node::new(value, Splice::NONE))
-        // A Value always serialises: its keys are strings and its numbers finite.
-        .unwrap_or_default();
-    text.push('\n');
-    text
-}
+/// Pretty JSON with sorted keys and a trailing newline: the format of the checked-in bootstrap,
+/// the renderer's canonical writer.
+pub use gateway_render::canonical::to_json_bytes as to_pretty_json;
 
 #[cfg(test)]
 mod tests {

@@ -1,24 +1,28 @@
 //! The published unit: `bundle.json` = format, hash, the three files, and the exact entries.
-//! Every byte of it goes through `canonical`'s serializer; the hash is `hash`'s.
+//! Every byte of it goes through `canonical`'s writer; the hash is `hash`'s.
 
 pub use crate::canonical::to_json_bytes;
-use crate::canonical::{indent, into_string, write_serde, write_str, write_value};
+use crate::canonical::{into_string, sorted_value, write};
 use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
 pub use crate::hash::{compute_hash, hash_canonical};
 use crate::hash::{is_json, FilesHasher, JsonFile};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+/// Fields are declared in key order, so the derived `Serialize` writes them sorted, as the
+/// canonical form wants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Bundle {
+    /// The exact registry input, sorted by id, so any bundle can be re-rendered and audited.
+    /// Written through a `Value`, which sorts each entry's keys.
+    #[serde(serialize_with = "sorted_value")]
+    pub entries: Vec<Entry>,
+    pub files: BTreeMap<String, String>,
     pub format: u32,
     pub hash: String,
-    pub files: BTreeMap<String, String>,
-    /// The exact registry input, sorted by id, so any bundle can be re-rendered and audited.
-    pub entries: Vec<Entry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,43 +60,18 @@ impl Bundle {
         }
     }
 
-    /// `bundle.json`'s bytes: same serializer as the files, so the same bundle is the same bytes.
-    ///
-    /// Written member by member (keys in order: entries, files, format, hash) so the ~90 MB of
-    /// files at 50k routes are escaped straight from their strings, not copied into a `Value`
-    /// first. The bytes are those of `to_json_bytes` on the whole bundle; a test holds them to it.
+    /// `bundle.json`'s bytes: the files' writer on the whole bundle, so the same bundle is the
+    /// same bytes. The ~90 MB of files at 50k routes are escaped straight from their strings into
+    /// a buffer sized for them.
     pub fn to_json(&self) -> String {
-        // Strings, integers and string-keyed maps only: conversion to a Value cannot fail.
-        let entries = serde_json::to_value(&self.entries).expect("entries are plain JSON data");
         let files: usize = self
             .files
             .iter()
             .map(|(name, text)| name.len() + text.len() + text.len() / 4 + 16)
             .sum();
         let mut out = Vec::with_capacity(files + 64 * 1024);
-        out.extend_from_slice(b"{\n  \"entries\": ");
-        write_value(&mut out, &entries, 1);
-        out.extend_from_slice(b",\n  \"files\": ");
-        if self.files.is_empty() {
-            out.extend_from_slice(b"{}");
-        } else {
-            out.push(b'{');
-            for (i, (name, text)) in self.files.iter().enumerate() {
-                out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-                indent(&mut out, 2);
-                write_str(&mut out, name);
-                out.extend_from_slice(b": ");
-                write_str(&mut out, text);
-            }
-            out.push(b'\n');
-            indent(&mut out, 1);
-            out.push(b'}');
-        }
-        out.extend_from_slice(b",\n  \"format\": ");
-        write_serde(&mut out, &self.format);
-        out.extend_from_slice(b",\n  \"hash\": ");
-        write_str(&mut out, &self.hash);
-        out.extend_from_slice(b"\n}\n");
+        write(&mut out, self);
+        out.push(b'\n');
         into_string(out)
     }
 

@@ -1,13 +1,13 @@
-//! The one JSON serializer configuration every rendered byte goes through: object keys sorted,
-//! pretty-printed with two spaces, a trailing newline — byte for byte what serde_json's
-//! `to_string_pretty` writes for the same value with its keys sorted.
+//! The one JSON writer every rendered byte goes through: serde_json's pretty printer (two-space
+//! indent) with object keys sorted, and a trailing newline.
 //!
-//! Written by hand rather than through serde's `Serializer` because a 50k-route config is ~90 MB
-//! of JSON: the writer appends into one buffer with no per-object allocation, and a document's
-//! top-level members are written separately, so the bytes with and without `version_info` (the
-//! file and its hash input) come from one pass over the tree. Strings and numbers still go
-//! through serde_json, so escaping and number formatting are serde_json's own.
+//! Keys come sorted from serde_json's `Map` itself, a BTreeMap unless some crate in the build
+//! enables serde_json's `preserve_order` (features are unified per build, so a binary's other
+//! dependencies could); then `Sorted` sorts each object's keys as it writes. Speed comes from
+//! writing each document once into a buffer sized up front, and from `Document`: the bytes with
+//! and without `version_info` (the file and its hash input) come from that one pass.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
@@ -16,13 +16,58 @@ const INDENT: &[u8] = b"  ";
 /// `value` in canonical form.
 pub fn to_json_bytes(value: &Value) -> String {
     let mut out = Vec::with_capacity(estimate(value));
-    write_value(&mut out, value, 0);
+    write(&mut out, &Sorted(value));
     out.push(b'\n');
     into_string(out)
 }
 
+/// `value` pretty-printed into `out`, without the trailing newline. Keys are written in the
+/// order `value` gives them: pass a `Value` as `Sorted`.
+pub(crate) fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing into a Vec cannot fail, and what is written here is JSON data (string keys, finite
+    // numbers, derived `Serialize` of plain structs).
+    value
+        .serialize(&mut serde_json::Serializer::pretty(out))
+        .expect("plain JSON data always serialises");
+}
+
+/// A `Value` that serialises with every object's keys in order, whatever map type serde_json
+/// was built with.
+pub struct Sorted<'a>(pub &'a Value);
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if keys_come_sorted() {
+            return self.0.serialize(serializer);
+        }
+        match self.0 {
+            Value::Object(map) => {
+                let entries = sorted(map);
+                let mut out = serializer.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    out.serialize_entry(key, &Sorted(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Sorted)),
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+/// `T` through a `Value`, so its object keys are written in order (derived `Serialize` writes
+/// struct fields in declaration order). For `#[serde(serialize_with)]`.
+pub(crate) fn sorted_value<T: Serialize, S: Serializer>(
+    value: &T,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let value = serde_json::to_value(value).map_err(serde::ser::Error::custom)?;
+    Sorted(&value).serialize(serializer)
+}
+
 /// A top-level JSON object, each member already serialised. `to_bytes` joins them into exactly
-/// what `to_json_bytes` writes for the whole object.
+/// what `to_json_bytes` writes for the whole object. The hash's input: a `.json` file without its
+/// `version_info` member.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Members {
     /// `(key, "key": value)` sorted by key; the value is written one level deep.
@@ -54,7 +99,7 @@ impl Members {
         self.members.retain(|(k, _)| k != key);
     }
 
-    /// Members already serialised by `member`, in strictly increasing key order.
+    /// Members already serialised as `member` does, in strictly increasing key order.
     pub(crate) fn from_sorted(members: Vec<(String, Vec<u8>)>) -> Members {
         Members { members }
     }
@@ -118,7 +163,7 @@ impl Document {
     pub(crate) fn of(value: &Value) -> Option<Document> {
         let map = value.as_object()?;
         let mut bytes = Vec::with_capacity(estimate(value) + 256);
-        write_value(&mut bytes, value, 0);
+        write(&mut bytes, &Sorted(value));
         bytes.push(b'\n');
         Some(Document {
             bytes,
@@ -156,12 +201,21 @@ impl Document {
     }
 }
 
-/// `"key": value`, the value at indent level 1.
+/// `"key": value` as it stands one level deep in a pretty-printed object (after its indent).
 pub(crate) fn member(key: &str, value: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(key.len() + 4 + estimate(value));
-    write_str(&mut out, key);
+    let mut body = Vec::with_capacity(estimate(value));
+    write(&mut body, &Sorted(value));
+    let mut out = Vec::with_capacity(key.len() + 4 + body.len() + body.len() / 4);
+    write(&mut out, key);
     out.extend_from_slice(b": ");
-    write_value(&mut out, value, 1);
+    // One level deeper: every line after the first gains an indent. A JSON string never holds a
+    // raw newline (it is escaped), so each `\n` is a line break.
+    for line in body.split_inclusive(|&b| b == b'\n') {
+        out.extend_from_slice(line);
+        if line.ends_with(b"\n") {
+            out.extend_from_slice(INDENT);
+        }
+    }
     out
 }
 
@@ -186,78 +240,9 @@ fn sorted(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
     entries
 }
 
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => write_serde(out, n),
-        Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            if items.is_empty() {
-                out.extend_from_slice(b"[]");
-                return;
-            }
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                out.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-                indent(out, depth + 1);
-                write_value(out, item, depth + 1);
-            }
-            out.push(b'\n');
-            indent(out, depth);
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            if map.is_empty() {
-                out.extend_from_slice(b"{}");
-                return;
-            }
-            out.push(b'{');
-            let mut first = true;
-            let mut write_entry = |out: &mut Vec<u8>, key: &str, v: &Value| {
-                out.extend_from_slice(if first { b"\n" } else { b",\n" });
-                first = false;
-                indent(out, depth + 1);
-                write_str(out, key);
-                out.extend_from_slice(b": ");
-                write_value(out, v, depth + 1);
-            };
-            if keys_come_sorted() || map.keys().is_sorted() {
-                for (key, v) in map {
-                    write_entry(out, key, v);
-                }
-            } else {
-                for (key, v) in sorted(map) {
-                    write_entry(out, key, v);
-                }
-            }
-            out.push(b'\n');
-            indent(out, depth);
-            out.push(b'}');
-        }
-    }
-}
-
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
-    write_serde(out, s);
-}
-
-/// Strings and numbers as serde_json writes them (its escaping, itoa and ryu).
-pub(crate) fn write_serde<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // Writing a string or a number into a Vec cannot fail.
-    serde_json::to_writer(out, value).expect("a JSON scalar always serialises");
-}
-
-pub(crate) fn indent(out: &mut Vec<u8>, depth: usize) {
-    for _ in 0..depth {
-        out.extend_from_slice(INDENT);
-    }
-}
-
 pub(crate) fn into_string(bytes: Vec<u8>) -> String {
-    // Only UTF-8 was written: `&str`s and ASCII punctuation.
-    String::from_utf8(bytes).expect("the writer only writes UTF-8")
+    // serde_json writes UTF-8 only.
+    String::from_utf8(bytes).expect("serde_json writes UTF-8")
 }
 
 /// A guess of the output size, so the buffer rarely grows (each growth copies it): arrays are

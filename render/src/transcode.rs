@@ -2,13 +2,19 @@
 //! `Bundle::verify` re-serialise every `.json` file of a bundle; at 50k routes that is ~90 MB, and
 //! a `Value` tree of it costs far more to allocate and free than the writing itself.
 //!
-//! The text is parsed by serde_json and written by `canonical`'s writer as it is read, so the
+//! The text is parsed by serde_json and written as it is read, in the layout of serde_json's
+//! pretty printer (`canonical`'s writer; strings and numbers go through serde_json itself), so the
 //! bytes are the ones the `Value` round trip gives. That holds only while every object's keys
 //! arrive in strictly increasing order (a `Value` would sort them and keep the last of two equal
 //! keys); on anything else the caller is told to take the `Value` path, which decides.
+//!
+//! serde_json's printer cannot be driven from a parse without a `Value` in between, and the hash
+//! needs each top-level member on its own; hence the layout is written here, and the tests below
+//! hold it to serde_json's output.
 
-use crate::canonical::{indent, member, write_serde, write_str, Members};
+use crate::canonical::{member, Members};
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use serde::Serialize;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
@@ -91,7 +97,7 @@ impl<'de> Visitor<'de> for Key {
     }
 }
 
-/// Writes the value being read at `depth`, exactly as `canonical::write_value` writes its `Value`.
+/// Writes the value being read at `depth`, exactly as serde_json's pretty printer writes a `Value`.
 struct Emit<'o> {
     out: &'o mut Vec<u8>,
     depth: usize,
@@ -197,6 +203,22 @@ impl<'de> Visitor<'de> for Emit<'_> {
         }
         out.push(b'}');
         Ok(())
+    }
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    write_serde(out, s);
+}
+
+/// Strings and numbers as serde_json writes them (its escaping, itoa and ryu).
+fn write_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing a string or a number into a Vec cannot fail.
+    serde_json::to_writer(out, value).expect("a JSON scalar always serialises");
+}
+
+fn indent(out: &mut Vec<u8>, depth: usize) {
+    for _ in 0..depth {
+        out.extend_from_slice(b"  ");
     }
 }
 
