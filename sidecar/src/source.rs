@@ -145,7 +145,7 @@ impl BundleSource {
         }
         // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
         // for what a version decompresses to, so a gzip bomb stops at GATEWAY_MAX_BUNDLE_BYTES.
-        let bytes = gateway_functions::store::encoding::decode(bytes, self.max_bytes)
+        let bytes = gateway_adapters::store::encoding::decode(bytes, self.max_bytes)
             .map_err(|e| unverified(error_chain(&e)))?;
         let bundle = Bundle::parse(&bytes).map_err(|e| unverified(e.to_string()))?;
         bundle.verify().map_err(|e| unverified(e.to_string()))?;

@@ -8,7 +8,7 @@ use aws_sdk_cloudwatch::error::DisplayErrorContext;
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta, TrafficSnapshot};
 use gateway_envoy_admin::AdminClient;
-use gateway_functions::metrics::{MetricsError, NAMESPACE};
+use gateway_adapters::metrics::{MetricsError, NAMESPACE};
 use std::future::Future;
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! `status` and `history`: what is live, who wrote it, and whether it is the reconciler's.
 
 use super::{load_bundle, route_count, OperatorError};
-use crate::registry::{PublishedState, Registry};
-use crate::store::{BundleHead, ConfigStore, Writer};
+use gateway_adapters::registry::{PublishedState, Registry};
+use gateway_adapters::store::{BundleHead, ConfigStore, Writer};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]

@@ -5,13 +5,13 @@ use super::host::{enclosing_hosts, read_guard, read_host};
 use super::keys::{self, Item};
 use super::owner::{Actor, Owner};
 use super::plan::{self, Current, Enclosing};
-use super::retry::{backoff, MAX_ROUNDS};
 use super::write::{transact, Written};
 use super::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError, RegistrySnapshot,
     StoredEntry,
 };
 use crate::resolve::BackendLookup;
+use crate::retry::Backoff;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
@@ -25,6 +25,19 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long `create_table_if_absent` waits for a new table to become ACTIVE.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Rounds of read → plan → write before a registration gives up with `Retryable`, and the
+/// jittered wait between them (20 ms doubling per round, so 40 ms before the second, at most 1 s).
+/// Registrations racing on one host commit one per round, so this bounds how many may race and
+/// all succeed.
+const ROUNDS: Backoff = Backoff {
+    attempts: MAX_ROUNDS,
+    first: Duration::from_millis(40),
+    factor: 2,
+    cap: Duration::from_millis(1000),
+    jitter: true,
+};
+const MAX_ROUNDS: u32 = 12;
 
 /// `GATEWAY_PUBLISH_WAIT_SECONDS`' default: the register function's timeout is 5 minutes.
 pub const DEFAULT_PUBLISH_WAIT_SECONDS: u64 = 240;
@@ -325,10 +338,8 @@ impl DynamoRegistry {
         let id = entry.id();
         let fqdn = entry.fqdn(self.base_domain());
         let mut last = String::new();
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                backoff(round).await;
-            }
+        for round in ROUNDS.attempts() {
+            ROUNDS.pause(round).await;
             if let Some(account) = &actor.granted_account {
                 self.require_grant(&entry.team, account).await?;
             }
@@ -405,10 +416,8 @@ impl DynamoRegistry {
     ) -> Result<DeregisterOutcome, RegistryError> {
         check_id(id)?;
         let mut last = String::new();
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                backoff(round).await;
-            }
+        for round in ROUNDS.attempts() {
+            ROUNDS.pause(round).await;
             let Some(current) = self.current(id).await? else {
                 return Ok(DeregisterOutcome::NotFound);
             };

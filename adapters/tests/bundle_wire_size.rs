@@ -3,7 +3,7 @@
 //! `cargo test -p gateway-functions --test bundle_wire_size -- --ignored --nocapture`; it prints
 //! the table and writes it to `target/bench-bundle-wire.md` (docs/benchmarks.md).
 
-use gateway_functions::store::encoding::{compress, decode};
+use gateway_adapters::store::encoding::{compress, decode};
 use gateway_render::{render, Bundle, Entry, Limit, Per, RenderConfig, Route, Unit};
 
 const ENTRIES: usize = 250;

@@ -13,7 +13,6 @@ mod keys;
 mod owner;
 mod plan;
 pub mod proxies;
-mod retry;
 mod status;
 mod write;
 
