@@ -74,8 +74,9 @@ pub struct CloudWatchMetrics {
 }
 
 impl CloudWatchMetrics {
-    /// One PutMetricData call in the gateway's namespace.
-    async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
+    /// One PutMetricData call in the gateway's namespace (at most 1000 datums), for data
+    /// beyond [`Metric`], such as the sidecar's per-service request metrics.
+    pub async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
         self.client
             .put_metric_data()
             .namespace(NAMESPACE)

@@ -8,7 +8,7 @@ use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::operator::{self, diff_bundles, load_bundle, OperatorError};
 use gateway_functions::reconcile::{self, ReconcileConfig};
-use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::registry::{DynamoRegistry, RegistryReader};
 use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
 use gateway_render::{Policy, RenderConfig};
@@ -186,6 +186,20 @@ struct Clients {
     registry: DynamoRegistry,
     store: S3Store,
     metrics: CloudWatchMetrics,
+}
+
+/// What the read-only commands use: the registry without a policy and no way to write.
+struct Readers {
+    registry: RegistryReader,
+    store: S3Store,
+}
+
+async fn readers(target: &Target) -> Readers {
+    let conf = sdk_config().await;
+    Readers {
+        registry: RegistryReader::new(dynamodb_client(&conf), target.table.table.clone()),
+        store: store(&conf, target.bucket.bucket.clone(), false).await,
+    }
 }
 
 /// Clients for `target`. Commands that write a bundle version (`writes`) look up the caller's
@@ -378,7 +392,7 @@ pub fn preview(args: PreviewArgs) -> CmdResult {
 /// `gatewayctl status TEAM/SERVICE` (docs/design.md#entry-status).
 fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
     block_on(async {
-        let c = clients(target, Policy::new("", false), false).await;
+        let c = readers(target).await;
         let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
         let stored = c.registry.get(id).await.map_err(reg_err)?;
         let status = c.registry.status(id).await.map_err(reg_err)?;
@@ -456,7 +470,7 @@ pub fn status(args: StatusArgs) -> CmdResult {
         return entry_status(&args.target, id, args.json.json);
     }
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let quarantined = quarantined_entries(&c).await?;
         let s = operator::status(&c.registry, &c.store)
             .await
@@ -572,7 +586,7 @@ fn print_proxies(
 
 /// Status rows whose registered revision is the quarantined one, with that revision.
 async fn quarantined_entries(
-    c: &Clients,
+    c: &Readers,
 ) -> Result<Vec<(gateway_adapters::registry::EntryStatus, u64)>, CmdError> {
     let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
     let statuses = c.registry.statuses().await.map_err(reg_err)?;
@@ -597,7 +611,7 @@ async fn quarantined_entries(
 
 pub fn history(args: HistoryArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let items = operator::history(&c.registry, &c.store, args.limit)
             .await
             .map_err(op_failed)?;
@@ -642,10 +656,10 @@ pub fn history(args: HistoryArgs) -> CmdResult {
 
 pub fn diff(args: DiffArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let from = match args.from {
             Some(v) => v,
-            None => gateway_adapters::registry::Registry::read_state(&c.registry)
+            None => c.registry.read_state()
                 .await
                 .map_err(|e| CmdError::failed(e.to_string()))?
                 .map(|s| s.version_id)
