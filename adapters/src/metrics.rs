@@ -52,8 +52,18 @@ impl Metric {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("CloudWatch: {0}")]
-pub struct MetricsError(pub String);
+pub enum MetricsError {
+    /// PutMetricData failed; the message is the SDK error's, the source the error itself.
+    #[error("CloudWatch: {message}")]
+    Call {
+        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// No answer in time, or another failure with no error of its own to keep.
+    #[error("CloudWatch: {0}")]
+    Other(String),
+}
 
 /// Where metrics go: CloudWatch in production, a fault-injecting or recording wrapper in tests.
 pub trait MetricsSink {
@@ -83,7 +93,10 @@ impl CloudWatchMetrics {
             .set_metric_data(Some(datums))
             .send()
             .await
-            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| MetricsError::Call {
+                message: DisplayErrorContext(&e).to_string(),
+                source: Box::new(e),
+            })?;
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! A loop keeps its own body, and with it which outcomes end it and which try again; the
 //! schedule says how many attempts there are and how long to wait before each:
 //!
-//! ```ignore
+//! ```text
 //! for attempt in SCHEDULE.attempts() {
 //!     SCHEDULE.pause(attempt).await; // nothing before the first
 //!     // ... return on success or on a final error, note why otherwise
@@ -102,7 +102,10 @@ mod tests {
             cap: Duration::MAX,
             jitter: false,
         };
-        let delays: Vec<u128> = fixed.attempts().map(|a| fixed.delay(a).as_millis()).collect();
+        let delays: Vec<u128> = fixed
+            .attempts()
+            .map(|a| fixed.delay(a).as_millis())
+            .collect();
         assert_eq!(delays, [0, 200, 800]);
     }
 

@@ -88,7 +88,7 @@ impl TrafficSink for CloudWatchTraffic {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(e),
                 Err(_) => {
-                    return Err(MetricsError(format!(
+                    return Err(MetricsError::Other(format!(
                         "PutMetricData: no answer within {PUBLISH_TIMEOUT:?}"
                     )))
                 }

@@ -107,29 +107,30 @@ where
     E: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
-    s3_error(bucket, &e)
+    s3_error(bucket, S3CallError(Box::new(e)))
 }
 
-/// A failed call as a [`StoreError`]. Only a service error has a code (the SDK's other failures,
-/// timeouts and dropped connections among them, have none).
-fn s3_error<E: S3Failure + ?Sized>(bucket: &str, e: &E) -> StoreError {
+/// A failed call as a [`StoreError`] that keeps it as its source. Only a service error has a
+/// code (the SDK's other failures, timeouts and dropped connections among them, have none).
+fn s3_error(bucket: &str, e: S3CallError) -> StoreError {
     // A failed conditional put is an unmodeled error: match on its code. S3 answers 409
     // ConditionalRequestConflict when two conditional writes race; the loser's precondition
     // did not hold either.
     if matches!(
-        e.code(),
+        e.0.code(),
         Some("PreconditionFailed") | Some("ConditionalRequestConflict")
     ) {
         return StoreError::PreconditionFailed;
     }
     // A service error says what it is in its code and message; the raw response adds noise.
-    match e.code() {
-        Some(code) => StoreError::Aws(format!(
+    let message = match e.0.code() {
+        Some(code) => format!(
             "s3://{bucket}: {code}: {}",
-            e.message().unwrap_or("no message")
-        )),
-        None => StoreError::Aws(format!("s3://{bucket}: {}", DisplayErrorContext(e))),
-    }
+            e.0.message().unwrap_or("no message")
+        ),
+        None => format!("s3://{bucket}: {}", DisplayErrorContext(e.0.as_ref())),
+    };
+    StoreError::Call { message, source: e }
 }
 
 fn epoch(dt: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<i64> {
@@ -341,7 +342,7 @@ impl ConfigStore for S3Store {
             Ok(LiveHead::Live(head)) => Ok(Some(head)),
             // Without an etag to match, S3 never answers "not modified".
             Ok(LiveHead::Absent | LiveHead::Unchanged) => Ok(None),
-            Err(ReadError::Call(e)) => Err(s3_error(&self.bucket, e.0.as_ref())),
+            Err(ReadError::Call(e)) => Err(s3_error(&self.bucket, e)),
             Err(e) => Err(StoreError::Aws(format!("s3://{}: {e}", self.bucket))),
         }
     }
@@ -379,12 +380,15 @@ impl ConfigStore for S3Store {
                 {
                     StoreError::NotFound(version_id.to_string())
                 }
-                ReadError::Call(e) => s3_error(&self.bucket, e.0.as_ref()),
+                ReadError::Call(e) => s3_error(&self.bucket, e),
                 ReadError::Encoding(source) => StoreError::Encoding {
                     version_id: version_id.to_string(),
                     source,
                 },
-                e => StoreError::Aws(format!("reading bundle version {version_id}: {e}")),
+                source => StoreError::Read {
+                    version_id: version_id.to_string(),
+                    source,
+                },
             })
     }
 
