@@ -57,7 +57,7 @@ async fn a_reader_without_a_policy_sees_what_the_registry_wrote() {
         ..Default::default()
     };
     registry
-        .write_statuses(&[row.clone()])
+        .write_statuses(std::slice::from_ref(&row))
         .await
         .expect("write");
     assert_eq!(reader.status(&id).await.expect("status"), Some(row.clone()));

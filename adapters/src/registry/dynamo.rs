@@ -318,7 +318,12 @@ impl DynamoRegistry {
             {
                 false
             }
-            Err(e) => return Err(from_sdk(&format!("creating table {}", self.reader.table()), e)),
+            Err(e) => {
+                return Err(from_sdk(
+                    &format!("creating table {}", self.reader.table()),
+                    e,
+                ))
+            }
         };
         self.wait_active().await?;
         Ok(created)
@@ -484,9 +489,12 @@ impl DynamoRegistry {
             }
             let old_host = match &current {
                 Some(c) if c.entry.host != entry.host => {
-                    let old =
-                        read_host(self.reader.client(), self.reader.table(), &c.entry.fqdn(self.base_domain()))
-                            .await?;
+                    let old = read_host(
+                        self.reader.client(),
+                        self.reader.table(),
+                        &c.entry.fqdn(self.base_domain()),
+                    )
+                    .await?;
                     if plan::releases_host(&old, &id) {
                         self.read_enclosing(&c.entry.host, &mut enclosing).await?;
                     }
@@ -621,7 +629,8 @@ impl DynamoRegistry {
     async fn read_enclosing(&self, host: &str, into: &mut Enclosing) -> Result<(), RegistryError> {
         for outer in enclosing_hosts(host, self.base_domain()) {
             if let std::collections::btree_map::Entry::Vacant(slot) = into.entry(outer) {
-                let guard = read_guard(self.reader.client(), self.reader.table(), slot.key()).await?;
+                let guard =
+                    read_guard(self.reader.client(), self.reader.table(), slot.key()).await?;
                 slot.insert(guard);
             }
         }

@@ -187,7 +187,6 @@ impl RegistryReader {
             .map_err(|e| from_sdk(&format!("reading the status of {id}"), e))?;
         Ok(out.item().and_then(EntryStatus::from_item))
     }
-
 }
 
 impl DynamoRegistry {

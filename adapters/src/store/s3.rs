@@ -325,8 +325,8 @@ impl S3Store {
         }
         // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
         // for what a version decompresses to, so a gzip bomb stops at max_bundle_bytes.
-        let bytes = super::encoding::decode(bytes, self.max_bundle_bytes)
-            .map_err(ReadError::Encoding)?;
+        let bytes =
+            super::encoding::decode(bytes, self.max_bundle_bytes).map_err(ReadError::Encoding)?;
         Ok(FetchedVersion { head, bytes })
     }
 
