@@ -442,14 +442,14 @@ fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
 
 /// Writes a proxy's report as its sidecar would (docs/design.md#proxy-reports).
 fn report_proxy(g: &Gateway, id: &str, hash: &str, version_id: &str, reported_at: u64, ttl: u64) {
-    use gateway_functions::registry::{ProxyReport, ProxyTable};
+    use gateway_adapters::registry::{ProxyReport, ProxyTable};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     rt.block_on(async {
         let conf = g.moto.sdk_config().await;
-        let table = ProxyTable::new(gateway_functions::aws::dynamodb_client(&conf), &g.table);
+        let table = ProxyTable::new(gateway_adapters::aws::dynamodb_client(&conf), &g.table);
         table
             .put(&ProxyReport {
                 proxy_id: id.into(),
@@ -487,7 +487,7 @@ fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
         second["version_id"].as_str().expect("version").to_string(),
         second["hash"].as_str().expect("hash").to_string(),
     );
-    let now = gateway_functions::registry::proxies::unix_now();
+    let now = gateway_adapters::registry::proxies::unix_now();
     report_proxy(&g, "task-new", &h2, &v2, now, 300);
     report_proxy(&g, "task-old", &h1, &v1, now, 300);
     // Reported long ago: aged out even though the row is still stored.
@@ -519,13 +519,13 @@ fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
 /// no Content-Encoding) is read, verified and restored like any other.
 #[test]
 fn a_version_from_before_compression_restores() {
-    use gateway_functions::store::encoding::decode;
+    use gateway_adapters::store::encoding::decode;
     let g = Gateway::new();
     g.ok(&["seed"]);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let (plain_version, hash) = runtime.block_on(async {
         let conf = g.moto.sdk_config().await;
-        let s3 = gateway_functions::store::s3_client(&conf);
+        let s3 = gateway_adapters::store::s3_client(&conf);
         let live = s3
             .get_object()
             .bucket(&g.bucket)

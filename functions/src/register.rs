@@ -23,7 +23,7 @@ pub mod response_url;
 pub use custom_resource::{coerce_cloudformation_strings, ENTRY_PROPERTY};
 pub use response_url::ResponseClient;
 
-use crate::registry::{Actor, DynamoRegistry, RegistryError};
+use gateway_adapters::registry::{Actor, DynamoRegistry, RegistryError};
 use serde_json::{json, Value};
 
 /// Handles one event. `gateway_account` is the function's own account (GetCallerIdentity at

@@ -6,8 +6,8 @@
 //! the entry exactly as the publishing bundle holds it: later publishes keep serving an unchanged
 //! entry, and a kill switch, a restore to an older version or a bundle without the entry do not.
 
-use crate::registry::{EntryStatus, ProxyReport};
-use crate::store::ConfigStore;
+use gateway_adapters::registry::{EntryStatus, ProxyReport};
+use gateway_adapters::store::ConfigStore;
 use gateway_render::{Bundle, Entry};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -157,7 +157,7 @@ async fn serves_same<S: ConfigStore + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{BundleHead, BundleVersion, PutBundle, StoreError};
+    use gateway_adapters::store::{BundleHead, BundleVersion, PutBundle, StoreError};
 
     /// A bucket that holds nothing: what `live_on` decides without reading a bundle.
     struct Empty;

@@ -4,8 +4,8 @@
 mod support;
 
 use gateway_functions::reconcile::{reconcile, Outcome, Stage};
-use gateway_functions::registry::{DynamoRegistry, RegistryError};
-use gateway_functions::resolve::{BackendLookup, FixedResolver};
+use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::resolve::{BackendLookup, FixedResolver};
 use support::{entry, Harness, DOMAIN};
 
 const NAME: &str = "invoices.internal.example";

@@ -4,8 +4,8 @@
 mod support;
 
 use gateway_functions::reconcile::{Outcome, Stage};
-use gateway_functions::registry::{DynamoRegistry, RegistryError};
-use gateway_functions::store::ConfigStore;
+use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::store::ConfigStore;
 use gateway_render::Bounds;
 use support::{entry, Harness, DOMAIN};
 

@@ -7,7 +7,7 @@ mod response_url;
 mod support;
 
 use gateway_functions::register::{handle, ResponseClient};
-use gateway_functions::registry::DynamoRegistry;
+use gateway_adapters::registry::DynamoRegistry;
 use response_url::response_url;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,6 +4,7 @@
 //! the wiring: environment → clients → runtime loop → handler → answer, and the JSON logs.
 
 mod lambda_runtime_api;
+#[path = "../../adapters/tests/registry_support/mod.rs"]
 mod registry_support;
 mod response_url;
 mod support;
@@ -332,7 +333,7 @@ fn show(answer: Value) {
 
 /// The stored owner attribute of an entry row, straight from the table.
 async fn stored_owner(
-    registry: &gateway_functions::registry::DynamoRegistry,
+    registry: &gateway_adapters::registry::DynamoRegistry,
     id: &str,
 ) -> Option<String> {
     registry_support::row(registry, &format!("ENTRY#{id}"), "ENTRY")
@@ -933,8 +934,8 @@ async fn a_failed_reconcile_is_a_function_error_and_the_next_event_recovers() {
         "names the failing part: {body}"
     );
 
-    let store = gateway_functions::store::S3Store::new(
-        gateway_functions::store::s3_client(&h.moto.sdk_config().await),
+    let store = gateway_adapters::store::S3Store::new(
+        gateway_adapters::store::s3_client(&h.moto.sdk_config().await),
         bucket,
     );
     store

@@ -4,8 +4,8 @@
 mod support;
 
 use gateway_functions::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
-use gateway_functions::registry::{EntryState, RegistryError};
-use gateway_functions::store::ConfigStore;
+use gateway_adapters::registry::{EntryState, RegistryError};
+use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle, Entry};
 use support::{entry, Harness};
 
@@ -48,7 +48,7 @@ async fn put_unreadable_row(h: &Harness, id: &str) {
         .expect("raw put");
 }
 
-async fn status_of(h: &Harness, id: &str) -> gateway_functions::registry::EntryStatus {
+async fn status_of(h: &Harness, id: &str) -> gateway_adapters::registry::EntryStatus {
     h.registry.status(id).await.expect("status").expect("row")
 }
 

@@ -4,7 +4,7 @@ mod support;
 
 use gateway_functions::operator::{kill_switch, restore, resume};
 use gateway_functions::reconcile::{handle, reconcile, seed, Outcome, SeedOutcome, Stage};
-use gateway_functions::store::ConfigStore;
+use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle};
 use serde_json::json;
 use support::{entry, Harness};
@@ -273,7 +273,7 @@ async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
         matches!(&outcome, Outcome::Unchanged { hash } if Some(hash) == live.hash.as_ref()),
         "{outcome}"
     );
-    let state = gateway_functions::registry::Registry::read_state(&h.registry)
+    let state = gateway_adapters::registry::Registry::read_state(&h.registry)
         .await
         .expect("state")
         .expect("recorded");

@@ -1,11 +1,12 @@
 //! The register function's handler: direct invocation, CloudFormation custom resource events
 //! answered at a local stand-in for the pre-signed ResponseURL, and SNS-wrapped events.
 
+#[path = "../../adapters/tests/registry_support/mod.rs"]
 mod registry_support;
 mod response_url;
 
 use gateway_functions::register::{handle, ResponseClient};
-use gateway_functions::registry::DynamoRegistry;
+use gateway_adapters::registry::DynamoRegistry;
 use registry_support::{entry, invoices_api, registry};
 use response_url::{redirecting_url, response_url, Captured};
 use serde_json::{json, Value};

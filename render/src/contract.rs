@@ -30,6 +30,13 @@ pub const ROUTES_FILE: &str = "routes.json";
 pub const RATE_LIMIT_FILE: &str = "ratelimit.yaml";
 /// The one S3 object that carries a published config.
 pub const BUNDLE_OBJECT: &str = "bundle.json";
+/// Object metadata on every version of [`BUNDLE_OBJECT`] (docs/design.md#bucket-layout-and-metadata):
+/// the bundle's hash, which a reader checks against the hash the bundle states.
+pub const BUNDLE_META_HASH: &str = "hash";
+/// Which tool wrote the version (`reconciler`, `seed`, `kill-switch`, `restore`).
+pub const BUNDLE_META_WRITER: &str = "writer";
+/// The principal that wrote it, when the writer recorded one.
+pub const BUNDLE_META_WRITTEN_BY: &str = "written-by";
 pub const BUNDLE_FORMAT: u32 = 1;
 
 pub const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";

@@ -223,7 +223,7 @@ impl Args {
                 usage("--proxy-id (or GATEWAY_PROXY_ID): no ECS task id or host name to default to".into())
             })?,
         };
-        gateway_functions::registry::proxies::check_proxy_id(&proxy_id)
+        gateway_adapters::registry::proxies::check_proxy_id(&proxy_id)
             .map_err(|why| usage(format!("--proxy-id {proxy_id:?} {why}")))?;
         Ok(Some(crate::report::ReportConfig {
             table: table.clone(),

@@ -28,7 +28,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let sdk = gateway_functions::aws::sdk_config().await;
+    let sdk = gateway_adapters::aws::sdk_config().await;
     let result = match run::build(&config, &sdk) {
         Ok(sidecar) if config.once => run::run_once(sidecar)
             .await

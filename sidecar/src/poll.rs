@@ -6,7 +6,7 @@ use crate::deliver::{Delivered, Target};
 use crate::error::SidecarError;
 use crate::source::{BundleSource, Head};
 use crate::state::{now, Event, LiveState, SharedStatus};
-use gateway_functions::metrics::{Metric, MetricsSink};
+use gateway_adapters::metrics::{Metric, MetricsSink};
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! a failure is logged and counted in `/status`, then tried again a little later.
 
 use crate::state::{now, Event, LiveState, ReportStatus, SharedStatus};
-use gateway_functions::registry::{ProxyReport, ProxyTable};
+use gateway_adapters::registry::{ProxyReport, ProxyTable};
 use std::time::Duration;
 use tokio::time::Instant;
 

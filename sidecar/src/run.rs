@@ -9,9 +9,9 @@ use crate::poll::{Outcome, Sidecar};
 use crate::source::BundleSource;
 use crate::state::{SharedStatus, Status};
 use crate::traffic::TrafficSink;
-use gateway_functions::metrics::{CloudWatchMetrics, MetricsSink};
-use gateway_functions::registry::ProxyTable;
-use gateway_functions::store::s3_client;
+use gateway_adapters::metrics::{CloudWatchMetrics, MetricsSink};
+use gateway_adapters::registry::ProxyTable;
+use gateway_adapters::store::s3_client;
 use std::future::Future;
 
 /// The sidecar for `config`, on the AWS clients of `sdk`.
@@ -61,7 +61,7 @@ pub fn build(
 /// The registry table this proxy reports to, when `config` reports.
 pub fn proxy_table(config: &Config, sdk: &aws_config::SdkConfig) -> Option<ProxyTable> {
     config.report.as_ref().map(|r| {
-        ProxyTable::new(gateway_functions::aws::dynamodb_client(sdk), r.table.clone())
+        ProxyTable::new(gateway_adapters::aws::dynamodb_client(sdk), r.table.clone())
     })
 }
 

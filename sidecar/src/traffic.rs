@@ -4,11 +4,10 @@
 //! each proxy's figures add up across the fleet. This runs in its own task with bounded calls:
 //! a slow or failing CloudWatch never holds up delivery.
 
-use aws_sdk_cloudwatch::error::DisplayErrorContext;
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
+use gateway_adapters::metrics::{CloudWatchMetrics, MetricsError};
 use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta, TrafficSnapshot};
 use gateway_envoy_admin::AdminClient;
-use gateway_functions::metrics::{MetricsError, NAMESPACE};
 use std::future::Future;
 use std::time::Duration;
 
@@ -27,13 +26,13 @@ pub trait TrafficSink {
 
 #[derive(Debug, Clone)]
 pub struct CloudWatchTraffic {
-    client: aws_sdk_cloudwatch::Client,
+    metrics: CloudWatchMetrics,
 }
 
 impl CloudWatchTraffic {
     pub fn from_conf(conf: &aws_config::SdkConfig) -> Self {
         CloudWatchTraffic {
-            client: aws_sdk_cloudwatch::Client::new(conf),
+            metrics: CloudWatchMetrics::from_conf(conf),
         }
     }
 }
@@ -84,17 +83,12 @@ pub fn datums(deltas: &[ServiceDelta]) -> Vec<MetricDatum> {
 impl TrafficSink for CloudWatchTraffic {
     async fn publish(&self, deltas: &[ServiceDelta]) -> Result<(), MetricsError> {
         for chunk in datums(deltas).chunks(DATUMS_PER_CALL) {
-            let call = self
-                .client
-                .put_metric_data()
-                .namespace(NAMESPACE)
-                .set_metric_data(Some(chunk.to_vec()))
-                .send();
+            let call = self.metrics.put(chunk.to_vec());
             match tokio::time::timeout(PUBLISH_TIMEOUT, call).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(MetricsError(DisplayErrorContext(&e).to_string())),
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
                 Err(_) => {
-                    return Err(MetricsError(format!(
+                    return Err(MetricsError::Other(format!(
                         "PutMetricData: no answer within {PUBLISH_TIMEOUT:?}"
                     )))
                 }

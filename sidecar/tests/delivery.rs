@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gateway_functions::store::{ConfigStore, Writer};
+use gateway_adapters::store::{ConfigStore, Writer};
 use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
 use gateway_render::{render_kill_switch, Bundle, Limit, Per, RenderConfig, Unit};
 use gateway_testkit::backend::{expected_body, Backend};

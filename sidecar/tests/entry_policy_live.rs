@@ -19,7 +19,7 @@
 mod common;
 
 use common::*;
-use gateway_functions::store::Writer;
+use gateway_adapters::store::Writer;
 use gateway_render::check::{check_entry_value, Policy};
 use gateway_render::{render, Bundle, Entry, RenderConfig};
 use gateway_testkit::backend::Backend;

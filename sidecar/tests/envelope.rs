@@ -16,10 +16,10 @@
 mod common;
 
 use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::store::{s3_client, ConfigStore, S3Store};
+use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::bounds::Bounds;
 use gateway_render::{Entry, Policy, RenderConfig};
 use gateway_testkit::envoy::EnvoyPorts;
@@ -187,7 +187,7 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
     let moto = common::shared_moto();
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
-    let dynamo = gateway_functions::aws::dynamodb_client(&conf);
+    let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
     let registry = DynamoRegistry::new(dynamo.clone(), unique_name("envelope"), DOMAIN)
         .with_policy(policy.clone());
     registry.create_table_if_absent().await.expect("table");

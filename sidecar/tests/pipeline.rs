@@ -9,10 +9,10 @@ use common::{
     client, envoy_mode_args, route, send, start_envoy, wait_backend, wait_files, Dirs,
     SidecarProcess, DOMAIN,
 };
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::store::{s3_client, S3Store};
+use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::store::{s3_client, S3Store};
 use gateway_render::{Entry, Limit, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
@@ -56,7 +56,7 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
     let registry = DynamoRegistry::new(
-        gateway_functions::aws::dynamodb_client(&conf),
+        gateway_adapters::aws::dynamodb_client(&conf),
         unique_name("pipeline"),
         DOMAIN,
     )

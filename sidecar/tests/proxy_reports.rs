@@ -8,12 +8,12 @@ mod common;
 mod response_url;
 
 use common::{envoy_mode_args, start_envoy, wait_files, Dirs, SidecarProcess};
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, Outcome, ReconcileConfig};
 use gateway_functions::register::{handle, ResponseClient};
-use gateway_functions::registry::{DynamoRegistry, EntryStatus, ProxyReport, ProxyTable};
+use gateway_adapters::registry::{DynamoRegistry, EntryStatus, ProxyReport, ProxyTable};
 use gateway_functions::serving::{live_on, BundleCache, LiveOn};
-use gateway_functions::store::{s3_client, ConfigStore, S3Store};
+use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::check::Policy;
 use gateway_render::{Entry, RenderConfig};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
@@ -56,7 +56,7 @@ impl Pipeline {
         let conf = moto.sdk_config().await;
         let policy = Policy::new(DOMAIN, true);
         let registry = DynamoRegistry::new(
-            gateway_functions::aws::dynamodb_client(&conf),
+            gateway_adapters::aws::dynamodb_client(&conf),
             unique_name("registry"),
             DOMAIN,
         )
@@ -125,7 +125,7 @@ impl Pipeline {
 
     async fn live_on(&self, id: &str) -> LiveOn {
         let status = self.status(id).await;
-        let now = gateway_functions::registry::proxies::unix_now();
+        let now = gateway_adapters::registry::proxies::unix_now();
         let reports = self.proxies().current(now).await.expect("proxy reports");
         let mut cache = BundleCache::new(&self.store);
         live_on(&mut cache, id, &status, &reports).await
@@ -140,7 +140,7 @@ impl Pipeline {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut last = Vec::new();
         while Instant::now() < deadline {
-            let now = gateway_functions::registry::proxies::unix_now();
+            let now = gateway_adapters::registry::proxies::unix_now();
             last = self.proxies().current(now).await.expect("proxy reports");
             if pred(&last) {
                 return last;
@@ -434,7 +434,7 @@ async fn wait_for_serving_answers_once_every_proxy_serves_the_entry_and_failed_w
 
 impl Pipeline {
     fn registry_client(&self) -> aws_sdk_dynamodb::Client {
-        gateway_functions::aws::dynamodb_client(&self.conf)
+        gateway_adapters::aws::dynamodb_client(&self.conf)
     }
 }
 
@@ -563,7 +563,7 @@ async fn delivery_goes_on_while_the_table_hangs_or_throttles() {
             "{what}"
         );
         // Nothing reached the real table.
-        let now = gateway_functions::registry::proxies::unix_now();
+        let now = gateway_adapters::registry::proxies::unix_now();
         assert!(p.proxies().current(now).await.expect("reports").is_empty());
     }
 }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use gateway_functions::store::Writer;
+use gateway_adapters::store::Writer;
 use gateway_render::bundle::to_json_bytes;
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use gateway_render::{compute_hash, Bundle, Entry, Limit, Per, Unit};

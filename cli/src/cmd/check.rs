@@ -2,7 +2,7 @@
 
 use super::common::{policy, DomainArg, LoopbackArg};
 use super::{CmdError, CmdResult};
-use gateway_functions::resolve::BackendLookup;
+use gateway_adapters::resolve::BackendLookup;
 use gateway_render::check::check_entry_bytes;
 use std::io::Read;
 use std::path::PathBuf;

@@ -4,12 +4,12 @@
 use super::common::{DomainArg, EnvoyArg, LoopbackArg};
 use super::registry::TableArg;
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::aws::{caller_identity, dynamodb_client, sdk_config};
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::operator::{self, diff_bundles, load_bundle, OperatorError};
 use gateway_functions::reconcile::{self, ReconcileConfig};
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::store::{s3_client, ConfigStore, S3Store};
+use gateway_adapters::registry::{DynamoRegistry, RegistryReader};
+use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
 use gateway_render::{Policy, RenderConfig};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -188,6 +188,20 @@ struct Clients {
     metrics: CloudWatchMetrics,
 }
 
+/// What the read-only commands use: the registry without a policy and no way to write.
+struct Readers {
+    registry: RegistryReader,
+    store: S3Store,
+}
+
+async fn readers(target: &Target) -> Readers {
+    let conf = sdk_config().await;
+    Readers {
+        registry: RegistryReader::new(dynamodb_client(&conf), target.table.table.clone()),
+        store: store(&conf, target.bucket.bucket.clone(), false).await,
+    }
+}
+
 /// Clients for `target`. Commands that write a bundle version (`writes`) look up the caller's
 /// principal once, so the version records who wrote it.
 async fn clients(target: &Target, policy: Policy, writes: bool) -> Clients {
@@ -208,7 +222,7 @@ async fn clients(target: &Target, policy: Policy, writes: bool) -> Clients {
 async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -> S3Store {
     // A bad GATEWAY_MAX_BUNDLE_BYTES is refused by the commands that render; reading, the
     // default bound applies.
-    let max = gateway_functions::settings::bounds()
+    let max = gateway_adapters::settings::bounds()
         .map(|b| b.max_bundle_bytes)
         .unwrap_or(gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES);
     let store = S3Store::new(s3_client(conf), bucket).with_max_bundle_bytes(max);
@@ -225,9 +239,9 @@ fn reconcile_config(
     envoy: &EnvoyArg,
 ) -> Result<ReconcileConfig, CmdError> {
     let bounds =
-        gateway_functions::settings::bounds().map_err(|e| CmdError::usage(e.to_string()))?;
+        gateway_adapters::settings::bounds().map_err(|e| CmdError::usage(e.to_string()))?;
     Ok(ReconcileConfig {
-        render: gateway_functions::settings::render_config(domain),
+        render: gateway_adapters::settings::render_config(domain),
         policy,
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(envoy.envoy_bin.clone()),
@@ -235,14 +249,14 @@ fn reconcile_config(
         },
         backends: Default::default(),
         bounds,
-        quarantine: gateway_functions::settings::quarantine()
+        quarantine: reconcile::QuarantineLimits::from_env()
             .map_err(|e| CmdError::usage(e.to_string()))?,
     })
 }
 
 fn op_failed(err: OperatorError) -> CmdError {
     let hint = match &err {
-        OperatorError::Store(gateway_functions::store::StoreError::NotFound(_)) => {
+        OperatorError::Store(gateway_adapters::store::StoreError::NotFound(_)) => {
             "\nlist the versions with `gatewayctl history`"
         }
         OperatorError::BadBundle { .. } => {
@@ -378,8 +392,8 @@ pub fn preview(args: PreviewArgs) -> CmdResult {
 /// `gatewayctl status TEAM/SERVICE` (docs/design.md#entry-status).
 fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
     block_on(async {
-        let c = clients(target, Policy::new("", false), false).await;
-        let reg_err = |e: gateway_functions::registry::RegistryError| CmdError::failed(e.to_string());
+        let c = readers(target).await;
+        let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
         let stored = c.registry.get(id).await.map_err(reg_err)?;
         let status = c.registry.status(id).await.map_err(reg_err)?;
         let Some(stored) = stored else {
@@ -388,11 +402,11 @@ fn entry_status(target: &Target, id: &str, json: bool) -> CmdResult {
                 if status.is_some() { " (a status row remains from before it was deregistered)" } else { "" }
             )));
         };
-        let status = status.unwrap_or_else(|| gateway_functions::registry::EntryStatus {
+        let status = status.unwrap_or_else(|| gateway_adapters::registry::EntryStatus {
             id: id.to_string(),
             ..Default::default()
         });
-        let now = gateway_functions::registry::proxies::unix_now();
+        let now = gateway_adapters::registry::proxies::unix_now();
         let serving = match c.registry.proxies().current(now).await {
             Ok(reports) => {
                 let mut cache = gateway_functions::serving::BundleCache::new(&c.store);
@@ -456,12 +470,12 @@ pub fn status(args: StatusArgs) -> CmdResult {
         return entry_status(&args.target, id, args.json.json);
     }
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let quarantined = quarantined_entries(&c).await?;
         let s = operator::status(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
-        let now = gateway_functions::registry::proxies::unix_now();
+        let now = gateway_adapters::registry::proxies::unix_now();
         let proxies = c.registry.proxies().current(now).await;
         if args.json.json {
             let mut doc = s.to_json();
@@ -540,7 +554,7 @@ pub fn status(args: StatusArgs) -> CmdResult {
 /// The reporting proxies: what each serves and how old its report is
 /// (docs/design.md#proxy-reports).
 fn print_proxies(
-    proxies: &Result<Vec<gateway_functions::registry::ProxyReport>, gateway_functions::registry::RegistryError>,
+    proxies: &Result<Vec<gateway_adapters::registry::ProxyReport>, gateway_adapters::registry::RegistryError>,
     live_hash: Option<&str>,
     now: u64,
 ) {
@@ -572,15 +586,15 @@ fn print_proxies(
 
 /// Status rows whose registered revision is the quarantined one, with that revision.
 async fn quarantined_entries(
-    c: &Clients,
-) -> Result<Vec<(gateway_functions::registry::EntryStatus, u64)>, CmdError> {
-    let reg_err = |e: gateway_functions::registry::RegistryError| CmdError::failed(e.to_string());
+    c: &Readers,
+) -> Result<Vec<(gateway_adapters::registry::EntryStatus, u64)>, CmdError> {
+    let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
     let statuses = c.registry.statuses().await.map_err(reg_err)?;
     let listed = c.registry.list().await.map_err(reg_err)?;
     let mut out = Vec::new();
     for stored in listed.entries {
         if let Some(st) = statuses.get(&stored.entry.id()) {
-            if st.state(stored.revision) == gateway_functions::registry::EntryState::Quarantined {
+            if st.state(stored.revision) == gateway_adapters::registry::EntryState::Quarantined {
                 out.push((st.clone(), stored.revision));
             }
         }
@@ -588,7 +602,7 @@ async fn quarantined_entries(
     // Unreadable rows are quarantined at revision 0.
     for (key, _) in listed.unreadable {
         let id = key.strip_prefix("ENTRY#").unwrap_or(&key);
-        if let Some(st) = statuses.get(id).filter(|s| s.state(0) == gateway_functions::registry::EntryState::Quarantined) {
+        if let Some(st) = statuses.get(id).filter(|s| s.state(0) == gateway_adapters::registry::EntryState::Quarantined) {
             out.push((st.clone(), 0));
         }
     }
@@ -597,7 +611,7 @@ async fn quarantined_entries(
 
 pub fn history(args: HistoryArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let items = operator::history(&c.registry, &c.store, args.limit)
             .await
             .map_err(op_failed)?;
@@ -642,10 +656,10 @@ pub fn history(args: HistoryArgs) -> CmdResult {
 
 pub fn diff(args: DiffArgs) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await;
+        let c = readers(&args.target).await;
         let from = match args.from {
             Some(v) => v,
-            None => gateway_functions::registry::Registry::read_state(&c.registry)
+            None => c.registry.read_state()
                 .await
                 .map_err(|e| CmdError::failed(e.to_string()))?
                 .map(|s| s.version_id)

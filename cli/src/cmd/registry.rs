@@ -5,8 +5,8 @@
 use super::check::read_checked_entry;
 use super::common::{policy, DomainArg, LoopbackArg};
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::aws::{dynamodb_client, sdk_config};
-use gateway_functions::registry::{
+use gateway_adapters::aws::{dynamodb_client, sdk_config};
+use gateway_adapters::registry::{
     DeregisterOutcome, DynamoRegistry, Owner, RegistryError, StoredEntry,
 };
 use gateway_render::Policy;
@@ -95,8 +95,8 @@ pub fn init(args: InitArgs) -> CmdResult {
         }
         if let Some(bucket) = &args.bucket {
             let conf = sdk_config().await;
-            let store = gateway_functions::store::S3Store::new(
-                gateway_functions::store::s3_client(&conf),
+            let store = gateway_adapters::store::S3Store::new(
+                gateway_adapters::store::s3_client(&conf),
                 bucket.clone(),
             );
             match store
@@ -372,7 +372,7 @@ async fn open(table: &TableArg, policy: Policy) -> DynamoRegistry {
 /// The operator's principal (GetCallerIdentity's ARN), recorded as the owner of entries
 /// `gatewayctl` writes.
 pub async fn operator_principal() -> String {
-    gateway_functions::aws::caller_identity(&sdk_config().await).await
+    gateway_adapters::aws::caller_identity(&sdk_config().await).await
 }
 
 fn failed(err: RegistryError) -> CmdError {

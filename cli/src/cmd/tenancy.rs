@@ -4,8 +4,8 @@
 
 use super::registry::{operator_principal, TableArg};
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::aws::{dynamodb_client, sdk_config};
-use gateway_functions::registry::{is_account_id, DynamoRegistry, Owner};
+use gateway_adapters::aws::{dynamodb_client, sdk_config};
+use gateway_adapters::registry::{is_account_id, DynamoRegistry, Owner};
 
 /// Let an AWS account register, change and delete TEAM's entries (through its registration topic)
 #[derive(clap::Args, Debug)]
@@ -60,7 +60,7 @@ pub fn grant(args: GrantArgs) -> CmdResult {
     check_account(&args.account)?;
     block_on(async {
         let conf = sdk_config().await;
-        let by = gateway_functions::aws::caller_identity(&conf).await;
+        let by = gateway_adapters::aws::caller_identity(&conf).await;
         let registry = open(&args.table).await;
         let new = registry
             .grant(&args.team, &args.account, &by)

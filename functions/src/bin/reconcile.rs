@@ -1,10 +1,10 @@
 //! The reconcile Lambda: clients built once, then every event runs one reconcile.
 
-use gateway_functions::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{handle, ReconcileConfig};
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::store::{s3_client, S3Store};
-use gateway_functions::{aws, logs, settings};
+use gateway_adapters::metrics::CloudWatchMetrics;
+use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::store::{s3_client, S3Store};
+use gateway_adapters::{aws, logs, settings};
+use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
@@ -42,7 +42,7 @@ async fn run() -> Result<(), Error> {
         },
         backends: Default::default(),
         bounds,
-        quarantine: settings::quarantine()?,
+        quarantine: QuarantineLimits::from_env()?,
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {

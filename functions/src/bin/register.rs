@@ -5,8 +5,9 @@
 // layout query depth.
 #![recursion_limit = "256"]
 
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::{aws, logs, register, settings};
+use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::{aws, logs, settings};
+use gateway_functions::register;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use serde_json::Value;
 
@@ -31,8 +32,8 @@ async fn run() -> Result<(), Error> {
         .with_publish_wait(settings::publish_wait()?, std::time::Duration::from_secs(2));
     // `waitFor: serving` reads the bundles the proxies report; without the bucket it is refused.
     if let Ok(bucket) = settings::bucket() {
-        registry = registry.with_bundles(gateway_functions::store::S3Store::new(
-            gateway_functions::store::s3_client(&conf),
+        registry = registry.with_bundles(gateway_adapters::store::S3Store::new(
+            gateway_adapters::store::s3_client(&conf),
             bucket,
         ));
     }

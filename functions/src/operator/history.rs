@@ -1,8 +1,8 @@
 //! `status` and `history`: what is live, who wrote it, and whether it is the reconciler's.
 
 use super::{load_bundle, route_count, OperatorError};
-use crate::registry::{PublishedState, Registry};
-use crate::store::{BundleHead, ConfigStore, Writer};
+use gateway_adapters::registry::{PublishedState, PublishedStateRead};
+use gateway_adapters::store::{BundleHead, ConfigStore, Writer};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
@@ -40,11 +40,11 @@ impl Status {
     }
 }
 
-pub async fn status<R: Registry, S: ConfigStore>(
+pub async fn status<R: PublishedStateRead, S: ConfigStore>(
     registry: &R,
     store: &S,
 ) -> Result<Status, OperatorError> {
-    let recorded = registry.read_state().await?;
+    let recorded = registry.published_state().await?;
     let live = store.head_live().await?;
     let (mut entries, mut routes, mut problem) = (0, 0, None);
     if let Some(l) = &live {
@@ -97,12 +97,12 @@ impl HistoryItem {
 }
 
 /// Recent versions of `bundle.json`, newest first.
-pub async fn history<R: Registry, S: ConfigStore>(
+pub async fn history<R: PublishedStateRead, S: ConfigStore>(
     registry: &R,
     store: &S,
     limit: usize,
 ) -> Result<Vec<HistoryItem>, OperatorError> {
-    let recorded = registry.read_state().await?;
+    let recorded = registry.published_state().await?;
     let mut items = Vec::new();
     for v in store.list_versions(limit).await? {
         let mut item = HistoryItem {

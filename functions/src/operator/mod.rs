@@ -9,8 +9,8 @@ pub use diff::{diff_bundles, BundleDiff, Change};
 pub use history::{history, status, HistoryItem, Status};
 pub use switches::{kill_switch, restore, resume};
 
-use crate::registry::RegistryError;
-use crate::store::{ConfigStore, StoreError};
+use gateway_adapters::registry::RegistryError;
+use gateway_adapters::store::{ConfigStore, StoreError};
 use gateway_render::Bundle;
 
 #[derive(Debug, thiserror::Error)]

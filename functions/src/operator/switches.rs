@@ -2,8 +2,8 @@
 
 use super::{load_bundle, OperatorError};
 use crate::reconcile::now;
-use crate::registry::{PublishedState, Registry};
-use crate::store::{ConfigStore, Precondition, PutBundle, Writer};
+use gateway_adapters::registry::{PublishedState, Registry};
+use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
 use gateway_render::{render_kill_switch, Bundle, RenderConfig};
 
 /// Publishes the bundle whose routes answer 503 to everything. The reconciler then sees drift

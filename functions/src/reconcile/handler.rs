@@ -2,9 +2,9 @@
 //! invocations all wake the same run; only `{"action":"seed"}` asks for something else.
 
 use super::{reconcile_report, seed, ReconcileConfig, ReconcileError};
-use crate::metrics::MetricsSink;
-use crate::registry::Registry;
-use crate::store::ConfigStore;
+use gateway_adapters::metrics::MetricsSink;
+use gateway_adapters::registry::Registry;
+use gateway_adapters::store::ConfigStore;
 use serde_json::{json, Value};
 
 /// What woke the run; logged, never applied.

@@ -18,12 +18,12 @@ pub use quarantine::{Kept, QuarantineLimits, Quarantined};
 use quarantine::{ids_in_render_error, Candidate};
 use std::collections::BTreeMap;
 
-use crate::metrics::{Metric, MetricsSink};
-use crate::registry::{
+use gateway_adapters::metrics::{Metric, MetricsSink};
+use gateway_adapters::registry::{
     EntryStatus, PublishedState, QuarantineStatus, Registry, RegistryError, StoredEntry,
 };
-use crate::resolve::BackendLookup;
-use crate::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
+use gateway_adapters::resolve::BackendLookup;
+use gateway_adapters::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
 use gateway_render::{render, Bounds, Bundle, Entry, RenderConfig, Rendered};
@@ -349,7 +349,7 @@ where
 /// resolved again and judged by where it leads now. Returns the passing entries and, per
 /// failing id, its problems.
 async fn check_each(
-    snapshot: crate::registry::RegistrySnapshot,
+    snapshot: gateway_adapters::registry::RegistrySnapshot,
     policy: &Policy,
     backends: &BackendLookup,
 ) -> (Candidate, BTreeMap<String, Vec<String>>) {

@@ -4,11 +4,11 @@
 //! next run would reach for that registry.
 
 use super::{reconcile_report, ReconcileConfig, ReconcileError, RunReport};
-use crate::metrics::{Metric, MetricsError, MetricsSink};
-use crate::registry::{
+use gateway_adapters::metrics::{Metric, MetricsError, MetricsSink};
+use gateway_adapters::registry::{
     EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, StoredEntry,
 };
-use crate::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
+use gateway_adapters::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
 use gateway_render::{Bundle, Entry};
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -39,6 +39,18 @@ impl Default for QuarantineLimits {
 }
 
 impl QuarantineLimits {
+    /// `GATEWAY_QUARANTINE_MAX_SHARE`, `GATEWAY_QUARANTINE_MAX_VALIDATIONS` and
+    /// `GATEWAY_QUARANTINE_MAX_SECONDS` from the environment (the defaults above when unset).
+    pub fn from_env() -> Result<QuarantineLimits, gateway_adapters::settings::InvalidSetting> {
+        let var = |name: &str| std::env::var(name).ok();
+        QuarantineLimits::from_values(
+            var("GATEWAY_QUARANTINE_MAX_SHARE").as_deref(),
+            var("GATEWAY_QUARANTINE_MAX_VALIDATIONS").as_deref(),
+            var("GATEWAY_QUARANTINE_MAX_SECONDS").as_deref(),
+        )
+        .map_err(gateway_adapters::settings::InvalidSetting)
+    }
+
     /// Reads the three settings; a value that does not parse or is out of range names itself.
     pub fn from_values(
         share: Option<&str>,

@@ -3,8 +3,9 @@
 use super::identity::check_stack_account;
 use super::response_url::{check_response_url, ResponseClient};
 use super::{audit, failure};
-use crate::registry::{Actor, DeregisterOutcome, DynamoRegistry, RegistryError};
 use aws_lambda_events::cloudformation::CloudFormationCustomResourceRequest;
+use gateway_adapters::registry::{Actor, DeregisterOutcome, DynamoRegistry, RegistryError};
+use gateway_adapters::retry::Backoff;
 use gateway_render::check::check_entry_value;
 use gateway_render::{Problem, Rejection};
 use serde::Serialize;
@@ -65,6 +66,14 @@ fn wait_for_problem(reason: String) -> RegistryError {
 /// that can grow.
 const MAX_REASON_BYTES: usize = 3000;
 const PUT_ATTEMPTS: u32 = 3;
+/// Three tries at the ResponseURL, 200 ms and then 800 ms apart.
+const PUT_RETRY: Backoff = Backoff {
+    attempts: PUT_ATTEMPTS,
+    first: Duration::from_millis(200),
+    factor: 4,
+    cap: Duration::MAX,
+    jitter: false,
+};
 const PUT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Serialize)]
@@ -336,7 +345,7 @@ async fn wait_until_published(
     revision: u64,
     started: std::time::Instant,
 ) -> Result<String, String> {
-    use crate::registry::EntryState;
+    use gateway_adapters::registry::EntryState;
     let (wait, poll) = registry.publish_wait();
     loop {
         match registry.status(id).await {
@@ -381,7 +390,7 @@ async fn wait_until_serving(
     revision: u64,
     started: std::time::Instant,
 ) -> Result<String, String> {
-    use crate::registry::EntryState;
+    use gateway_adapters::registry::EntryState;
     use crate::serving::{live_on, BundleCache};
     let published = wait_until_published(registry, id, revision, started).await?;
     let Some(store) = registry.bundles() else {
@@ -410,7 +419,7 @@ async fn wait_until_serving(
                     ));
                 }
                 EntryState::Published => {
-                    let now = crate::registry::proxies::unix_now();
+                    let now = gateway_adapters::registry::proxies::unix_now();
                     match proxies.current(now).await {
                         Ok(reports) => {
                             let on = live_on(&mut cache, id, &st, &reports).await;
@@ -455,8 +464,8 @@ fn describe_not_live(on: &crate::serving::LiveOn) -> String {
     format!("{}: {}", on.summary(), others.join("; "))
 }
 
-fn unreachable_quarantine(revision: u64) -> crate::registry::QuarantineStatus {
-    crate::registry::QuarantineStatus {
+fn unreachable_quarantine(revision: u64) -> gateway_adapters::registry::QuarantineStatus {
+    gateway_adapters::registry::QuarantineStatus {
         revision,
         stage: "unknown".into(),
         reason: "no reason recorded".into(),
@@ -584,10 +593,8 @@ async fn send(
     body: Vec<u8>,
 ) -> Result<(), RegistryError> {
     let mut last = String::new();
-    for attempt in 0..PUT_ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_millis(200 * 4u64.pow(attempt - 1))).await;
-        }
+    for attempt in PUT_RETRY.attempts() {
+        PUT_RETRY.pause(attempt).await;
         let sent = http
             .http()
             .put(url.clone())

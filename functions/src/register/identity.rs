@@ -11,7 +11,7 @@
 /// The 12 digits an ARN's account field holds, if it holds them.
 fn arn_account(arn: &str) -> Option<&str> {
     let account = arn.split(':').nth(4)?;
-    crate::registry::is_account_id(account).then_some(account)
+    gateway_adapters::registry::is_account_id(account).then_some(account)
 }
 
 /// The caller's account from an SNS record's `TopicArn`: the topic name's trailing 12 digits,
@@ -26,7 +26,7 @@ pub fn account_from_topic(topic_arn: &str) -> Result<String, String> {
     let account = parts[5]
         .rsplit_once('-')
         .map(|(_, tail)| tail)
-        .filter(|tail| crate::registry::is_account_id(tail))
+        .filter(|tail| gateway_adapters::registry::is_account_id(tail))
         .ok_or_else(|| {
             format!(
                 "TopicArn {topic_arn}: the topic's name does not end with -<account id> (e.g. gateway-register-222222222222), so it names no caller"

@@ -2,12 +2,12 @@
 //! wrappers over the adapter traits that inject faults.
 #![allow(dead_code)]
 
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, Outcome, ReconcileConfig, ReconcileError};
-use gateway_functions::registry::{
+use gateway_adapters::registry::{
     DynamoRegistry, PublishedState, Registry, RegistryError, RegistrySnapshot,
 };
-use gateway_functions::store::{
+use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
 };
 use gateway_render::check::Policy;
@@ -57,14 +57,14 @@ impl Registry for FaultyRegistry<'_> {
     async fn read_statuses(
         &self,
     ) -> Result<
-        std::collections::BTreeMap<String, gateway_functions::registry::EntryStatus>,
+        std::collections::BTreeMap<String, gateway_adapters::registry::EntryStatus>,
         RegistryError,
     > {
         self.inner.read_statuses().await
     }
     async fn write_statuses(
         &self,
-        rows: &[gateway_functions::registry::EntryStatus],
+        rows: &[gateway_adapters::registry::EntryStatus],
     ) -> Result<(), RegistryError> {
         self.inner.write_statuses(rows).await
     }
@@ -256,7 +256,7 @@ impl Harness {
             });
         let bytes = out.body.collect().await.expect("body").into_bytes();
         // bundle.json travels gzip-compressed; other objects as they are.
-        let bytes = gateway_functions::store::encoding::decode(bytes.to_vec(), 1 << 30)
+        let bytes = gateway_adapters::store::encoding::decode(bytes.to_vec(), 1 << 30)
             .unwrap_or_else(|e| panic!("get {key}: {e}"));
         String::from_utf8_lossy(&bytes).into_owned()
     }

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
-use gateway_functions::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
+use gateway_adapters::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
 use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::{free_port, unique_name, MotoServer};

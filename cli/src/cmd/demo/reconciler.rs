@@ -3,10 +3,10 @@
 //! another terminal is published within one interval. It prints each decision when it differs
 //! from the previous one.
 
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, ReconcileConfig};
-use gateway_functions::registry::DynamoRegistry;
-use gateway_functions::store::S3Store;
+use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::store::S3Store;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

@@ -5,13 +5,13 @@ use super::host::{enclosing_hosts, read_guard, read_host};
 use super::keys::{self, Item};
 use super::owner::{Actor, Owner};
 use super::plan::{self, Current, Enclosing};
-use super::retry::{backoff, MAX_ROUNDS};
 use super::write::{transact, Written};
 use super::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError, RegistrySnapshot,
     StoredEntry,
 };
 use crate::resolve::BackendLookup;
+use crate::retry::Backoff;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
@@ -26,12 +26,142 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long `create_table_if_absent` waits for a new table to become ACTIVE.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Rounds of read → plan → write before a registration gives up with `Retryable`, and the
+/// jittered wait between them (20 ms doubling per round, so 40 ms before the second, at most 1 s).
+/// Registrations racing on one host commit one per round, so this bounds how many may race and
+/// all succeed.
+const ROUNDS: Backoff = Backoff {
+    attempts: MAX_ROUNDS,
+    first: Duration::from_millis(40),
+    factor: 2,
+    cap: Duration::from_millis(1000),
+    jitter: true,
+};
+const MAX_ROUNDS: u32 = 12;
+
 /// `GATEWAY_PUBLISH_WAIT_SECONDS`' default: the register function's timeout is 5 minutes.
 pub const DEFAULT_PUBLISH_WAIT_SECONDS: u64 = 240;
 
-pub struct DynamoRegistry {
+/// Read-only access to the registry table: entries, status rows, the published state and the
+/// proxy reports. It holds no policy and has no way to write; operators' read-only commands use
+/// it, and every [`DynamoRegistry`] reads through one ([`DynamoRegistry::reader`]).
+#[derive(Debug, Clone)]
+pub struct RegistryReader {
     client: aws_sdk_dynamodb::Client,
     table: String,
+}
+
+impl RegistryReader {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        RegistryReader {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub(crate) fn client(&self) -> &aws_sdk_dynamodb::Client {
+        &self.client
+    }
+
+    /// The proxy reports in this table.
+    pub fn proxies(&self) -> super::ProxyTable {
+        super::ProxyTable::new(self.client.clone(), self.table.clone())
+    }
+
+    /// One entry, read consistently.
+    pub async fn get(&self, id: &str) -> Result<Option<StoredEntry>, RegistryError> {
+        check_id(id)?;
+        let found = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await?;
+        found.map(|item| stored_entry(&item)).transpose()
+    }
+
+    /// Every entry (the same consistent read the reconciler uses).
+    pub async fn list(&self) -> Result<RegistrySnapshot, RegistryError> {
+        self.read_all_entries().await
+    }
+
+    /// Every entry, read consistently, sorted by id; rows that do not parse are reported apart.
+    pub async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
+        let mut snapshot = RegistrySnapshot::default();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .consistent_read(true)
+                .filter_expression("begins_with(#pk, :entry)")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_values(":entry", keys::s(keys::ENTRY_PREFIX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| from_sdk(&format!("scanning table {}", self.table), e))?;
+            for item in page.items() {
+                match stored_entry(item) {
+                    Ok(stored) => snapshot.entries.push(stored),
+                    Err(e) => {
+                        let pk = keys::get_s(item, keys::PK).unwrap_or("?").to_string();
+                        snapshot.unreadable.push((pk, e.to_string()));
+                    }
+                }
+            }
+            match page.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        snapshot.entries.sort_by_key(|s| s.entry.id());
+        snapshot.unreadable.sort();
+        Ok(snapshot)
+    }
+
+    /// The reconciler's last recorded publish, if any.
+    pub async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        let Some(item) = self
+            .get_item(keys::STATE_PK.to_string(), keys::STATE_SK)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(PublishedState {
+            version_id: keys::need_s(&item, keys::ATTR_VERSION_ID)?.to_string(),
+            hash: keys::need_s(&item, keys::ATTR_HASH)?.to_string(),
+            published_at: keys::need_n(&item, keys::ATTR_PUBLISHED_AT)?,
+        }))
+    }
+
+    pub(crate) async fn get_item(
+        &self,
+        pk: String,
+        sk: &str,
+    ) -> Result<Option<Item>, RegistryError> {
+        let what = format!("reading {pk}");
+        let got = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(keys::key(pk, sk)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| from_sdk(&what, e))?;
+        Ok(got.item().cloned())
+    }
+}
+
+impl super::PublishedStateRead for RegistryReader {
+    async fn published_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        self.read_state().await
+    }
+}
+
+pub struct DynamoRegistry {
+    reader: RegistryReader,
     policy: Policy,
     backends: BackendLookup,
     bounds: Bounds,
@@ -55,8 +185,7 @@ impl DynamoRegistry {
     ) -> Self {
         let base_domain: String = base_domain.into();
         DynamoRegistry {
-            client,
-            table: table.into(),
+            reader: RegistryReader::new(client, table),
             policy: Policy::new(&base_domain, false),
             backends: BackendLookup::default(),
             bounds: Bounds::default(),
@@ -80,7 +209,12 @@ impl DynamoRegistry {
 
     /// The proxy reports in this registry's table.
     pub fn proxies(&self) -> super::ProxyTable {
-        super::ProxyTable::new(self.client.clone(), self.table.clone())
+        self.reader.proxies()
+    }
+
+    /// The same table, read-only.
+    pub fn reader(&self) -> &RegistryReader {
+        &self.reader
     }
 
     /// Replaces how long the custom resource waits for its entry to publish, and how often it
@@ -125,11 +259,11 @@ impl DynamoRegistry {
     }
 
     pub(crate) fn client(&self) -> &aws_sdk_dynamodb::Client {
-        &self.client
+        self.reader.client()
     }
 
     pub fn table(&self) -> &str {
-        &self.table
+        self.reader.table()
     }
 
     pub fn policy(&self) -> &Policy {
@@ -163,9 +297,9 @@ impl DynamoRegistry {
             .build()
             .map_err(|e| build_error("the stream specification", e))?;
         let created = self
-            .client
+            .client()
             .create_table()
-            .table_name(&self.table)
+            .table_name(self.reader.table())
             .attribute_definitions(attr(keys::PK)?)
             .attribute_definitions(attr(keys::SK)?)
             .key_schema(key(keys::PK, KeyType::Hash)?)
@@ -184,7 +318,12 @@ impl DynamoRegistry {
             {
                 false
             }
-            Err(e) => return Err(from_sdk(&format!("creating table {}", self.table), e)),
+            Err(e) => {
+                return Err(from_sdk(
+                    &format!("creating table {}", self.reader.table()),
+                    e,
+                ))
+            }
         };
         self.wait_active().await?;
         Ok(created)
@@ -194,12 +333,12 @@ impl DynamoRegistry {
         let deadline = std::time::Instant::now() + TABLE_ACTIVE_TIMEOUT;
         loop {
             let described = self
-                .client
+                .client()
                 .describe_table()
-                .table_name(&self.table)
+                .table_name(self.reader.table())
                 .send()
                 .await
-                .map_err(|e| from_sdk(&format!("describing table {}", self.table), e))?;
+                .map_err(|e| from_sdk(&format!("describing table {}", self.reader.table()), e))?;
             let status = described.table().and_then(|t| t.table_status());
             if status == Some(&TableStatus::Active) {
                 return Ok(());
@@ -207,7 +346,7 @@ impl DynamoRegistry {
             if std::time::Instant::now() > deadline {
                 return Err(RegistryError::Retryable(format!(
                     "table {} is not ACTIVE after {TABLE_ACTIVE_TIMEOUT:?} (status {status:?})",
-                    self.table
+                    self.reader.table()
                 )));
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -325,10 +464,8 @@ impl DynamoRegistry {
         let id = entry.id();
         let fqdn = entry.fqdn(self.base_domain());
         let mut last = String::new();
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                backoff(round).await;
-            }
+        for round in ROUNDS.attempts() {
+            ROUNDS.pause(round).await;
             if let Some(account) = &actor.granted_account {
                 self.require_grant(&entry.team, account).await?;
             }
@@ -341,7 +478,7 @@ impl DynamoRegistry {
                     });
                 }
             }
-            let new_host = read_host(&self.client, &self.table, &fqdn).await?;
+            let new_host = read_host(self.reader.client(), self.reader.table(), &fqdn).await?;
             let mut enclosing = Enclosing::new();
             if plan::claims_host(entry, &new_host) {
                 self.read_enclosing(&entry.host, &mut enclosing).await?;
@@ -352,9 +489,12 @@ impl DynamoRegistry {
             }
             let old_host = match &current {
                 Some(c) if c.entry.host != entry.host => {
-                    let old =
-                        read_host(&self.client, &self.table, &c.entry.fqdn(self.base_domain()))
-                            .await?;
+                    let old = read_host(
+                        self.reader.client(),
+                        self.reader.table(),
+                        &c.entry.fqdn(self.base_domain()),
+                    )
+                    .await?;
                     if plan::releases_host(&old, &id) {
                         self.read_enclosing(&c.entry.host, &mut enclosing).await?;
                     }
@@ -370,7 +510,7 @@ impl DynamoRegistry {
                 base_domain: self.base_domain(),
             };
             let actions = plan::register(entry, &json, &reads, actor, now());
-            match transact(&self.client, &self.table, &actions).await? {
+            match transact(self.reader.client(), self.reader.table(), &actions).await? {
                 Written::Committed => {
                     return Ok(match current {
                         None => RegisterOutcome::Created { revision: 1 },
@@ -405,10 +545,8 @@ impl DynamoRegistry {
     ) -> Result<DeregisterOutcome, RegistryError> {
         check_id(id)?;
         let mut last = String::new();
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                backoff(round).await;
-            }
+        for round in ROUNDS.attempts() {
+            ROUNDS.pause(round).await;
             let Some(current) = self.current(id).await? else {
                 return Ok(DeregisterOutcome::NotFound);
             };
@@ -417,8 +555,8 @@ impl DynamoRegistry {
                 self.require_grant(&current.entry.team, account).await?;
             }
             let host = read_host(
-                &self.client,
-                &self.table,
+                self.reader.client(),
+                self.reader.table(),
                 &current.entry.fqdn(self.base_domain()),
             )
             .await?;
@@ -428,7 +566,7 @@ impl DynamoRegistry {
                     .await?;
             }
             let actions = plan::deregister(&current, &host, &enclosing, self.base_domain(), actor);
-            match transact(&self.client, &self.table, &actions).await? {
+            match transact(self.reader.client(), self.reader.table(), &actions).await? {
                 Written::Committed => return Ok(DeregisterOutcome::Deleted),
                 Written::Conflict(e) => return Err(e),
                 Written::Retry(why) => last = why,
@@ -441,14 +579,12 @@ impl DynamoRegistry {
 
     /// One entry, read consistently.
     pub async fn get(&self, id: &str) -> Result<Option<StoredEntry>, RegistryError> {
-        check_id(id)?;
-        let found = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await?;
-        found.map(|item| stored_entry(&item)).transpose()
+        self.reader.get(id).await
     }
 
     /// Every entry (the same consistent read the reconciler uses).
     pub async fn list(&self) -> Result<RegistrySnapshot, RegistryError> {
-        self.read_all_entries().await
+        self.reader.list().await
     }
 
     /// Hands an entry to a new owner (operators only: `gatewayctl adopt`). The entry itself is
@@ -457,9 +593,9 @@ impl DynamoRegistry {
     pub async fn adopt(&self, id: &str, owner: &Owner) -> Result<Option<Owner>, RegistryError> {
         check_id(id)?;
         let updated = self
-            .client
+            .client()
             .update_item()
-            .table_name(&self.table)
+            .table_name(self.reader.table())
             .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
             .update_expression("SET #owner = :owner")
             .condition_expression("attribute_exists(#pk)")
@@ -493,7 +629,8 @@ impl DynamoRegistry {
     async fn read_enclosing(&self, host: &str, into: &mut Enclosing) -> Result<(), RegistryError> {
         for outer in enclosing_hosts(host, self.base_domain()) {
             if let std::collections::btree_map::Entry::Vacant(slot) = into.entry(outer) {
-                let guard = read_guard(&self.client, &self.table, slot.key()).await?;
+                let guard =
+                    read_guard(self.reader.client(), self.reader.table(), slot.key()).await?;
                 slot.insert(guard);
             }
         }
@@ -517,17 +654,7 @@ impl DynamoRegistry {
         pk: String,
         sk: &str,
     ) -> Result<Option<Item>, RegistryError> {
-        let what = format!("reading {pk}");
-        let got = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(keys::key(pk, sk)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| from_sdk(&what, e))?;
-        Ok(got.item().cloned())
+        self.reader.get_item(pk, sk).await
     }
 }
 
@@ -543,52 +670,11 @@ impl Registry for DynamoRegistry {
     }
 
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
-        let mut snapshot = RegistrySnapshot::default();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .filter_expression("begins_with(#pk, :entry)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":entry", keys::s(keys::ENTRY_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| from_sdk(&format!("scanning table {}", self.table), e))?;
-            for item in page.items() {
-                match stored_entry(item) {
-                    Ok(stored) => snapshot.entries.push(stored),
-                    Err(e) => {
-                        let pk = keys::get_s(item, keys::PK).unwrap_or("?").to_string();
-                        snapshot.unreadable.push((pk, e.to_string()));
-                    }
-                }
-            }
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
-            }
-        }
-        snapshot.entries.sort_by_key(|s| s.entry.id());
-        snapshot.unreadable.sort();
-        Ok(snapshot)
+        self.reader.read_all_entries().await
     }
 
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
-        let Some(item) = self
-            .get_item(keys::STATE_PK.to_string(), keys::STATE_SK)
-            .await?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(PublishedState {
-            version_id: keys::need_s(&item, keys::ATTR_VERSION_ID)?.to_string(),
-            hash: keys::need_s(&item, keys::ATTR_HASH)?.to_string(),
-            published_at: keys::need_n(&item, keys::ATTR_PUBLISHED_AT)?,
-        }))
+        self.reader.read_state().await
     }
 
     async fn record_published(
@@ -604,9 +690,9 @@ impl Registry for DynamoRegistry {
         row.insert(keys::ATTR_HASH.into(), keys::s(next.hash.as_str()));
         row.insert(keys::ATTR_PUBLISHED_AT.into(), keys::n(next.published_at));
         let put = self
-            .client
+            .client()
             .put_item()
-            .table_name(&self.table)
+            .table_name(self.reader.table())
             .set_item(Some(row));
         let put = match expected {
             None => put

@@ -1,9 +1,9 @@
-//! Shared by the registry and register tests: one moto server per test binary, a fresh table
-//! per test, and entries that pass the registration checks.
+//! Shared by the registry tests here and the register tests in `functions/tests`: one moto
+//! server per test binary, a fresh table per test, and entries that pass the registration checks.
 #![allow(dead_code)]
 
-use gateway_functions::aws::dynamodb_client;
-use gateway_functions::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::aws::dynamodb_client;
+use gateway_adapters::registry::{DynamoRegistry, RegistryError};
 use gateway_render::check::Policy;
 use gateway_render::{Entry, Route};
 use gateway_testkit::{unique_name, MotoServer};

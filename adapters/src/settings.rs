@@ -92,18 +92,6 @@ pub fn bounds() -> Result<gateway_render::Bounds, InvalidSetting> {
     .map_err(InvalidSetting)
 }
 
-/// `GATEWAY_QUARANTINE_MAX_SHARE`, `GATEWAY_QUARANTINE_MAX_VALIDATIONS`,
-/// `GATEWAY_QUARANTINE_MAX_SECONDS` (defaults in `reconcile::QuarantineLimits`).
-pub fn quarantine() -> Result<crate::reconcile::QuarantineLimits, InvalidSetting> {
-    let var = |name: &str| std::env::var(name).ok();
-    crate::reconcile::QuarantineLimits::from_values(
-        var("GATEWAY_QUARANTINE_MAX_SHARE").as_deref(),
-        var("GATEWAY_QUARANTINE_MAX_VALIDATIONS").as_deref(),
-        var("GATEWAY_QUARANTINE_MAX_SECONDS").as_deref(),
-    )
-    .map_err(InvalidSetting)
-}
-
 /// `GATEWAY_PUBLISH_WAIT_SECONDS`: how long the custom resource waits for its entry to publish
 /// (default 240; keep it below the register function's timeout).
 pub fn publish_wait() -> Result<std::time::Duration, InvalidSetting> {

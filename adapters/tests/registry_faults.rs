@@ -3,8 +3,8 @@
 
 mod registry_support;
 
-use gateway_functions::aws::{dynamodb_config, DYNAMODB_MAX_ATTEMPTS};
-use gateway_functions::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
+use gateway_adapters::aws::{dynamodb_config, DYNAMODB_MAX_ATTEMPTS};
+use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
 use gateway_render::check::Policy;
 use registry_support::{invoices_api, moto, registry, DOMAIN};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -180,7 +180,7 @@ impl aws_sdk_dynamodb::config::Intercept for RevokeBeforeCommit {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoke_between_the_grant_read_and_the_commit_wins() {
-    use gateway_functions::registry::Actor;
+    use gateway_adapters::registry::Actor;
     let plain = registry().await;
     plain
         .grant("billing", "222222222222", "test")

@@ -5,7 +5,7 @@
 
 use super::error::from_sdk;
 use super::keys::{self, get_n, get_s, Item};
-use super::{DynamoRegistry, RegistryError};
+use super::{DynamoRegistry, RegistryError, RegistryReader};
 use std::collections::BTreeMap;
 
 pub const STATUS_PREFIX: &str = "STATUS#";
@@ -138,7 +138,7 @@ impl EntryStatus {
     }
 }
 
-impl DynamoRegistry {
+impl RegistryReader {
     /// Every status row, by id.
     pub async fn statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
         let mut out = BTreeMap::new();
@@ -186,6 +186,18 @@ impl DynamoRegistry {
             .await
             .map_err(|e| from_sdk(&format!("reading the status of {id}"), e))?;
         Ok(out.item().and_then(EntryStatus::from_item))
+    }
+}
+
+impl DynamoRegistry {
+    /// Every status row, by id.
+    pub async fn statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
+        self.reader().statuses().await
+    }
+
+    /// One entry's status row.
+    pub async fn status(&self, id: &str) -> Result<Option<EntryStatus>, RegistryError> {
+        self.reader().status(id).await
     }
 
     /// Writes each row (whole-row puts: the reconciler is their only writer).

@@ -3,7 +3,7 @@
 
 mod registry_support;
 
-use gateway_functions::registry::{
+use gateway_adapters::registry::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
 };
 use registry_support::{entry, holder, invoices_api, pair, registry, row, rows};
@@ -432,7 +432,7 @@ async fn create_table_is_idempotent() {
 /// hosts + 45 claims + 45 releases = 100, DynamoDB's limit.
 #[tokio::test]
 async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
-    use gateway_functions::registry::Actor;
+    use gateway_adapters::registry::Actor;
     use gateway_render::check::{MAX_HOST_LABELS, MAX_PATH_PREFIXES};
     let reg = registry().await;
     let account = "222222222222";

@@ -13,11 +13,10 @@ mod keys;
 mod owner;
 mod plan;
 pub mod proxies;
-mod retry;
 mod status;
 mod write;
 
-pub use dynamo::{DynamoRegistry, DEFAULT_PUBLISH_WAIT_SECONDS};
+pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::RegistryError;
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
@@ -134,4 +133,19 @@ pub trait Registry {
         &self,
         rows: &[EntryStatus],
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+}
+
+/// The reconciler's last recorded publish: what operators' read-only commands (`status`,
+/// `history`) need of the registry. A [`RegistryReader`] gives it, and so does every
+/// [`Registry`].
+pub trait PublishedStateRead {
+    fn published_state(
+        &self,
+    ) -> impl Future<Output = Result<Option<PublishedState>, RegistryError>> + Send;
+}
+
+impl<R: Registry + Sync> PublishedStateRead for R {
+    async fn published_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        self.read_state().await
+    }
 }

@@ -52,8 +52,18 @@ impl Metric {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("CloudWatch: {0}")]
-pub struct MetricsError(pub String);
+pub enum MetricsError {
+    /// PutMetricData failed; the message is the SDK error's, the source the error itself.
+    #[error("CloudWatch: {message}")]
+    Call {
+        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// No answer in time, or another failure with no error of its own to keep.
+    #[error("CloudWatch: {0}")]
+    Other(String),
+}
 
 /// Where metrics go: CloudWatch in production, a fault-injecting or recording wrapper in tests.
 pub trait MetricsSink {
@@ -74,15 +84,19 @@ pub struct CloudWatchMetrics {
 }
 
 impl CloudWatchMetrics {
-    /// One PutMetricData call in the gateway's namespace.
-    async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
+    /// One PutMetricData call in the gateway's namespace (at most 1000 datums), for data
+    /// beyond [`Metric`], such as the sidecar's per-service request metrics.
+    pub async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
         self.client
             .put_metric_data()
             .namespace(NAMESPACE)
             .set_metric_data(Some(datums))
             .send()
             .await
-            .map_err(|e| MetricsError(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| MetricsError::Call {
+                message: DisplayErrorContext(&e).to_string(),
+                source: Box::new(e),
+            })?;
         Ok(())
     }
 

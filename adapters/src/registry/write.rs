@@ -11,7 +11,6 @@ use super::plan::{
     enclosing_host_conflict, host_conflict, inner_host_conflict, path_conflict, Action, Claims,
     Expected, HostRole,
 };
-use super::retry::random_u64;
 use super::RegistryError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -47,7 +46,7 @@ pub(crate) async fn transact(
         .collect::<Result<Vec<_>, _>>()?;
     // The SDK retries a timed-out call with the same token, and DynamoDB answers a repeat of a
     // committed transaction with success instead of failing its now-stale conditions.
-    let token = format!("{:016x}{:016x}", random_u64(), random_u64());
+    let token = crate::retry::random_token();
     let sent = client
         .transact_write_items()
         .set_transact_items(Some(items))

@@ -1,9 +1,9 @@
 //! `bundle.json` bytes per route at 10,000 routes, canonical against gzip-compressed as
 //! published. A measurement, not a check: run it with
-//! `cargo test -p gateway-functions --test bundle_wire_size -- --ignored --nocapture`; it prints
+//! `cargo test -p gateway-adapters --test bundle_wire_size -- --ignored --nocapture`; it prints
 //! the table and writes it to `target/bench-bundle-wire.md` (docs/benchmarks.md).
 
-use gateway_functions::store::encoding::{compress, decode};
+use gateway_adapters::store::encoding::{compress, decode};
 use gateway_render::{render, Bundle, Entry, Limit, Per, RenderConfig, Route, Unit};
 
 const ENTRIES: usize = 250;

@@ -1,6 +1,6 @@
 //! The S3 config store against moto's server: versions, conditional puts, restore by copy.
 
-use gateway_functions::store::{
+use gateway_adapters::store::{
     s3_client, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
 };
 use gateway_testkit::{unique_name, MotoServer};

@@ -4,7 +4,7 @@
 
 mod registry_support;
 
-use gateway_functions::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
+use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
 use gateway_render::Entry;
 use registry_support::{entry, registry};
 use std::sync::Arc;

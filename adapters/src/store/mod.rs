@@ -4,7 +4,7 @@
 pub mod encoding;
 mod s3;
 
-pub use s3::{s3_client, S3Store};
+pub use s3::{s3_client, FetchedVersion, LiveHead, ReadError, S3CallError, S3Failure, S3Store};
 
 use std::future::Future;
 
@@ -96,6 +96,20 @@ pub enum StoreError {
     NotFound(String),
     #[error("S3: {0}")]
     Aws(String),
+    /// An S3 call failed: `message` says what S3 answered, `source` is the SDK's error whole.
+    #[error("S3: {message}")]
+    Call {
+        message: String,
+        #[source]
+        source: s3::S3CallError,
+    },
+    /// A version's body broke off, or was shorter than its `Content-Length`.
+    #[error("S3: reading bundle version {version_id}: {source}")]
+    Read {
+        version_id: String,
+        #[source]
+        source: s3::ReadError,
+    },
     #[error("bundle version {version_id}")]
     Encoding {
         version_id: String,

@@ -4,11 +4,10 @@ use super::{BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, Sto
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
-use gateway_render::contract::BUNDLE_OBJECT;
-
-const META_HASH: &str = "hash";
-const META_WRITER: &str = "writer";
-const META_WRITTEN_BY: &str = "written-by";
+use gateway_render::contract::{
+    BUNDLE_META_HASH as META_HASH, BUNDLE_META_WRITER as META_WRITER,
+    BUNDLE_META_WRITTEN_BY as META_WRITTEN_BY, BUNDLE_OBJECT,
+};
 
 /// An S3 client from the shared SDK configuration. Path-style addressing when an endpoint is
 /// configured (`AWS_ENDPOINT_URL`): a local endpoint has no per-bucket DNS names.
@@ -108,23 +107,30 @@ where
     E: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,
 {
+    s3_error(bucket, S3CallError(Box::new(e)))
+}
+
+/// A failed call as a [`StoreError`] that keeps it as its source. Only a service error has a
+/// code (the SDK's other failures, timeouts and dropped connections among them, have none).
+fn s3_error(bucket: &str, e: S3CallError) -> StoreError {
     // A failed conditional put is an unmodeled error: match on its code. S3 answers 409
     // ConditionalRequestConflict when two conditional writes race; the loser's precondition
     // did not hold either.
     if matches!(
-        e.code(),
+        e.0.code(),
         Some("PreconditionFailed") | Some("ConditionalRequestConflict")
     ) {
         return StoreError::PreconditionFailed;
     }
     // A service error says what it is in its code and message; the raw response adds noise.
-    match (&e, e.code(), e.message()) {
-        (SdkError::ServiceError(_), Some(code), message) => StoreError::Aws(format!(
+    let message = match e.0.code() {
+        Some(code) => format!(
             "s3://{bucket}: {code}: {}",
-            message.unwrap_or("no message")
-        )),
-        _ => StoreError::Aws(format!("s3://{bucket}: {}", DisplayErrorContext(&e))),
-    }
+            e.0.message().unwrap_or("no message")
+        ),
+        None => format!("s3://{bucket}: {}", DisplayErrorContext(e.0.as_ref())),
+    };
+    StoreError::Call { message, source: e }
 }
 
 fn epoch(dt: Option<&aws_sdk_s3::primitives::DateTime>) -> Option<i64> {
@@ -169,30 +175,175 @@ impl S3Store {
     }
 }
 
-impl ConfigStore for S3Store {
-    async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
-        match self
+/// Any failed S3 call, kept whole: its message, its causes and its service code.
+pub trait S3Failure: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static {}
+impl<T: std::error::Error + ProvideErrorMetadata + Send + Sync + 'static> S3Failure for T {}
+
+/// A failed S3 call: the SDK's error, boxed whole (`.0.code()` is its service code).
+#[derive(Debug)]
+pub struct S3CallError(pub Box<dyn S3Failure>);
+
+impl std::fmt::Display for S3CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for S3CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+/// What a HEAD of the live `bundle.json` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveHead {
+    /// `If-None-Match` held: the same object as the etag given.
+    Unchanged,
+    /// Nothing published yet.
+    Absent,
+    Live(BundleHead),
+}
+
+/// One version as read: what its metadata says, and its canonical bytes (decompressed when it
+/// was stored compressed), not yet parsed or verified.
+#[derive(Debug, Clone)]
+pub struct FetchedVersion {
+    pub head: BundleHead,
+    pub bytes: Vec<u8>,
+}
+
+/// Why reading the bucket failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The call failed; the SDK's error, whole (e.g. `NoSuchVersion` in its code).
+    #[error(transparent)]
+    Call(S3CallError),
+    /// The body broke off while it was read.
+    #[error(transparent)]
+    Body(aws_sdk_s3::primitives::ByteStreamError),
+    /// The stored bytes pass the bound the reader set.
+    #[error("bundle.json is {bytes} bytes or more; at most {max} (GATEWAY_MAX_BUNDLE_BYTES)")]
+    TooLarge { bytes: usize, max: usize },
+    /// Fewer bytes than the object's `Content-Length`.
+    #[error("truncated: {got} of {expected} bytes")]
+    Truncated { got: usize, expected: i64 },
+    #[error(transparent)]
+    Encoding(super::encoding::DecodeError),
+}
+
+/// The read side of the bucket, shared by the store's own reads and the sidecar's delivery
+/// (docs/design.md#delivery).
+impl S3Store {
+    /// HEAD of the live `bundle.json`; with `if_none_match` (an etag), S3 answers 304 when it
+    /// is still that object, which the SDK surfaces as an error carrying the raw status.
+    pub async fn head_live_unless(
+        &self,
+        if_none_match: Option<&str>,
+    ) -> Result<LiveHead, ReadError> {
+        let result = self
             .client
             .head_object()
             .bucket(&self.bucket)
             .key(BUNDLE_OBJECT)
+            .set_if_none_match(if_none_match.map(str::to_string))
             .send()
-            .await
-        {
-            Ok(out) => Ok(Some(head_from(
+            .await;
+        match result {
+            Ok(out) => Ok(LiveHead::Live(head_from(
                 out.version_id(),
                 out.e_tag(),
                 out.metadata(),
                 out.last_modified(),
             ))),
             Err(e) => {
+                if e.raw_response().map(|r| r.status().as_u16()) == Some(304) {
+                    return Ok(LiveHead::Unchanged);
+                }
                 if let SdkError::ServiceError(se) = &e {
                     if se.err().is_not_found() {
-                        return Ok(None);
+                        return Ok(LiveHead::Absent);
                     }
                 }
-                Err(aws_error(&self.bucket, e))
+                Err(ReadError::Call(S3CallError(Box::new(e))))
             }
+        }
+    }
+
+    /// GET of one exact version. With `stored_at_most`, no more than that many stored bytes are
+    /// read (a larger `Content-Length` is refused before the body is read); either way what the
+    /// version decompresses to is bounded by the store's `max_bundle_bytes`.
+    pub async fn fetch_version(
+        &self,
+        version_id: &str,
+        stored_at_most: Option<usize>,
+    ) -> Result<FetchedVersion, ReadError> {
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(BUNDLE_OBJECT)
+            .version_id(version_id)
+            .send()
+            .await
+            .map_err(|e| ReadError::Call(S3CallError(Box::new(e))))?;
+        let head = head_from(
+            out.version_id().or(Some(version_id)),
+            out.e_tag(),
+            out.metadata(),
+            out.last_modified(),
+        );
+        let expected_len = out.content_length();
+        let cap = stored_at_most.unwrap_or(usize::MAX);
+        if let Some(len) = expected_len.and_then(|l| usize::try_from(l).ok()) {
+            if len > cap {
+                return Err(ReadError::TooLarge {
+                    bytes: len,
+                    max: cap,
+                });
+            }
+        }
+        // Read at most one byte past the cap whatever the length header said.
+        let mut body = out.body;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            bytes.extend_from_slice(&chunk.map_err(ReadError::Body)?);
+            if bytes.len() > cap {
+                return Err(ReadError::TooLarge {
+                    bytes: bytes.len(),
+                    max: cap,
+                });
+            }
+        }
+        if let Some(len) = expected_len {
+            if usize::try_from(len).ok() != Some(bytes.len()) {
+                return Err(ReadError::Truncated {
+                    got: bytes.len(),
+                    expected: len,
+                });
+            }
+        }
+        // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
+        // for what a version decompresses to, so a gzip bomb stops at max_bundle_bytes.
+        let bytes =
+            super::encoding::decode(bytes, self.max_bundle_bytes).map_err(ReadError::Encoding)?;
+        Ok(FetchedVersion { head, bytes })
+    }
+
+    /// The most a version may decompress to.
+    pub fn max_bundle_bytes(&self) -> usize {
+        self.max_bundle_bytes
+    }
+}
+
+impl ConfigStore for S3Store {
+    async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
+        match self.head_live_unless(None).await {
+            Ok(LiveHead::Live(head)) => Ok(Some(head)),
+            // Without an etag to match, S3 never answers "not modified".
+            Ok(LiveHead::Absent | LiveHead::Unchanged) => Ok(None),
+            Err(ReadError::Call(e)) => Err(s3_error(&self.bucket, e)),
+            Err(e) => Err(StoreError::Aws(format!("s3://{}: {e}", self.bucket))),
         }
     }
 
@@ -220,33 +371,25 @@ impl ConfigStore for S3Store {
     }
 
     async fn get_version(&self, version_id: &str) -> Result<Vec<u8>, StoreError> {
-        let out = self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(BUNDLE_OBJECT)
-            .version_id(version_id)
-            .send()
+        self.fetch_version(version_id, None)
             .await
-            .map_err(|e| match &e {
-                SdkError::ServiceError(se)
-                    if se.err().is_no_such_key()
-                        || se.err().meta().code() == Some("NoSuchVersion") =>
+            .map(|fetched| fetched.bytes)
+            .map_err(|e| match e {
+                ReadError::Call(e)
+                    if matches!(e.0.code(), Some("NoSuchKey") | Some("NoSuchVersion")) =>
                 {
                     StoreError::NotFound(version_id.to_string())
                 }
-                _ => aws_error(&self.bucket, e),
-            })?;
-        let body =
-            out.body.collect().await.map_err(|e| {
-                StoreError::Aws(format!("reading bundle version {version_id}: {e}"))
-            })?;
-        super::encoding::decode(body.into_bytes().to_vec(), self.max_bundle_bytes).map_err(
-            |source| StoreError::Encoding {
-                version_id: version_id.to_string(),
-                source,
-            },
-        )
+                ReadError::Call(e) => s3_error(&self.bucket, e),
+                ReadError::Encoding(source) => StoreError::Encoding {
+                    version_id: version_id.to_string(),
+                    source,
+                },
+                source => StoreError::Read {
+                    version_id: version_id.to_string(),
+                    source,
+                },
+            })
     }
 
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {

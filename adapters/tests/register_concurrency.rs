@@ -1,11 +1,11 @@
 //! What registering one team's services on one host costs one at a time against four at once,
 //! against moto's server. A measurement, not a check: run it with
-//! `cargo test -p gateway-functions --test register_concurrency -- --ignored --nocapture`; it
+//! `cargo test -p gateway-adapters --test register_concurrency -- --ignored --nocapture`; it
 //! prints the table and writes it to `target/bench-register.md` (docs/benchmarks.md).
 
 mod registry_support;
 
-use gateway_functions::registry::{DynamoRegistry, RegisterOutcome};
+use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome};
 use gateway_render::Entry;
 use registry_support::{entry, registry};
 use std::sync::Arc;
