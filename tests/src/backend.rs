@@ -3,22 +3,15 @@
 //! and counts what it served. Each runs on its own thread and runtime, so it works under any
 //! test harness, and stops when its guard drops.
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use std::convert::Infallible;
+use gateway_proc_kit::backend::Echo;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
+pub use gateway_proc_kit::backend::{expected_body, ECHOED, FAILING_PREFIX};
+
 pub struct Backend {
-    name: String,
     addr: SocketAddr,
-    served: Arc<AtomicU64>,
+    echo: Echo,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -34,27 +27,25 @@ impl Backend {
         listener
             .set_nonblocking(true)
             .unwrap_or_else(|e| panic!("backend {name}: non-blocking listener: {e}"));
-        let served = Arc::new(AtomicU64::new(0));
+        let echo = Echo::new(name);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let thread = {
-            let name = name.to_string();
-            let served = served.clone();
+            let echo = echo.clone();
             std::thread::Builder::new()
                 .name(format!("backend-{name}"))
-                .spawn(move || serve(listener, name, served, rx))
+                .spawn(move || serve(listener, echo, rx))
                 .unwrap_or_else(|e| panic!("backend thread: {e}"))
         };
         Backend {
-            name: name.to_string(),
             addr,
-            served,
+            echo,
             shutdown: Some(tx),
             thread: Some(thread),
         }
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        self.echo.name()
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -68,7 +59,7 @@ impl Backend {
 
     /// Requests answered so far.
     pub fn requests(&self) -> u64 {
-        self.served.load(Ordering::SeqCst)
+        self.echo.requests()
     }
 }
 
@@ -83,23 +74,9 @@ impl Drop for Backend {
     }
 }
 
-/// Request headers a backend echoes back as `echo-<name>` response headers.
-pub const ECHOED: [&str; 3] = ["x-forwarded-for", "x-envoy-external-address", "x-request-id"];
-
-/// Paths under this prefix are answered 500 (with the same JSON body): a failing backend.
-pub const FAILING_PREFIX: &str = "/fail";
-
-/// The body a backend answers `method path` with.
-pub fn expected_body(backend: &str, method: &str, path: &str) -> serde_json::Value {
-    serde_json::json!({ "backend": backend, "method": method, "path": path })
-}
-
-fn serve(
-    listener: TcpListener,
-    name: String,
-    served: Arc<AtomicU64>,
-    shutdown: tokio::sync::oneshot::Receiver<()>,
-) {
+/// The process kit's echo server on this backend's own runtime, until the guard drops.
+fn serve(listener: TcpListener, echo: Echo, shutdown: tokio::sync::oneshot::Receiver<()>) {
+    let name = echo.name().to_string();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -112,52 +89,9 @@ fn serve(
             Ok(l) => l,
             Err(e) => panic!("backend {name}: listener: {e}"),
         };
-        tokio::pin!(shutdown);
-        loop {
-            let stream = tokio::select! {
-                _ = &mut shutdown => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(_) => continue,
-                },
-            };
-            let name = name.clone();
-            let served = served.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    served.fetch_add(1, Ordering::SeqCst);
-                    let failing = req.uri().path().starts_with(FAILING_PREFIX);
-                    let body =
-                        expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
-                    // What the proxy told the backend about the client, echoed back as
-                    // `echo-<name>` response headers.
-                    let echoed: Vec<_> = ECHOED
-                        .iter()
-                        .filter_map(|h| Some((*h, req.headers().get(*h)?.clone())))
-                        .collect();
-                    async move {
-                        let mut response = Response::new(Full::new(Bytes::from(body)));
-                        if failing {
-                            *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-                        }
-                        response.headers_mut().insert(
-                            hyper::header::CONTENT_TYPE,
-                            hyper::header::HeaderValue::from_static("application/json"),
-                        );
-                        for (name, value) in echoed {
-                            if let Ok(echo) = hyper::header::HeaderName::from_bytes(
-                                format!("echo-{name}").as_bytes(),
-                            ) {
-                                response.headers_mut().insert(echo, value);
-                            }
-                        }
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+        tokio::select! {
+            _ = shutdown => {}
+            _ = gateway_proc_kit::backend::serve(listener, echo) => {}
         }
     });
 }

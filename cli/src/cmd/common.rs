@@ -126,12 +126,14 @@ pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Result<Policy, CmdE
 /// The pinned Envoy binary used by validation.
 #[derive(Args, Debug, Clone)]
 pub struct EnvoyArg {
-    /// Envoy binary for `envoy --mode validate` (a name is looked up on PATH)
-    #[arg(
-        long = "envoy-bin",
-        env = "ENVOY_BIN",
-        value_name = "PATH",
-        default_value = "envoy"
-    )]
-    pub envoy_bin: PathBuf,
+    /// Envoy binary for `envoy --mode validate` (default `envoy`; a name is looked up on PATH)
+    #[arg(long = "envoy-bin", env = "ENVOY_BIN", value_name = "PATH")]
+    pub envoy_bin: Option<PathBuf>,
+}
+
+impl EnvoyArg {
+    /// The flag, else `ENVOY_BIN`, else `envoy` on PATH (the validator's `lookup_envoy`).
+    pub fn bin(&self) -> PathBuf {
+        gateway_validator::lookup_envoy(self.envoy_bin.as_deref(), None).path()
+    }
 }
