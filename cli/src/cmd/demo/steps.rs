@@ -9,8 +9,11 @@ use super::processes::Processes;
 use super::progress::{Failure, Progress};
 use super::reconciler::{self, Reconciler};
 use super::samples::{self, Sample};
-use super::waits::{global_limit, through_envoy, wait_listening, wait_ok, wait_same_live};
+use super::waits::{
+    global_limit, through_envoy, wait_envoy_ready, wait_listening, wait_ok, wait_same_live,
+};
 use super::{envoy, moto, ratelimit, sidecar};
+use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use gateway_functions::aws::dynamodb_client;
 use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{seed, ReconcileConfig};
@@ -194,7 +197,8 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     ));
     let child = envoy::spawn(plan, &files, &envoy_bin).map_err(|e| p.fail(e))?;
     demo.processes.add(child);
-    wait_ok(demo, &client, &format!("http://{}/ready", plan.admin), p).await?;
+    let admin = AdminClient::new(AdminEndpoint::Tcp(plan.admin.to_string()));
+    wait_envoy_ready(demo, &admin, p).await?;
     p.note(format!(
         "ready; bootstrap {}, log {}",
         plan.display(&files.bootstrap),
