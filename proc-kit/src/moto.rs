@@ -26,9 +26,12 @@ pub fn endpoint(addr: SocketAddr) -> String {
     format!("http://{addr}")
 }
 
-/// The URL that answers 200 once moto's server is up.
+/// The path that answers 200 once moto's server is up (its dashboard).
+pub const READY_PATH: &str = "/moto-api/";
+
+/// `READY_PATH` on the server at `addr`.
 pub fn ready_url(addr: SocketAddr) -> String {
-    format!("{}/moto-api/", endpoint(addr))
+    format!("{}{READY_PATH}", endpoint(addr))
 }
 
 /// The environment a child process (CLI, sidecar) needs to reach moto's server at `endpoint`.

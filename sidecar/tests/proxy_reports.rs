@@ -21,8 +21,7 @@ use gateway_testkit::stub::{Answer, Behaviour, StubServer};
 use gateway_testkit::{envoy_bin, unique_name, MotoServer};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const DOMAIN: &str = common::DOMAIN;

@@ -341,10 +341,16 @@ mod tests {
             http_get(envoy.listener_addr(), "/").map(|(c, _)| c),
             Some(418)
         );
-        let admin = envoy.ports().admin;
+        let admin = envoy.admin();
+        let info = block_on(admin.get("/server_info")).expect("admin answers");
+        assert!(
+            String::from_utf8_lossy(&info.body).contains("\"state\""),
+            "server_info names Envoy's state"
+        );
         drop(envoy);
         // Another test may have bound the freed port since: what must not answer is an Envoy.
-        if let Some((_, body)) = http_get(admin, "/server_info") {
+        if let Ok(info) = block_on(admin.get("/server_info")) {
+            let body = String::from_utf8_lossy(&info.body);
             assert!(!body.contains("\"state\""), "Envoy should be gone: {body}");
         }
     }

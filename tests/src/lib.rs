@@ -188,7 +188,7 @@ pub fn unique_name(prefix: &str) -> String {
 
 /// One GET of moto's dashboard; true on a 200.
 fn http_get_ok(addr: SocketAddr) -> bool {
-    http::status(addr, "GET", "127.0.0.1", "/moto-api/") == Some(200)
+    http::status(addr, "GET", "127.0.0.1", gateway_proc_kit::moto::READY_PATH) == Some(200)
 }
 
 #[cfg(test)]

@@ -108,7 +108,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         .map_err(|e| p.fail(e))?;
     demo.processes.add(child);
     let client = http::client().map_err(|e| p.fail(e))?;
-    let moto_url = format!("{}/moto-api/", moto::endpoint(plan.moto));
+    let moto_url = gateway_proc_kit::moto::ready_url(plan.moto);
     wait_ok(demo, &client, &moto_url, p).await?;
     p.note(format!("answering; log {}", plan.display(&files.moto_log)));
 
