@@ -3,45 +3,29 @@
 //! and counts what it served. Each runs on its own thread and runtime, so it works under any
 //! test harness, and stops when its guard drops.
 
+use crate::serve::ServerThread;
 use gateway_proc_kit::backend::Echo;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::thread::JoinHandle;
+use std::net::SocketAddr;
 
 pub use gateway_proc_kit::backend::{expected_body, ECHOED, FAILING_PREFIX};
 
+/// The process kit's echo server on a free loopback port, on its own thread and runtime.
 pub struct Backend {
-    addr: SocketAddr,
     echo: Echo,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    server: ServerThread,
 }
 
 impl Backend {
     /// Starts a backend called `name` on a free loopback port (bound before this returns).
     pub fn start(name: &str) -> Backend {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap_or_else(|e| panic!("backend {name}: binding 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("backend {name}: local address: {e}"));
-        listener
-            .set_nonblocking(true)
-            .unwrap_or_else(|e| panic!("backend {name}: non-blocking listener: {e}"));
         let echo = Echo::new(name);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let thread = {
+        let server = {
             let echo = echo.clone();
-            std::thread::Builder::new()
-                .name(format!("backend-{name}"))
-                .spawn(move || serve(listener, echo, rx))
-                .unwrap_or_else(|e| panic!("backend thread: {e}"))
+            ServerThread::start(&format!("backend-{name}"), move |listener| {
+                gateway_proc_kit::backend::serve(listener, echo)
+            })
         };
-        Backend {
-            addr,
-            echo,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        }
+        Backend { echo, server }
     }
 
     pub fn name(&self) -> &str {
@@ -49,51 +33,18 @@ impl Backend {
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`, usable as an entry's `backend`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.addr())
     }
 
     /// Requests answered so far.
     pub fn requests(&self) -> u64 {
         self.echo.requests()
     }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// The process kit's echo server on this backend's own runtime, until the guard drops.
-fn serve(listener: TcpListener, echo: Echo, shutdown: tokio::sync::oneshot::Receiver<()>) {
-    let name = echo.name().to_string();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => panic!("backend {name}: runtime: {e}"),
-    };
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::from_std(listener) {
-            Ok(l) => l,
-            Err(e) => panic!("backend {name}: listener: {e}"),
-        };
-        tokio::select! {
-            _ = shutdown => {}
-            _ = gateway_proc_kit::backend::serve(listener, echo) => {}
-        }
-    });
 }
 
 #[cfg(test)]

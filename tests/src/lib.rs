@@ -10,6 +10,7 @@ pub mod http;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;
 pub mod policy_backend;
+mod serve;
 pub mod stub;
 pub mod validate;
 

@@ -3,6 +3,7 @@
 //! throttling DynamoDB). It counts connections, can hold them without answering (a hung
 //! dependency), runs on its own thread and runtime, and stops when its guard drops.
 
+use crate::serve::ServerThread;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
@@ -10,10 +11,9 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// One request the server received.
 #[derive(Debug, Clone)]
@@ -68,10 +68,8 @@ pub enum Behaviour {
 }
 
 pub struct StubServer {
-    addr: SocketAddr,
     connections: Arc<AtomicUsize>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    server: ServerThread,
 }
 
 impl StubServer {
@@ -82,38 +80,26 @@ impl StubServer {
 
     /// Starts the server on a free loopback port (bound before this returns).
     pub fn start(behaviour: Behaviour) -> StubServer {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap_or_else(|e| panic!("stub server: binding 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("stub server: local address: {e}"));
-        listener
-            .set_nonblocking(true)
-            .unwrap_or_else(|e| panic!("stub server: non-blocking listener: {e}"));
         let connections = Arc::new(AtomicUsize::new(0));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let thread = {
+        let server = {
             let connections = connections.clone();
-            std::thread::Builder::new()
-                .name("stub-server".into())
-                .spawn(move || serve(listener, Arc::new(behaviour), connections, rx))
-                .unwrap_or_else(|e| panic!("stub server thread: {e}"))
+            ServerThread::start("stub-server", move |listener| {
+                serve(listener, Arc::new(behaviour), connections)
+            })
         };
         StubServer {
-            addr,
             connections,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            server,
         }
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.addr())
     }
 
     /// Connections accepted so far.
@@ -127,57 +113,32 @@ impl StubServer {
     }
 }
 
-impl Drop for StubServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn serve(
-    listener: TcpListener,
+async fn serve(
+    listener: tokio::net::TcpListener,
     behaviour: Arc<Behaviour>,
     connections: Arc<AtomicUsize>,
-    shutdown: tokio::sync::oneshot::Receiver<()>,
 ) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("stub server: runtime: {e}"));
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener)
-            .unwrap_or_else(|e| panic!("stub server: listener: {e}"));
-        tokio::pin!(shutdown);
-        let mut held = Vec::new();
-        loop {
-            let stream = tokio::select! {
-                _ = &mut shutdown => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(_) => continue,
-                },
-            };
-            connections.fetch_add(1, Ordering::SeqCst);
-            if let Behaviour::Hang = *behaviour {
-                held.push(stream);
-                continue;
-            }
-            let behaviour = behaviour.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let behaviour = behaviour.clone();
-                    async move { Ok::<_, Infallible>(respond(&behaviour, req).await) }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    let mut held = Vec::new();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        connections.fetch_add(1, Ordering::SeqCst);
+        if let Behaviour::Hang = *behaviour {
+            held.push(stream);
+            continue;
         }
-    });
+        let behaviour = behaviour.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req: Request<Incoming>| {
+                let behaviour = behaviour.clone();
+                async move { Ok::<_, Infallible>(respond(&behaviour, req).await) }
+            });
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
 
 async fn respond(behaviour: &Behaviour, req: Request<Incoming>) -> Response<Full<Bytes>> {
