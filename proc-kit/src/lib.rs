@@ -1,12 +1,13 @@
 //! The local processes both `gatewayctl demo` and the test kit (`tests/src`) run, written once:
 //! moto's server standing in for DynamoDB, S3 and CloudWatch (`moto`), the pinned Envoy from a
-//! checkout's `.venv` (`envoy`), and loopback backends that answer with their name (`backend`).
-//! How each caller owns and stops its processes stays with the caller: the demo's guards stop
-//! children in order on a signal, the test kit's kill them when a test's guard drops.
+//! checkout's `.venv` (`envoy`), loopback backends that answer with their name (`backend`), and
+//! guards for long-running children (`processes`: stopped in order, with the parent's death, as
+//! the demo needs; the test kit's guards simply kill their child when a test drops them).
 
 pub mod backend;
 pub mod envoy;
 pub mod moto;
+pub mod processes;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! command (the test kit starts the same one), and the AWS settings that point the demo's own
 //! clients and its children at it.
 
-use super::processes::Managed;
+use gateway_proc_kit::processes::Managed;
 use std::net::SocketAddr;
 use std::path::Path;
 

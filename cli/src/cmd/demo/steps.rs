@@ -5,7 +5,7 @@
 use super::backends::SampleBackend;
 use super::http;
 use super::plan::{Plan, BUCKET, TABLE};
-use super::processes::Processes;
+use gateway_proc_kit::processes::Processes;
 use super::progress::{Failure, Progress};
 use super::reconciler::{self, Reconciler};
 use super::samples::{self, Sample};
