@@ -126,14 +126,20 @@ pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Result<Policy, CmdE
 /// The pinned Envoy binary used by validation.
 #[derive(Args, Debug, Clone)]
 pub struct EnvoyArg {
-    /// Envoy binary for `envoy --mode validate` (default `envoy`; a name is looked up on PATH)
-    #[arg(long = "envoy-bin", env = "ENVOY_BIN", value_name = "PATH")]
-    pub envoy_bin: Option<PathBuf>,
+    /// Envoy binary for `envoy --mode validate` (a name is looked up on PATH)
+    #[arg(
+        long = "envoy-bin",
+        env = "ENVOY_BIN",
+        value_name = "PATH",
+        default_value = gateway_validator::ENVOY_ON_PATH
+    )]
+    pub envoy_bin: PathBuf,
 }
 
 impl EnvoyArg {
-    /// The flag, else `ENVOY_BIN`, else `envoy` on PATH (the validator's `lookup_envoy`).
+    /// The flag, else `ENVOY_BIN`, else `envoy` on PATH: the validator's one lookup
+    /// (`lookup_envoy`), with clap supplying the setting and the default.
     pub fn bin(&self) -> PathBuf {
-        gateway_validator::lookup_envoy(self.envoy_bin.as_deref(), None).path()
+        gateway_validator::lookup_envoy(Some(&self.envoy_bin), None).path()
     }
 }
