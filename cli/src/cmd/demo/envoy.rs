@@ -1,9 +1,9 @@
 //! The pinned Envoy: finding it, its version, and starting it from the gateway's bootstrap.
 
 use super::plan::{Plan, RunFiles};
-use gateway_proc_kit::processes::Managed;
 use gateway_bootstrap::{gateway_bootstrap, proxy_args, to_pretty_json, BootstrapParams};
 use gateway_proc_kit::envoy::{local_envoy, EnvoyNotFound};
+use gateway_proc_kit::processes::Managed;
 use gateway_validator::envoy_release;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

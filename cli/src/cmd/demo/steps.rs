@@ -5,7 +5,6 @@
 use super::backends::SampleBackend;
 use super::http;
 use super::plan::{Plan, BUCKET, TABLE};
-use gateway_proc_kit::processes::Processes;
 use super::progress::{Failure, Progress};
 use super::reconciler::{self, Reconciler};
 use super::samples::{self, Sample};
@@ -19,6 +18,7 @@ use gateway_functions::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{seed, ReconcileConfig};
 use gateway_functions::registry::DynamoRegistry;
 use gateway_functions::store::{s3_client, S3Store};
+use gateway_proc_kit::processes::Processes;
 use gateway_render::check::Policy;
 use gateway_render::RenderConfig;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -250,7 +250,16 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     });
     if let Some((s, path, quota)) = &shown {
         wait_same_live(demo, &client, plan, p).await?;
-        global_limit(demo, plan, &client, &s.entry.fqdn(&plan.domain), path, *quota, p).await?;
+        global_limit(
+            demo,
+            plan,
+            &client,
+            &s.entry.fqdn(&plan.domain),
+            path,
+            *quota,
+            p,
+        )
+        .await?;
     }
 
     Ok(Up { samples, envoy_bin })
