@@ -35,12 +35,9 @@ pub fn domain() -> Result<String, MissingSetting> {
     )
 }
 
-/// `ENVOY_BIN`, default `envoy` on PATH.
+/// `ENVOY_BIN`, default `envoy` on PATH (the validator's `lookup_envoy`).
 pub fn envoy_bin() -> PathBuf {
-    std::env::var_os("ENVOY_BIN")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("envoy"))
+    gateway_validator::lookup_envoy(None, None).path()
 }
 
 /// The registration policy from `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, `GATEWAY_BACKEND_DOMAINS`,

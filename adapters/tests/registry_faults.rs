@@ -6,17 +6,24 @@ mod registry_support;
 use gateway_adapters::aws::{dynamodb_config, DYNAMODB_MAX_ATTEMPTS};
 use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
 use gateway_render::check::Policy;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use registry_support::{invoices_api, moto, registry, DOMAIN};
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const THROTTLED: &str = "{\"__type\":\"com.amazonaws.dynamodb.v20120810#ThrottlingException\",\"message\":\"Rate of requests exceeds the allowed throughput.\"}";
 
 /// A loopback proxy in front of moto that answers its first `throttle` connections with
-/// DynamoDB's throttling error (closing each, so every retry is a new connection) and pipes
-/// the rest through. Returns its endpoint and the number of connections it saw.
+/// DynamoDB's throttling error (hyper, closing each, so every retry is a new connection) and
+/// pipes the rest through unchanged. Returns its endpoint and the number of connections it saw.
 async fn throttling_proxy(upstream: String, throttle: usize) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
     let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
@@ -28,13 +35,14 @@ async fn throttling_proxy(upstream: String, throttle: usize) -> (String, Arc<Ato
             let upstream = upstream.clone();
             tokio::spawn(async move {
                 if n < throttle {
-                    read_request(&mut conn).await;
-                    let answer = format!(
-                        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: throttled\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{THROTTLED}",
-                        THROTTLED.len()
-                    );
-                    let _ = conn.write_all(answer.as_bytes()).await;
-                    let _ = conn.shutdown().await;
+                    // The whole request is read before the answer, as DynamoDB does.
+                    let service = service_fn(|req: Request<Incoming>| async {
+                        let _ = req.into_body().collect().await;
+                        Ok::<_, Infallible>(throttled())
+                    });
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(conn), service)
+                        .await;
                 } else if let Ok(mut up) = TcpStream::connect(&upstream).await {
                     let _ = tokio::io::copy_bidirectional(&mut conn, &mut up).await;
                 }
@@ -44,30 +52,18 @@ async fn throttling_proxy(upstream: String, throttle: usize) -> (String, Arc<Ato
     (endpoint, seen)
 }
 
-/// Reads one HTTP request (headers and a Content-Length body).
-async fn read_request(conn: &mut TcpStream) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let Ok(n) = conn.read(&mut chunk).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + length {
-                return;
-            }
-        }
-    }
+/// DynamoDB's throttling error, closing the connection.
+fn throttled() -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(THROTTLED.as_bytes())));
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-amz-json-1.0"),
+    );
+    headers.insert("x-amzn-requestid", HeaderValue::from_static("throttled"));
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 async fn registry_at(endpoint: &str, table: &str) -> DynamoRegistry {

@@ -1,6 +1,6 @@
 //! The level-1 kill switch on a running Envoy started from the gateway bootstrap with the
 //! proxy's own arguments: `POST /runtime_modify?KEY=100` on admin makes every request answer 503,
-//! and `KEY=0` brings traffic back.
+//! and `KEY=0` brings traffic back. Admin calls go through the test kit's Envoy admin client.
 
 use gateway_bootstrap::{gateway_bootstrap, proxy_args, BootstrapParams};
 use gateway_render::contract::{
@@ -52,7 +52,7 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
             args
         },
     );
-    let (listen, admin) = (envoy.listener_addr(), envoy.ports().admin);
+    let listen = envoy.listener_addr();
 
     assert_eq!(
         http::wait_for_status(
@@ -70,7 +70,7 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
 
     let on = format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=100");
     assert_eq!(
-        request(admin, "POST", &on),
+        envoy.admin_post(&on).map(|(code, _)| code),
         Some(200),
         "runtime_modify refused:\n{}",
         envoy.log_text()
@@ -84,7 +84,7 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
     }
 
     let off = format!("/runtime_modify?{KILL_SWITCH_RUNTIME_KEY}=0");
-    assert_eq!(request(admin, "POST", &off), Some(200));
+    assert_eq!(envoy.admin_post(&off).map(|(code, _)| code), Some(200));
     assert_eq!(
         request(listen, "GET", "/"),
         Some(200),

@@ -8,85 +8,32 @@ use gateway_render::{render, render_kill_switch, Entry, Limit, Rendered, Route};
 use gateway_testkit::envoy::EnvoyProcess;
 use gateway_testkit::free_port;
 use gateway_testkit::http::{self, Response};
+use gateway_testkit::stub::{Answer, StubServer};
 use render_support::config;
 use render_support::envoy::gateway_bootstrap;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
-/// A loopback backend answering every request with `name METHOD PATH host=HOST` (the test kit's
-/// backends answer JSON without the Host header, which these tests check Envoy rewrites).
+/// A loopback backend (the test kit's stub server) answering every request with
+/// `name METHOD PATH host=HOST` (the test kit's echo backends answer JSON without the Host
+/// header, which these tests check Envoy rewrites).
 struct Backend {
     port: u16,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: StubServer,
 }
 
 impl Backend {
     fn start(name: &'static str) -> Backend {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind backend");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let port = listener.local_addr().expect("addr").port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => answer(name, stream),
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
+        let server = StubServer::answering(move |r| {
+            let host = r.header("host").unwrap_or("");
+            Answer::status(200)
+                .header("connection", "close")
+                .body(&format!("{name} {} {} host={host}", r.method, r.target))
         });
         Backend {
-            port,
-            stop,
-            thread: Some(thread),
+            port: server.addr().port(),
+            _server: server,
         }
     }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn answer(name: &str, mut stream: TcpStream) {
-    let _ = stream.set_nonblocking(false);
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    let head = String::from_utf8_lossy(&buf).to_string();
-    let mut lines = head.lines();
-    let mut request_line = lines.next().unwrap_or("").split(' ');
-    let (method, path) = (
-        request_line.next().unwrap_or(""),
-        request_line.next().unwrap_or(""),
-    );
-    let host = lines
-        .find_map(|l| {
-            l.strip_prefix("host: ")
-                .or_else(|| l.strip_prefix("Host: "))
-        })
-        .unwrap_or("");
-    let body = format!("{name} {method} {path} host={host}");
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
 }
 
 /// One request to Envoy's listener over a fresh connection.

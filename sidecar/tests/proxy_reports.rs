@@ -17,13 +17,11 @@ use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::check::Policy;
 use gateway_render::{Entry, RenderConfig};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
+use gateway_testkit::stub::{Answer, Behaviour, StubServer};
 use gateway_testkit::{envoy_bin, unique_name, MotoServer};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const DOMAIN: &str = common::DOMAIN;
@@ -438,62 +436,20 @@ impl Pipeline {
     }
 }
 
-/// A DynamoDB endpoint that is broken: `hang` accepts connections and never answers; otherwise
-/// it answers every request with a throttling error. Counts the connections it saw.
-fn broken_dynamodb(hang: bool) -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counter = seen.clone();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            counter.fetch_add(1, Ordering::SeqCst);
-            if hang {
-                held.push(conn);
-                continue;
-            }
-            std::thread::spawn(move || throttle(conn));
-        }
-    });
-    (url, seen)
-}
-
-/// Answers each HTTP request on `conn` with DynamoDB's throttling error.
-fn throttle(mut conn: std::net::TcpStream) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        // One whole request: headers, then Content-Length bytes of body.
-        let request_end = loop {
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if buf.len() >= end + 4 + length {
-                    break Some(end + 4 + length);
-                }
-            }
-            match conn.read(&mut chunk) {
-                Ok(0) | Err(_) => break None,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let Some(end) = request_end else { return };
-        buf.drain(..end);
-        let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
-        let answer = format!(
-            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/x-amz-json-1.0\r\nx-amzn-RequestId: t\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if conn.write_all(answer.as_bytes()).is_err() {
-            return;
-        }
+/// A DynamoDB endpoint that is broken (the test kit's stub server): `hang` accepts connections
+/// and never answers; otherwise it answers every request with a throttling error. It counts the
+/// connections it saw and stops when dropped.
+fn broken_dynamodb(hang: bool) -> StubServer {
+    if hang {
+        return StubServer::start(Behaviour::Hang);
     }
+    let body = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}"#;
+    StubServer::answering(move |_| {
+        Answer::status(400)
+            .header("content-type", "application/x-amz-json-1.0")
+            .header("x-amzn-requestid", "t")
+            .body(body)
+    })
 }
 
 #[tokio::test]
@@ -504,7 +460,8 @@ async fn delivery_goes_on_while_the_table_hangs_or_throttles() {
     p.reconcile().await;
     for hang in [true, false] {
         let what = if hang { "hanging" } else { "throttling" };
-        let (endpoint, seen) = broken_dynamodb(hang);
+        let broken = broken_dynamodb(hang);
+        let (endpoint, seen) = (broken.url(), broken.connection_counter());
         let proxy = Proxy::start_with_env(
             &p,
             &format!("proxy-{what}"),

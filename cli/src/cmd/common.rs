@@ -131,7 +131,15 @@ pub struct EnvoyArg {
         long = "envoy-bin",
         env = "ENVOY_BIN",
         value_name = "PATH",
-        default_value = "envoy"
+        default_value = gateway_validator::ENVOY_ON_PATH
     )]
     pub envoy_bin: PathBuf,
+}
+
+impl EnvoyArg {
+    /// The flag, else `ENVOY_BIN`, else `envoy` on PATH: the validator's one lookup
+    /// (`lookup_envoy`), with clap supplying the setting and the default.
+    pub fn bin(&self) -> PathBuf {
+        gateway_validator::lookup_envoy(Some(&self.envoy_bin), None).path()
+    }
 }

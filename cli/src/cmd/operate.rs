@@ -244,7 +244,7 @@ fn reconcile_config(
         render: gateway_adapters::settings::render_config(domain),
         policy,
         validate: ValidateOptions {
-            envoy: EnvoyOptions::new(envoy.envoy_bin.clone()),
+            envoy: EnvoyOptions::new(envoy.bin()),
             skip_envoy: false,
         },
         backends: Default::default(),

@@ -33,7 +33,7 @@ pub fn run(args: Args) -> CmdResult {
     let parsed = ParsedConfig::from_files(&files).map_err(|e| CmdError::failed(e.to_string()))?;
     let route_count = count_routes(&parsed.route_config);
     let opts = ValidateOptions {
-        envoy: EnvoyOptions::new(&args.envoy.envoy_bin),
+        envoy: EnvoyOptions::new(args.envoy.bin()),
         skip_envoy: args.skip_envoy,
     };
     let report = validate_all(&parsed.view(), entry_count, route_count, &opts)

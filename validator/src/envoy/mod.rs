@@ -1,10 +1,12 @@
 //! Layer 3: the pinned Envoy's own verdict on the rendered config. The only process-running
 //! code in the validator.
 
+mod bin;
 mod process;
 mod stderr;
 mod version;
 
+pub use bin::{find_executable, lookup_envoy, EnvoyBin, ENVOY_BIN_SETTING, ENVOY_ON_PATH};
 pub use version::{check_envoy_version, envoy_release};
 
 use crate::{ConfigView, ValidationError};
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 /// How to run Envoy for validation.
 #[derive(Debug, Clone)]
 pub struct EnvoyOptions {
-    /// `ENVOY_BIN`; a bare name is looked up on PATH.
+    /// The binary (`lookup_envoy`); a bare name is looked up on PATH.
     pub envoy_bin: PathBuf,
     /// The listener and filters to validate against: the production ones. Validate mode binds
     /// nothing and reads no watched files, so production addresses and paths are safe.
@@ -34,12 +36,9 @@ impl EnvoyOptions {
         }
     }
 
-    /// `ENVOY_BIN`, else `envoy` on PATH.
+    /// `ENVOY_BIN`, else `envoy` on PATH (`lookup_envoy` without a flag or a checkout).
     pub fn from_env() -> Self {
-        let bin = std::env::var_os("ENVOY_BIN")
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "envoy".into());
-        EnvoyOptions::new(bin)
+        EnvoyOptions::new(lookup_envoy(None, None).path())
     }
 }
 

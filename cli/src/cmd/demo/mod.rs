@@ -9,7 +9,6 @@ mod envoy;
 mod http;
 mod moto;
 mod plan;
-mod processes;
 mod progress;
 mod ratelimit;
 mod reconciler;
@@ -89,7 +88,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let plan = Plan::resolve(args)?;
     // The demo's main future runs on this thread, which spawns every child: on Linux the
-    // children's parent-death signal is tied to it (see processes.rs).
+    // children's parent-death signal is tied to it (see proc-kit/src/processes.rs).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

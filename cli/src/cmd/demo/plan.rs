@@ -176,11 +176,11 @@ impl Plan {
     }
 
     pub fn python(&self) -> PathBuf {
-        self.repo.join(".venv/bin/python")
+        gateway_proc_kit::venv_python(&self.repo)
     }
 
     pub fn default_envoy(&self) -> PathBuf {
-        self.repo.join(".venv/bin/envoy")
+        gateway_proc_kit::venv_envoy(&self.repo)
     }
 
     /// `path` relative to the repository when inside it (shorter to read and to paste there).

@@ -2,7 +2,7 @@
 //! every global limit, serving the rules the rate-limit sidecar delivers.
 
 use super::plan::{Plan, RunFiles};
-use super::processes::Managed;
+use gateway_proc_kit::processes::Managed;
 use tokio::process::Command;
 
 pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {

@@ -3,7 +3,7 @@
 
 use super::moto;
 use super::plan::{Plan, RunFiles, BUCKET, TABLE};
-use super::processes::Managed;
+use gateway_proc_kit::processes::Managed;
 use tokio::process::Command;
 
 /// Seconds between the sidecar's polls of the bucket.

@@ -5,17 +5,20 @@
 use super::backends::SampleBackend;
 use super::http;
 use super::plan::{Plan, BUCKET, TABLE};
-use super::processes::Processes;
 use super::progress::{Failure, Progress};
 use super::reconciler::{self, Reconciler};
 use super::samples::{self, Sample};
-use super::waits::{global_limit, through_envoy, wait_listening, wait_ok, wait_same_live};
+use super::waits::{
+    global_limit, through_envoy, wait_envoy_ready, wait_listening, wait_ok, wait_same_live,
+};
 use super::{envoy, moto, ratelimit, sidecar};
 use gateway_adapters::aws::dynamodb_client;
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{seed, ReconcileConfig};
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
+use gateway_envoy_admin::{AdminClient, AdminEndpoint};
+use gateway_functions::reconcile::{seed, ReconcileConfig};
+use gateway_proc_kit::processes::Processes;
 use gateway_render::check::Policy;
 use gateway_render::RenderConfig;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -105,7 +108,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         .map_err(|e| p.fail(e))?;
     demo.processes.add(child);
     let client = http::client().map_err(|e| p.fail(e))?;
-    let moto_url = format!("{}/moto-api/", moto::endpoint(plan.moto));
+    let moto_url = gateway_proc_kit::moto::ready_url(plan.moto);
     wait_ok(demo, &client, &moto_url, p).await?;
     p.note(format!("answering; log {}", plan.display(&files.moto_log)));
 
@@ -194,7 +197,8 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     ));
     let child = envoy::spawn(plan, &files, &envoy_bin).map_err(|e| p.fail(e))?;
     demo.processes.add(child);
-    wait_ok(demo, &client, &format!("http://{}/ready", plan.admin), p).await?;
+    let admin = AdminClient::new(AdminEndpoint::Tcp(plan.admin.to_string()));
+    wait_envoy_ready(demo, &admin, p).await?;
     p.note(format!(
         "ready; bootstrap {}, log {}",
         plan.display(&files.bootstrap),
@@ -246,7 +250,16 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     });
     if let Some((s, path, quota)) = &shown {
         wait_same_live(demo, &client, plan, p).await?;
-        global_limit(demo, plan, &client, &s.entry.fqdn(&plan.domain), path, *quota, p).await?;
+        global_limit(
+            demo,
+            plan,
+            &client,
+            &s.entry.fqdn(&plan.domain),
+            path,
+            *quota,
+            p,
+        )
+        .await?;
     }
 
     Ok(Up { samples, envoy_bin })

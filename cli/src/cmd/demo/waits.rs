@@ -6,6 +6,7 @@ use super::plan::Plan;
 use super::progress::{Failure, Progress};
 use super::samples::Sample;
 use super::steps::Demo;
+use gateway_envoy_admin::AdminClient;
 use std::time::{Duration, Instant};
 
 /// How long a child may take to answer its first health check.
@@ -19,11 +20,43 @@ pub async fn wait_ok(
     url: &str,
     p: &Progress,
 ) -> Result<(), Failure> {
+    wait_until_ok(demo, url, || http::status(client, url), p).await
+}
+
+/// Waits until Envoy's admin `/ready` answers 200, asked through the one admin client.
+pub async fn wait_envoy_ready(
+    demo: &mut Demo,
+    admin: &AdminClient,
+    p: &Progress,
+) -> Result<(), Failure> {
+    let url = format!("{}/ready", admin.endpoint());
+    let ready = || async {
+        admin
+            .get("/ready")
+            .await
+            .ok()
+            .map(|response| response.status)
+    };
+    wait_until_ok(demo, &url, ready, p).await
+}
+
+/// Waits until `probe` reports 200 (None: nothing answered), failing early when a child exits;
+/// `what` names the URL asked.
+async fn wait_until_ok<F, Fut>(
+    demo: &mut Demo,
+    what: &str,
+    mut probe: F,
+    p: &Progress,
+) -> Result<(), Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<u16>>,
+{
     let deadline = Instant::now() + START_TIMEOUT;
     let mut last = None;
     loop {
         demo.processes.check_alive().map_err(|e| p.fail(e))?;
-        last = http::status(client, url).await.or(last);
+        last = probe().await.or(last);
         if last == Some(200) {
             return Ok(());
         }
@@ -32,7 +65,7 @@ pub async fn wait_ok(
                 format!("last answer {c}")
             });
             return Err(p.fail(format!(
-                "{url} did not answer 200 within {} s ({answer})",
+                "{what} did not answer 200 within {} s ({answer})",
                 START_TIMEOUT.as_secs()
             )));
         }

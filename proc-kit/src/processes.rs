@@ -1,6 +1,7 @@
-//! The child processes the demo starts (moto's server, the sidecar, Envoy), each owned by a guard
-//! that stops it: explicitly in reverse start order on every way out, by SIGKILL if a guard is
-//! dropped without that, and by the kernel (parent-death signal) if the demo itself is killed.
+//! Long-running children (`gatewayctl demo` starts moto's server, the sidecars, Envoy), each
+//! owned by a guard that stops it: explicitly in reverse start order on every way out, by
+//! SIGKILL if a guard is dropped without that, and by the kernel (parent-death signal) if the
+//! process that started them is killed.
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -97,7 +98,7 @@ impl Managed {
     }
 }
 
-/// Every child the demo started, in start order.
+/// Every child started, in start order.
 #[derive(Default)]
 pub struct Processes {
     children: Vec<Managed>,
