@@ -12,3 +12,14 @@ pub mod resolve;
 pub mod serving;
 pub mod settings;
 pub mod store;
+
+/// A value whose `Serialize` is derived (string keys, no custom failures) as JSON. With
+/// serde_json's default maps its keys come out sorted, as every JSON document of this crate's
+/// answers and of gatewayctl's `--json` has always been written.
+pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
+    match serde_json::to_value(value) {
+        Ok(v) => v,
+        // Unreachable for the plain data this is used for; a document that says so beats a panic.
+        Err(e) => serde_json::json!({ "error": format!("not serialisable: {e}") }),
+    }
+}
