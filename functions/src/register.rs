@@ -199,3 +199,25 @@ fn refused(message: &str) -> Value {
 pub(crate) fn bad_request(message: &str) -> Value {
     json!({ "ok": false, "error": { "kind": "bad-request", "message": message } })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn an_undelivered_answer_says_what_it_always_said_and_keeps_the_last_failure() {
+        let err = RegisterError::Undelivered {
+            attempts: 3,
+            last: Undelivered::Status(reqwest::StatusCode::TEMPORARY_REDIRECT),
+        };
+        assert_eq!(
+            err.to_string(),
+            "temporarily unable to complete: answering CloudFormation at its ResponseURL failed 3 \
+             times: HTTP 307 Temporary Redirect"
+        );
+        assert_eq!(err.kind(), "retryable");
+        let source = err.source().expect("the last failure");
+        assert_eq!(source.to_string(), "HTTP 307 Temporary Redirect");
+    }
+}

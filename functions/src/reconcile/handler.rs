@@ -61,3 +61,55 @@ where
         quarantined: &report.quarantined,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::{Kept, Stage};
+    use serde_json::json;
+
+    /// The answer as it was assembled by hand before: the outcome's map, its sentence and the
+    /// quarantined list, keys sorted.
+    #[test]
+    fn the_run_answer_is_the_outcome_its_sentence_and_the_quarantined() {
+        let outcome = Outcome::Rejected {
+            stage: Stage::Render,
+            reason: "two entries shadow each other\nmore".into(),
+            failed_key: "k".into(),
+        };
+        let quarantined = [Quarantined {
+            id: "billing/x".into(),
+            team: "billing".into(),
+            stage: Stage::Registry,
+            reason: "routes[0].path: missing".into(),
+            kept: Kept::LeftOut,
+        }];
+        let mut expected = outcome.to_json();
+        expected["message"] = Value::String(outcome.to_string());
+        expected["quarantined"] = quarantined.iter().map(Quarantined::to_json).collect();
+        let answer = crate::to_json(&RunAnswer {
+            outcome: &outcome,
+            message: outcome.to_string(),
+            quarantined: &quarantined,
+        });
+        assert_eq!(
+            serde_json::to_string(&answer).expect("json"),
+            serde_json::to_string(&expected).expect("json")
+        );
+        assert_eq!(
+            serde_json::to_string(&answer).expect("json"),
+            concat!(
+                r#"{"failed":"failed/k","message":"rejected: render: two entries shadow each other (details in failed/k)","#,
+                r#""outcome":"rejected","quarantined":[{"id":"billing/x","kept":"left-out","reason":"routes[0].path: missing","#,
+                r#""stage":"registry","team":"billing"}],"reason":"two entries shadow each other\nmore","stage":"render"}"#
+            )
+        );
+        assert_eq!(
+            crate::to_json(&SeedAnswer {
+                outcome: "seed",
+                message: "seeded".into()
+            }),
+            json!({"outcome": "seed", "message": "seeded"})
+        );
+    }
+}
