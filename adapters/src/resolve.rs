@@ -24,7 +24,21 @@ pub const DEFAULT_RESOLVE_BUDGET: Duration = Duration::from_secs(10);
 const CONCURRENT_LOOKUPS: usize = 64;
 
 /// One lookup's answer: the addresses, or why there are none.
-pub type Answer = Result<Vec<IpAddr>, String>;
+pub type Answer = Result<Vec<IpAddr>, LookupError>;
+
+/// Why a name has no addresses. Its text is what a rejection says after `cannot be resolved`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LookupError {
+    /// The system resolver's error (no such host, no network, …), shared by every entry that
+    /// names the host.
+    #[error("{0}")]
+    System(#[source] Arc<std::io::Error>),
+    #[error("no such name (fixed answers)")]
+    NotInFixedAnswers,
+    /// The check's budget ran out first.
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+}
 
 /// Resolves a backend name.
 pub trait Resolver: Send + Sync + fmt::Debug {
@@ -41,7 +55,7 @@ impl Resolver for SystemResolver {
             tokio::net::lookup_host((name, 0))
                 .await
                 .map(|addrs| addrs.map(|a| a.ip()).collect())
-                .map_err(|e| e.to_string())
+                .map_err(|e| LookupError::System(Arc::new(e)))
         })
     }
 }
@@ -84,7 +98,7 @@ impl Resolver for FixedResolver {
             self.answers
                 .get(name)
                 .cloned()
-                .unwrap_or_else(|| Err("no such name (fixed answers)".to_string()))
+                .unwrap_or(Err(LookupError::NotInFixedAnswers))
         })
     }
 }
@@ -131,10 +145,12 @@ impl BackendLookup {
         let mut problems = Vec::new();
         for entry in entries {
             for (field, name) in backend_names(entry) {
-                let answer = answers
-                    .get(&name)
-                    .cloned()
-                    .unwrap_or_else(|| Err(format!("no answer within {:?}", self.budget)));
+                // The rule (render's, pure) judges the answer's text.
+                let answer = match answers.get(&name) {
+                    Some(answer) => answer.clone(),
+                    None => Err(LookupError::Timeout(self.budget)),
+                }
+                .map_err(|e| e.to_string());
                 if let Err(reason) = check_resolved(&name, &answer, policy) {
                     problems.push((
                         entry.id(),
@@ -306,7 +322,10 @@ mod tests {
     async fn the_system_resolver_reads_etc_hosts() {
         // localhost is refused by name already; here the answer itself is judged, so every
         // /etc/hosts name that leads to loopback is caught the same way.
-        let answer = SystemResolver.lookup("localhost").await;
+        let answer = SystemResolver
+            .lookup("localhost")
+            .await
+            .map_err(|e| e.to_string());
         let err = check_resolved("localhost", &answer, &strict()).expect_err("loopback");
         assert!(err.contains("loopback"), "{err}");
         let hosts = std::fs::read_to_string("/etc/hosts").unwrap_or_default();
@@ -325,5 +344,22 @@ mod tests {
             assert_eq!(problems.len(), 1, "{name}: {problems:?}");
             assert!(problems[0].1.reason.contains("loopback"), "{problems:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_failed_system_lookup_keeps_the_resolver_error() {
+        use std::error::Error;
+        // `.invalid` never resolves (RFC 6761).
+        let err = SystemResolver
+            .lookup("no-such-host.invalid")
+            .await
+            .expect_err("unresolvable");
+        assert!(matches!(err, LookupError::System(_)), "{err:?}");
+        let source = err.source().expect("the resolver's error");
+        assert_eq!(source.to_string(), err.to_string());
+        assert_eq!(
+            LookupError::Timeout(Duration::from_millis(200)).to_string(),
+            "no answer within 200ms"
+        );
     }
 }

@@ -6,3 +6,14 @@ pub mod operator;
 pub mod reconcile;
 pub mod register;
 pub mod serving;
+
+/// A value whose `Serialize` is derived (string keys, no custom failures) as JSON. With
+/// serde_json's default maps its keys come out sorted, as every JSON document of this crate's
+/// answers and of gatewayctl's `--json` has always been written.
+pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
+    match serde_json::to_value(value) {
+        Ok(v) => v,
+        // Unreachable for the plain data this is used for; a document that says so beats a panic.
+        Err(e) => serde_json::json!({ "error": format!("not serialisable: {e}") }),
+    }
+}

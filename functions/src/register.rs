@@ -17,111 +17,130 @@
 //! change or delete it. Every decision is logged as one JSON line (target `audit`).
 
 mod custom_resource;
+mod event;
 pub mod identity;
 pub mod response_url;
 
 pub use custom_resource::{coerce_cloudformation_strings, ENTRY_PROPERTY};
-pub use response_url::ResponseClient;
+pub use event::{BadRequest, DirectRequest, RegisterEvent, SnsNotification};
+pub use response_url::{ResponseClient, ResponseUrlError};
 
 use gateway_adapters::registry::{Actor, DynamoRegistry, RegistryError};
 use serde_json::{json, Value};
 
-/// Handles one event. `gateway_account` is the function's own account (GetCallerIdentity at
-/// start). `Err` only when a CloudFormation answer could not be delivered (so the Lambda's own
-/// retry delivers it); every registration outcome, failure included, is an answer.
+/// Why an event got no answer: only a CloudFormation answer that could not be delivered (so the
+/// Lambda's own retry delivers it).
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error(
+        "temporarily unable to complete: answering CloudFormation at its ResponseURL failed \
+         {attempts} times: {last}"
+    )]
+    Undelivered {
+        attempts: u32,
+        #[source]
+        last: Undelivered,
+    },
+    #[error("serialising the CloudFormation response: {0}")]
+    Serialise(#[source] serde_json::Error),
+}
+
+/// The last failed attempt to PUT a CloudFormation answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Undelivered {
+    /// The URL answered, but not with a success (a redirect included: none is followed).
+    #[error("HTTP {0}")]
+    Status(reqwest::StatusCode),
+    #[error(transparent)]
+    Request(#[from] reqwest::Error),
+}
+
+impl RegisterError {
+    /// A short, stable name for grouping failures (the Lambda error type `Register.<kind>`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RegisterError::Undelivered { .. } => "retryable",
+            RegisterError::Serialise(_) => "aws",
+        }
+    }
+}
+
+/// Handles one event (a [`RegisterEvent`], or its JSON). `gateway_account` is the function's own
+/// account (GetCallerIdentity at start). `Err` only when a CloudFormation answer could not be
+/// delivered (so the Lambda's own retry delivers it); every registration outcome, failure
+/// included, is an answer.
 pub async fn handle(
     registry: &DynamoRegistry,
     http: &ResponseClient,
     gateway_account: &str,
-    event: Value,
-) -> Result<Value, RegistryError> {
-    if event.get("RequestType").is_some() {
-        return custom_resource::handle(registry, http, gateway_account, event).await;
-    }
-    if let Some(records) = event.get("Records").and_then(Value::as_array) {
-        let mut answers = Vec::with_capacity(records.len());
-        for (i, record) in records.iter().enumerate() {
-            let Some(message) = record.pointer("/Sns/Message").and_then(Value::as_str) else {
-                answers.push(bad_request(&format!(
-                    "Records[{i}].Sns.Message: missing; expected an SNS record"
-                )));
-                continue;
-            };
-            let topic = record
-                .pointer("/Sns/TopicArn")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let account = match identity::account_from_topic(topic) {
-                Ok(account) => account,
-                Err(why) => {
-                    // An untrusted record: its ResponseURL is not answered either.
-                    audit("", "", "", "refused", &why);
-                    answers.push(refused(&format!("Records[{i}].Sns.{why}")));
-                    continue;
-                }
-            };
-            match serde_json::from_str::<Value>(message) {
-                Ok(inner) => {
-                    answers.push(custom_resource::handle(registry, http, &account, inner).await?)
-                }
-                Err(e) => answers.push(bad_request(&format!(
-                    "Records[{i}].Sns.Message: not a CloudFormation event (JSON): {e}"
-                ))),
-            }
+    event: impl Into<RegisterEvent>,
+) -> Result<Value, RegisterError> {
+    match event.into() {
+        RegisterEvent::CustomResource(Ok(request)) => {
+            custom_resource::handle(registry, http, gateway_account, *request).await
         }
-        return Ok(json!({ "ok": answers.iter().all(|a| a["ok"] == true), "records": answers }));
+        RegisterEvent::CustomResource(Err(BadRequest(why))) => Ok(bad_request(&why)),
+        RegisterEvent::Sns(records) => {
+            let mut answers = Vec::with_capacity(records.len());
+            for (i, record) in records.into_iter().enumerate() {
+                let record = match record {
+                    Ok(record) => record,
+                    Err(BadRequest(why)) => {
+                        answers.push(bad_request(&why));
+                        continue;
+                    }
+                };
+                let account = match identity::account_from_topic(&record.topic_arn) {
+                    Ok(account) => account,
+                    Err(why) => {
+                        // An untrusted record: its ResponseURL is not answered either.
+                        audit("", "", "", "refused", &why);
+                        answers.push(refused(&format!("Records[{i}].Sns.{why}")));
+                        continue;
+                    }
+                };
+                answers.push(match record.event {
+                    Ok(request) => {
+                        custom_resource::handle(registry, http, &account, *request).await?
+                    }
+                    Err(BadRequest(why)) => bad_request(&why),
+                });
+            }
+            Ok(json!({ "ok": answers.iter().all(|a| a["ok"] == true), "records": answers }))
+        }
+        RegisterEvent::Direct(request) => Ok(direct(registry, gateway_account, request).await),
     }
-    Ok(direct(registry, gateway_account, &event).await)
 }
 
 /// A direct invocation with an `action` (the operators' path: only principals of the gateway
 /// account can invoke the function directly). Acts as the operators; no grant is needed.
-pub async fn direct(registry: &DynamoRegistry, gateway_account: &str, event: &Value) -> Value {
+pub async fn direct(
+    registry: &DynamoRegistry,
+    gateway_account: &str,
+    request: Result<DirectRequest, BadRequest>,
+) -> Value {
     let actor = Actor::operator(format!("direct invoke in account {gateway_account}"));
-    let (id, answer) = match event.get("action").and_then(Value::as_str) {
-        Some("register") => match event.get("entry") {
-            Some(entry) => {
-                let id = entry_id(entry);
-                let answer = match registry.register_value_as(entry, &actor).await {
-                    Ok(outcome) => json!({
-                        "ok": true,
-                        "outcome": outcome.as_str(),
-                        "revision": outcome.revision(),
-                    }),
-                    Err(e) => failure(&e),
-                };
-                (id, answer)
-            }
-            None => (
-                String::new(),
-                bad_request("entry: missing; register needs the entry document"),
-            ),
-        },
-        Some("deregister") => match event.get("id").and_then(Value::as_str) {
-            Some(id) => {
-                let answer = match registry.deregister_as(id, &actor).await {
-                    Ok(outcome) => json!({ "ok": true, "outcome": outcome.as_str(), "id": id }),
-                    Err(e) => failure(&e),
-                };
-                (id.to_string(), answer)
-            }
-            None => (
-                String::new(),
-                bad_request("id: missing; deregister needs \"team/service\""),
-            ),
-        },
-        Some(other) => (
-            String::new(),
-            bad_request(&format!(
-                "action: unknown action {other:?}; expected register or deregister"
-            )),
-        ),
-        None => (
-            String::new(),
-            bad_request(
-                "action: missing; expected {\"action\":\"register\",\"entry\":…}, {\"action\":\"deregister\",\"id\":…}, a CloudFormation custom resource event or an SNS-wrapped one",
-            ),
-        ),
+    let (id, answer) = match request {
+        Ok(DirectRequest::Register { entry }) => {
+            let id = entry_id(&entry);
+            let answer = match registry.register_value_as(&entry, &actor).await {
+                Ok(outcome) => json!({
+                    "ok": true,
+                    "outcome": outcome.as_str(),
+                    "revision": outcome.revision(),
+                }),
+                Err(e) => failure(&e),
+            };
+            (id, answer)
+        }
+        Ok(DirectRequest::Deregister { id }) => {
+            let answer = match registry.deregister_as(&id, &actor).await {
+                Ok(outcome) => json!({ "ok": true, "outcome": outcome.as_str(), "id": id }),
+                Err(e) => failure(&e),
+            };
+            (id, answer)
+        }
+        Err(BadRequest(why)) => (String::new(), bad_request(&why)),
     };
     let decision = answer["outcome"]
         .as_str()
@@ -177,6 +196,28 @@ fn refused(message: &str) -> Value {
     json!({ "ok": false, "error": { "kind": "forbidden", "message": message } })
 }
 
-fn bad_request(message: &str) -> Value {
+pub(crate) fn bad_request(message: &str) -> Value {
     json!({ "ok": false, "error": { "kind": "bad-request", "message": message } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn an_undelivered_answer_says_what_it_always_said_and_keeps_the_last_failure() {
+        let err = RegisterError::Undelivered {
+            attempts: 3,
+            last: Undelivered::Status(reqwest::StatusCode::TEMPORARY_REDIRECT),
+        };
+        assert_eq!(
+            err.to_string(),
+            "temporarily unable to complete: answering CloudFormation at its ResponseURL failed 3 \
+             times: HTTP 307 Temporary Redirect"
+        );
+        assert_eq!(err.kind(), "retryable");
+        let source = err.source().expect("the last failure");
+        assert_eq!(source.to_string(), "HTTP 307 Temporary Redirect");
+    }
 }

@@ -9,6 +9,7 @@
 use gateway_adapters::registry::{EntryStatus, ProxyReport};
 use gateway_adapters::store::ConfigStore;
 use gateway_render::{Bundle, Entry};
+use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -45,18 +46,39 @@ impl LiveOn {
         format!("live on {} of {} proxies", self.live(), self.reporting())
     }
 
+    /// As `gatewayctl status ID` shows it: each proxy's report (its age at `now`) with its
+    /// verdict.
     pub fn to_json(&self, now: u64) -> serde_json::Value {
-        serde_json::json!({
-            "live": self.live(),
-            "reporting": self.reporting(),
-            "proxies": self.proxies.iter().map(|v| {
-                let mut doc = v.proxy.to_json(now);
-                doc["live"] = serde_json::Value::Bool(v.live);
-                doc["why"] = serde_json::json!(v.why);
-                doc
-            }).collect::<Vec<_>>(),
+        crate::to_json(&LiveOnDoc {
+            live: self.live(),
+            reporting: self.reporting(),
+            proxies: self
+                .proxies
+                .iter()
+                .map(|v| VerdictDoc {
+                    report: v.proxy.to_json(now),
+                    live: v.live,
+                    why: v.why.as_deref(),
+                })
+                .collect(),
         })
     }
+}
+
+#[derive(Serialize)]
+struct LiveOnDoc<'a> {
+    live: usize,
+    reporting: usize,
+    proxies: Vec<VerdictDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct VerdictDoc<'a> {
+    /// The report's own fields (`ProxyReport::to_json`).
+    #[serde(flatten)]
+    report: serde_json::Value,
+    live: bool,
+    why: Option<&'a str>,
 }
 
 /// Bundles read by version id, once each (a version never changes).
@@ -222,6 +244,17 @@ mod tests {
         assert_eq!(on.summary(), "live on 2 of 2 proxies");
         assert!(on.everywhere());
         assert_eq!(on.proxies[0].proxy.proxy_id, "p1", "sorted by proxy id");
+        assert_eq!(
+            serde_json::to_string(&on.to_json(10)).expect("json"),
+            concat!(
+                r#"{"live":2,"proxies":["#,
+                r#"{"age_seconds":8,"delivered_at":1,"expires_at":100,"hash":"sha256:a","lag_seconds":null,"#,
+                r#""live":true,"proxy":"p1","reported_at":2,"version_id":"v1","why":null},"#,
+                r#"{"age_seconds":8,"delivered_at":1,"expires_at":100,"hash":"sha256:a","lag_seconds":null,"#,
+                r#""live":true,"proxy":"p2","reported_at":2,"version_id":"v1","why":null}"#,
+                r#"],"reporting":2}"#
+            )
+        );
     }
 
     #[tokio::test]

@@ -1,13 +1,13 @@
-//! The reconcile Lambda: clients built once, then every event runs one reconcile.
+//! The reconcile Lambda: clients built once, then every event (a stream batch, a schedule tick
+//! or a direct invocation, typed as a `ReconcileEvent`) runs one reconcile, or the seed.
 
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_adapters::{aws, logs, settings};
-use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig};
+use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig, ReconcileEvent};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() {
@@ -45,13 +45,15 @@ async fn run() -> Result<(), Error> {
         quarantine: QuarantineLimits::from_env()?,
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        handle(&event.payload, registry, store, metrics, cfg)
-            .await
-            .map_err(|e| Diagnostic {
-                error_type: format!("Reconcile.{}", e.kind()),
-                error_message: e.to_string(),
-            })
-    }))
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<ReconcileEvent>| async move {
+            handle(event.payload, registry, store, metrics, cfg)
+                .await
+                .map_err(|e| Diagnostic {
+                    error_type: format!("Reconcile.{}", e.kind()),
+                    error_message: e.to_string(),
+                })
+        },
+    ))
     .await
 }

@@ -1,5 +1,6 @@
-//! The register Lambda: clients built once from the environment, then every event goes to the
-//! library handler (direct invocation, CloudFormation custom resource, or SNS-wrapped).
+//! The register Lambda: clients built once from the environment, then every event, typed as a
+//! direct invocation, a CloudFormation custom resource event or SNS-wrapped ones, goes to the
+//! library handler.
 
 // The handler's future nests the SDK's and reqwest's futures deeper than rustc's default
 // layout query depth.
@@ -9,7 +10,7 @@ use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::{aws, logs, settings};
 use gateway_functions::register;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
-use serde_json::Value;
+use register::RegisterEvent;
 
 #[tokio::main]
 async fn main() {
@@ -44,13 +45,15 @@ async fn run() -> Result<(), Error> {
     let account = aws::caller_account(&conf).await?;
     tracing::info!(account = %account, "register function trusts direct invokes as this account");
     let (registry, http, account) = (&registry, &http, account.as_str());
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move {
-        register::handle(registry, http, account, event.payload)
-            .await
-            .map_err(|e| Diagnostic {
-                error_type: format!("Register.{}", e.kind()),
-                error_message: e.to_string(),
-            })
-    }))
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<RegisterEvent>| async move {
+            register::handle(registry, http, account, event.payload)
+                .await
+                .map_err(|e| Diagnostic {
+                    error_type: format!("Register.{}", e.kind()),
+                    error_message: e.to_string(),
+                })
+        },
+    ))
     .await
 }

@@ -1,7 +1,8 @@
 //! What changed between two bundles, per team, service and route — not a text diff.
 
 use gateway_render::{Bundle, Entry, Route};
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -100,20 +101,26 @@ impl fmt::Display for Change {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// As its line (`~ billing/invoices: backend http://a:80 -> http://b:80`), as `gatewayctl diff`
+/// prints it.
+impl Serialize for Change {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BundleDiff {
+    #[serde(rename = "from")]
     pub from_hash: String,
+    #[serde(rename = "to")]
     pub to_hash: String,
     pub changes: Vec<Change>,
 }
 
 impl BundleDiff {
     pub fn to_json(&self) -> Value {
-        json!({
-            "from": self.from_hash,
-            "to": self.to_hash,
-            "changes": self.changes.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        })
+        crate::to_json(self)
     }
 }
 
@@ -377,6 +384,11 @@ mod tests {
             "{lines:#?}"
         );
         assert_eq!(lines.len(), 6, "{lines:#?}");
+        assert_eq!(
+            diff.to_json(),
+            serde_json::json!({ "from": "sha256:a", "to": "sha256:b", "changes": lines }),
+            "the JSON lists the same lines"
+        );
         assert!(
             diff_bundles(&a, &a).changes.is_empty(),
             "a bundle does not differ from itself"

@@ -3,12 +3,19 @@
 use super::{load_bundle, route_count, OperatorError};
 use gateway_adapters::registry::{PublishedState, PublishedStateRead};
 use gateway_adapters::store::{BundleHead, ConfigStore, Writer};
-use serde_json::{json, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
-#[derive(Debug, Clone)]
+/// `gatewayctl status`; as JSON, `live` and `recorded` are objects or `null`.
+#[derive(Debug, Clone, Serialize)]
 pub struct Status {
+    #[serde(serialize_with = "live_head")]
     pub live: Option<BundleHead>,
+    #[serde(serialize_with = "recorded_state")]
     pub recorded: Option<PublishedState>,
+    /// The live bundle is the version the reconciler last recorded as published.
+    #[serde(rename = "reconcilers_last_publish")]
+    pub is_reconcilers_last: bool,
     /// The live bundle's hash differs from the reconciler's last publish: it holds.
     pub drift: bool,
     pub entries: usize,
@@ -19,25 +26,58 @@ pub struct Status {
 
 impl Status {
     pub fn is_reconcilers(&self) -> bool {
-        matches!((&self.live, &self.recorded), (Some(l), Some(r)) if l.version_id == r.version_id)
+        self.is_reconcilers_last
     }
 
     pub fn to_json(&self) -> Value {
-        json!({
-            "live": self.live.as_ref().map(|l| json!({
-                "version_id": l.version_id, "hash": l.hash, "writer": l.writer.as_str(),
-                "written_by": l.written_by, "last_modified": l.last_modified,
-            })),
-            "recorded": self.recorded.as_ref().map(|r| json!({
-                "version_id": r.version_id, "hash": r.hash, "published_at": r.published_at,
-            })),
-            "reconcilers_last_publish": self.is_reconcilers(),
-            "drift": self.drift,
-            "entries": self.entries,
-            "routes": self.routes,
-            "problem": self.problem,
-        })
+        crate::to_json(self)
     }
+}
+
+/// The live head as `status` shows it (its ETag is the store's business).
+fn live_head<S: Serializer>(live: &Option<BundleHead>, serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Live<'a> {
+        version_id: &'a str,
+        hash: &'a Option<String>,
+        #[serde(serialize_with = "writer_name")]
+        writer: Writer,
+        written_by: &'a Option<String>,
+        last_modified: Option<i64>,
+    }
+    live.as_ref()
+        .map(|l| Live {
+            version_id: &l.version_id,
+            hash: &l.hash,
+            writer: l.writer,
+            written_by: &l.written_by,
+            last_modified: l.last_modified,
+        })
+        .serialize(serializer)
+}
+
+fn recorded_state<S: Serializer>(
+    recorded: &Option<PublishedState>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Recorded<'a> {
+        version_id: &'a str,
+        hash: &'a str,
+        published_at: u64,
+    }
+    recorded
+        .as_ref()
+        .map(|r| Recorded {
+            version_id: &r.version_id,
+            hash: &r.hash,
+            published_at: r.published_at,
+        })
+        .serialize(serializer)
+}
+
+fn writer_name<S: Serializer>(writer: &Writer, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(writer.as_str())
 }
 
 pub async fn status<R: PublishedStateRead, S: ConfigStore>(
@@ -61,9 +101,12 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
         (Some(_), None) => true,
         (None, _) => false,
     };
+    let is_reconcilers_last =
+        matches!((&live, &recorded), (Some(l), Some(r)) if l.version_id == r.version_id);
     Ok(Status {
         live,
         recorded,
+        is_reconcilers_last,
         drift,
         entries,
         routes,
@@ -71,28 +114,27 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
     })
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct HistoryItem {
     pub version_id: String,
     pub last_modified: Option<i64>,
     pub hash: Option<String>,
+    #[serde(serialize_with = "writer_name")]
     pub writer: Writer,
     /// The principal that wrote it, when recorded.
     pub written_by: Option<String>,
     pub routes: Option<usize>,
+    #[serde(rename = "live")]
     pub is_live: bool,
     /// The version the reconciler last recorded as published.
+    #[serde(rename = "reconcilers_last")]
     pub is_reconcilers_last: bool,
     pub deleted: bool,
 }
 
 impl HistoryItem {
     pub fn to_json(&self) -> Value {
-        json!({
-            "version_id": self.version_id, "last_modified": self.last_modified, "hash": self.hash,
-            "writer": self.writer.as_str(), "written_by": self.written_by, "routes": self.routes, "live": self.is_live,
-            "reconcilers_last": self.is_reconcilers_last, "deleted": self.deleted,
-        })
+        crate::to_json(self)
     }
 }
 
@@ -131,4 +173,70 @@ pub async fn history<R: PublishedStateRead, S: ConfigStore>(
         items.push(item);
     }
     Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn status_and_history_write_the_json_gatewayctl_prints() {
+        let mut status = Status {
+            live: Some(BundleHead {
+                version_id: "v2".into(),
+                etag: "\"e\"".into(),
+                hash: Some("sha256:b".into()),
+                writer: Writer::KillSwitch,
+                written_by: None,
+                last_modified: Some(1_700_000_000),
+            }),
+            recorded: Some(PublishedState {
+                version_id: "v1".into(),
+                hash: "sha256:a".into(),
+                published_at: 1_600_000_000,
+            }),
+            is_reconcilers_last: false,
+            drift: true,
+            entries: 2,
+            routes: 5,
+            problem: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&status.to_json()).expect("json"),
+            concat!(
+                r#"{"drift":true,"entries":2,"live":{"hash":"sha256:b","last_modified":1700000000,"#,
+                r#""version_id":"v2","writer":"kill-switch","written_by":null},"problem":null,"#,
+                r#""reconcilers_last_publish":false,"recorded":{"hash":"sha256:a","#,
+                r#""published_at":1600000000,"version_id":"v1"},"routes":5}"#
+            )
+        );
+        status.live = None;
+        status.recorded = None;
+        status.problem = Some("unreadable".into());
+        let doc = status.to_json();
+        assert_eq!(
+            (&doc["live"], &doc["recorded"]),
+            (&Value::Null, &Value::Null)
+        );
+        assert_eq!(doc["problem"], "unreadable");
+
+        let item = HistoryItem {
+            version_id: "v1".into(),
+            last_modified: None,
+            hash: Some("sha256:a".into()),
+            writer: Writer::Reconciler,
+            written_by: Some("arn:aws:sts::1:assumed-role/r".into()),
+            routes: Some(3),
+            is_live: true,
+            is_reconcilers_last: true,
+            deleted: false,
+        };
+        assert_eq!(
+            item.to_json(),
+            json!({ "version_id": "v1", "last_modified": null, "hash": "sha256:a",
+                "writer": "reconciler", "written_by": "arn:aws:sts::1:assumed-role/r",
+                "routes": 3, "live": true, "reconcilers_last": true, "deleted": false })
+        );
+    }
 }

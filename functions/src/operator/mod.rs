@@ -20,7 +20,11 @@ pub enum OperatorError {
     #[error("bucket: {0}")]
     Store(#[from] StoreError),
     #[error("bundle version {version_id} is not a valid bundle: {reason}")]
-    BadBundle { version_id: String, reason: String },
+    BadBundle {
+        version_id: String,
+        #[source]
+        reason: gateway_render::BundleError,
+    },
     #[error("{0}")]
     Refused(String),
 }
@@ -31,12 +35,12 @@ pub async fn load_bundle<S: ConfigStore>(
     version_id: &str,
 ) -> Result<Bundle, OperatorError> {
     let bytes = store.get_version(version_id).await?;
-    let bad = |reason: String| OperatorError::BadBundle {
+    let bad = |reason| OperatorError::BadBundle {
         version_id: version_id.to_string(),
         reason,
     };
-    let bundle = Bundle::parse(&bytes).map_err(|e| bad(e.to_string()))?;
-    bundle.verify().map_err(|e| bad(e.to_string()))?;
+    let bundle = Bundle::parse(&bytes).map_err(bad)?;
+    bundle.verify().map_err(bad)?;
     Ok(bundle)
 }
 

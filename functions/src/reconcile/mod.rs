@@ -3,10 +3,12 @@
 //! A stream event, a schedule tick and a direct call all run exactly this; the event's content is
 //! never applied, so missed, duplicate and backstop runs end in the same output.
 
+mod event;
 mod handler;
 mod outcome;
 
-pub use handler::{describe_event, handle};
+pub use event::{describe_event, ReconcileEvent};
+pub use handler::handle;
 
 mod preview;
 mod quarantine;
@@ -56,6 +58,12 @@ pub enum ReconcileError {
     LostStateRace { version_id: String },
     #[error("validator: {0}")]
     Validator(String),
+    #[error("validator: {0}")]
+    Render(#[source] gateway_render::RenderError),
+    #[error("validator: validation task failed: {0}")]
+    ValidationTask(#[source] tokio::task::JoinError),
+    #[error("validator: the previewed bundle does not parse: {0}")]
+    PreviewUnreadable(#[source] gateway_render::BundleError),
 }
 
 impl ReconcileError {
@@ -65,7 +73,10 @@ impl ReconcileError {
             ReconcileError::Registry(_) => "RegistryUnavailable",
             ReconcileError::Store(_) => "BucketUnavailable",
             ReconcileError::LostStateRace { .. } => "LostStateRace",
-            ReconcileError::Validator(_) => "ValidatorFailed",
+            ReconcileError::Validator(_)
+            | ReconcileError::Render(_)
+            | ReconcileError::ValidationTask(_)
+            | ReconcileError::PreviewUnreadable(_) => "ValidatorFailed",
         }
     }
 }
@@ -749,7 +760,7 @@ async fn validate(
         (rendered, verdict)
     })
     .await
-    .map_err(|e| ReconcileError::Validator(format!("validation task failed: {e}")))
+    .map_err(ReconcileError::ValidationTask)
 }
 
 /// Keeps the rejected render and the reason under `failed/`, and publishes nothing.
@@ -843,7 +854,7 @@ where
         Err(reason) => return Err(ReconcileError::Validator(format!("cannot seed: {reason}"))),
     };
     let rendered =
-        render(&entries, &cfg.render).map_err(|e| ReconcileError::Validator(e.to_string()))?;
+        render(&entries, &cfg.render).map_err(ReconcileError::Render)?;
     let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
     if let Err((stage, reason)) = verdict {
         return Err(ReconcileError::Validator(format!(

@@ -1,5 +1,6 @@
 //! What one reconcile run decided, in words an operator reads at 3 a.m.
 
+use serde::{Serialize, Serializer};
 use std::fmt;
 
 /// Where a rejected render was stopped.
@@ -13,6 +14,13 @@ pub enum Stage {
     Validation(String),
 }
 
+/// As its sentence form (`validation (envoy)`), which readers of the JSON match on.
+impl Serialize for Stage {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -23,7 +31,9 @@ impl fmt::Display for Stage {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// As JSON: `{"outcome": "<kind>", …the variant's fields}` (see [`Outcome::kind`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     Published {
         version_id: String,
@@ -44,8 +54,14 @@ pub enum Outcome {
     Rejected {
         stage: Stage,
         reason: String,
+        #[serde(rename = "failed", serialize_with = "failed_path")]
         failed_key: String,
     },
+}
+
+/// `failed/{key}`: where the failed render is kept, as an operator looks for it.
+fn failed_path<S: Serializer>(key: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&format_args!("failed/{key}"))
 }
 
 impl Outcome {
@@ -60,32 +76,7 @@ impl Outcome {
     }
 
     pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::json;
-        match self {
-            Outcome::Published {
-                version_id,
-                hash,
-                routes,
-            } => {
-                json!({"outcome": self.kind(), "version_id": version_id, "hash": hash, "routes": routes})
-            }
-            Outcome::Unchanged { hash } => json!({"outcome": self.kind(), "hash": hash}),
-            Outcome::KeptLive { reason } => json!({"outcome": self.kind(), "reason": reason}),
-            Outcome::HeldDrift {
-                live_hash,
-                recorded_hash,
-            } => {
-                json!({"outcome": self.kind(), "live_hash": live_hash, "recorded_hash": recorded_hash})
-            }
-            Outcome::Rejected {
-                stage,
-                reason,
-                failed_key,
-            } => json!({
-                "outcome": self.kind(), "stage": stage.to_string(), "reason": reason,
-                "failed": format!("failed/{failed_key}")
-            }),
-        }
+        crate::to_json(self)
     }
 }
 
@@ -129,6 +120,63 @@ impl fmt::Display for Outcome {
                     "rejected: {stage}: {first} (details in failed/{failed_key})"
                 )
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_outcome_writes_the_json_readers_know() {
+        let cases = [
+            (
+                Outcome::Published {
+                    version_id: "v1".into(),
+                    hash: "sha256:a".into(),
+                    routes: 3,
+                },
+                json!({"outcome": "published", "version_id": "v1", "hash": "sha256:a", "routes": 3}),
+            ),
+            (
+                Outcome::Unchanged {
+                    hash: "sha256:a".into(),
+                },
+                json!({"outcome": "unchanged", "hash": "sha256:a"}),
+            ),
+            (
+                Outcome::KeptLive {
+                    reason: "empty".into(),
+                },
+                json!({"outcome": "kept-live", "reason": "empty"}),
+            ),
+            (
+                Outcome::HeldDrift {
+                    live_hash: Some("sha256:b".into()),
+                    recorded_hash: None,
+                },
+                json!({"outcome": "held-drift", "live_hash": "sha256:b", "recorded_hash": null}),
+            ),
+            (
+                Outcome::Rejected {
+                    stage: Stage::Validation("envoy".into()),
+                    reason: "bad".into(),
+                    failed_key: "2024/x".into(),
+                },
+                json!({"outcome": "rejected", "stage": "validation (envoy)", "reason": "bad",
+                       "failed": "failed/2024/x"}),
+            ),
+        ];
+        for (outcome, expected) in cases {
+            assert_eq!(outcome.to_json(), expected, "{outcome}");
+            assert_eq!(outcome.to_json()["outcome"], outcome.kind());
+            // Byte for byte as the hand-written maps were: keys sorted.
+            assert_eq!(
+                serde_json::to_string(&outcome.to_json()).expect("json"),
+                serde_json::to_string(&expected).expect("json")
+            );
         }
     }
 }

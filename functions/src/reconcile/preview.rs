@@ -140,9 +140,7 @@ where
     let report = reconcile_report(&reg, &st, &NoMetrics, cfg).await?;
     let body = st.published.lock().ok().and_then(|mut s| s.take());
     let would_publish = match body {
-        Some(b) => Some(Bundle::parse(&b).map_err(|e| {
-            ReconcileError::Validator(format!("the previewed bundle does not parse: {e}"))
-        })?),
+        Some(b) => Some(Bundle::parse(&b).map_err(ReconcileError::PreviewUnreadable)?),
         None => None,
     };
     let live = match store.head_live().await? {

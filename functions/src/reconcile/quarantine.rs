@@ -8,6 +8,7 @@
 use super::Stage;
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::Entry;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// How far quarantine may go before a run rejects as a whole.
@@ -91,7 +92,8 @@ impl QuarantineLimits {
 }
 
 /// What a quarantined entry is served as meanwhile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Kept {
     /// The version in the live bundle's `entries` is still served.
     Previous,
@@ -109,7 +111,7 @@ impl Kept {
 }
 
 /// One entry set aside by a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Quarantined {
     /// `team/service`.
     pub id: String,
@@ -122,10 +124,7 @@ pub struct Quarantined {
 
 impl Quarantined {
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "id": self.id, "team": self.team, "stage": self.stage.to_string(),
-            "reason": self.reason, "kept": self.kept.as_str(),
-        })
+        crate::to_json(self)
     }
 
     /// `failed/quarantine/{team}/{service}/reason.txt`'s text.
@@ -267,6 +266,26 @@ impl Candidate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quarantined_entry_writes_the_json_readers_know() {
+        for (kept, name) in [(Kept::Previous, "previous"), (Kept::LeftOut, "left-out")] {
+            let q = Quarantined {
+                id: "billing/x".into(),
+                team: "billing".into(),
+                stage: Stage::Validation("envoy".into()),
+                reason: "why".into(),
+                kept,
+            };
+            assert_eq!(kept.as_str(), name);
+            assert_eq!(
+                serde_json::to_string(&q.to_json()).expect("json"),
+                format!(
+                    r#"{{"id":"billing/x","kept":"{name}","reason":"why","stage":"validation (envoy)","team":"billing"}}"#
+                )
+            );
+        }
+    }
 
     #[test]
     fn settings_parse_and_name_themselves() {

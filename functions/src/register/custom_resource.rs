@@ -2,7 +2,7 @@
 
 use super::identity::check_stack_account;
 use super::response_url::{check_response_url, ResponseClient};
-use super::{audit, failure};
+use super::{audit, bad_request, failure, RegisterError, Undelivered};
 use aws_lambda_events::cloudformation::CloudFormationCustomResourceRequest;
 use gateway_adapters::registry::{Actor, DeregisterOutcome, DynamoRegistry, RegistryError};
 use gateway_adapters::retry::Backoff;
@@ -128,16 +128,8 @@ pub(super) async fn handle(
     registry: &DynamoRegistry,
     http: &ResponseClient,
     caller_account: &str,
-    event: Value,
-) -> Result<Value, RegistryError> {
-    let request: CloudFormationCustomResourceRequest = match serde_json::from_value(event) {
-        Ok(r) => r,
-        Err(e) => {
-            // Without a parseable event there is no ResponseURL to answer; CloudFormation times out.
-            return Ok(json!({ "ok": false, "error": { "kind": "bad-request",
-                "message": format!("not a CloudFormation custom resource event: {e}") } }));
-        }
-    };
+    request: CloudFormationCustomResourceRequest,
+) -> Result<Value, RegisterError> {
     let common = match &request {
         CloudFormationCustomResourceRequest::Create(r) => Common {
             url: &r.response_url,
@@ -158,16 +150,16 @@ pub(super) async fn handle(
             logical_id: &r.logical_resource_id,
         },
         _ => {
-            return Ok(json!({ "ok": false, "error": { "kind": "bad-request",
-                "message": "RequestType: expected Create, Update or Delete" } }))
+            return Ok(bad_request("RequestType: expected Create, Update or Delete"))
         }
     };
     // Checked before anything else: a URL the function will not answer means no change either.
     let url = match check_response_url(common.url, registry.policy().allow_loopback_backends) {
         Ok(url) => url,
         Err(why) => {
+            let why = why.to_string();
             audit(caller_account, common.stack_id, "", "refused", &why);
-            return Ok(json!({ "ok": false, "error": { "kind": "bad-request", "message": why } }));
+            return Ok(bad_request(&why));
         }
     };
     let stack_ok = check_stack_account(common.stack_id, caller_account);
@@ -216,8 +208,7 @@ pub(super) async fn handle(
             delete_entry(registry, &r.physical_resource_id, &actor).await
         }
         _ => {
-            return Ok(json!({ "ok": false, "error": { "kind": "bad-request",
-                "message": "RequestType: expected Create, Update or Delete" } }))
+            return Ok(bad_request("RequestType: expected Create, Update or Delete"))
         }
     };
     let response = Response {
@@ -237,8 +228,7 @@ pub(super) async fn handle(
         &answer.decision,
         &response.reason,
     );
-    let body = serde_json::to_vec(&response)
-        .map_err(|e| RegistryError::Aws(format!("serialising the CloudFormation response: {e}")))?;
+    let body = serde_json::to_vec(&response).map_err(RegisterError::Serialise)?;
     send(http, url, body).await?;
     tracing::info!(status = response.status, physical_resource_id = %answer.physical_resource_id,
         reason = %response.reason, "answered CloudFormation");
@@ -587,12 +577,8 @@ fn looks_like_id(id: &str) -> bool {
 /// request must carry an empty one.
 /// Redirects are not followed (the client from `response_url::client()` has them off); a 3xx
 /// answer is a failure like any other.
-async fn send(
-    http: &ResponseClient,
-    url: reqwest::Url,
-    body: Vec<u8>,
-) -> Result<(), RegistryError> {
-    let mut last = String::new();
+async fn send(http: &ResponseClient, url: reqwest::Url, body: Vec<u8>) -> Result<(), RegisterError> {
+    let mut last = None;
     for attempt in PUT_RETRY.attempts() {
         PUT_RETRY.pause(attempt).await;
         let sent = http
@@ -603,15 +589,20 @@ async fn send(
             .body(body.clone())
             .send()
             .await;
-        match sent {
+        last = Some(match sent {
             Ok(resp) if resp.status().is_success() => return Ok(()),
-            Ok(resp) => last = format!("HTTP {}", resp.status()),
-            Err(e) => last = e.to_string(),
-        }
+            Ok(resp) => Undelivered::Status(resp.status()),
+            Err(e) => Undelivered::Request(e),
+        });
     }
-    Err(RegistryError::Retryable(format!(
-        "answering CloudFormation at its ResponseURL failed {PUT_ATTEMPTS} times: {last}"
-    )))
+    match last {
+        Some(last) => Err(RegisterError::Undelivered {
+            attempts: PUT_ATTEMPTS,
+            last,
+        }),
+        // PUT_RETRY makes at least one attempt.
+        None => Ok(()),
+    }
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -8,29 +8,47 @@ use std::net::IpAddr;
 
 const AWS_SUFFIXES: &[&str] = &[".amazonaws.com", ".amazonaws.com.cn"];
 
+/// `url::ParseError`, named through reqwest's `Url` (no direct dependency on `url`).
+pub type UrlParseError = <reqwest::Url as std::str::FromStr>::Err;
+
+/// Why the function will not PUT to a ResponseURL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseUrlError {
+    #[error("ResponseURL: not a URL ({0})")]
+    NotAUrl(#[source] UrlParseError),
+    #[error("ResponseURL: must not carry user information")]
+    UserInfo,
+    #[error(
+        "ResponseURL: scheme {0:?}; only https CloudFormation (S3 pre-signed) URLs are answered"
+    )]
+    Scheme(String),
+    #[error(
+        "ResponseURL: host {0:?} is not an S3 host of AWS (*.amazonaws.com or *.amazonaws.com.cn on port 443)"
+    )]
+    NotS3(String),
+}
+
 /// The parsed URL when the function may PUT to it; otherwise why not.
-pub fn check_response_url(raw: &str, allow_loopback: bool) -> Result<reqwest::Url, String> {
-    let url = reqwest::Url::parse(raw).map_err(|e| format!("ResponseURL: not a URL ({e})"))?;
+pub fn check_response_url(
+    raw: &str,
+    allow_loopback: bool,
+) -> Result<reqwest::Url, ResponseUrlError> {
+    let url = reqwest::Url::parse(raw).map_err(ResponseUrlError::NotAUrl)?;
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("ResponseURL: must not carry user information".into());
+        return Err(ResponseUrlError::UserInfo);
     }
     let host = url.host_str().unwrap_or("").to_ascii_lowercase();
     if allow_loopback && is_loopback(&host) && matches!(url.scheme(), "http" | "https") {
         return Ok(url);
     }
     if url.scheme() != "https" {
-        return Err(format!(
-            "ResponseURL: scheme {:?}; only https CloudFormation (S3 pre-signed) URLs are answered",
-            url.scheme()
-        ));
+        return Err(ResponseUrlError::Scheme(url.scheme().to_string()));
     }
     let aws = AWS_SUFFIXES
         .iter()
         .any(|suffix| host.ends_with(suffix) && host.len() > suffix.len());
     if !aws || url.port().is_some_and(|p| p != 443) {
-        return Err(format!(
-            "ResponseURL: host {host:?} is not an S3 host of AWS (*.amazonaws.com or *.amazonaws.com.cn on port 443)"
-        ));
+        return Err(ResponseUrlError::NotS3(host));
     }
     Ok(url)
 }
@@ -91,6 +109,32 @@ mod tests {
         for url in refused {
             assert!(check_response_url(url, false).is_err(), "{url}");
         }
+    }
+
+    #[test]
+    fn refusals_name_the_field_and_keep_the_parse_error() {
+        use std::error::Error;
+        let text = |url: &str| check_response_url(url, false).expect_err(url).to_string();
+        assert_eq!(
+            text("not a url"),
+            "ResponseURL: not a URL (relative URL without a base)"
+        );
+        assert!(check_response_url("not a url", false)
+            .expect_err("refused")
+            .source()
+            .is_some());
+        assert_eq!(
+            text("https://user:pw@bucket.s3.amazonaws.com/a"),
+            "ResponseURL: must not carry user information"
+        );
+        assert_eq!(
+            text("file:///etc/passwd"),
+            "ResponseURL: scheme \"file\"; only https CloudFormation (S3 pre-signed) URLs are answered"
+        );
+        assert_eq!(
+            text("https://Evil.example.com/x"),
+            "ResponseURL: host \"evil.example.com\" is not an S3 host of AWS (*.amazonaws.com or *.amazonaws.com.cn on port 443)"
+        );
     }
 
     #[test]
