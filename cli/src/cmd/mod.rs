@@ -1,13 +1,27 @@
 //! One module per subcommand: `Args` (clap derive) and `run(Args) -> CmdResult`. Commands print
 //! results on stdout and return reasons in a `CmdError`, which `main` prints on stderr.
 //! A command that needs async I/O builds its own tokio runtime inside `run`.
+//!
+//! Two modules hold a family of commands on one registry table, sharing its handle and
+//! messages: `registry` (`init`, `register`, `deregister`, `list`) and `tenancy` (`grant`,
+//! `revoke`, `grants`, `adopt`). Flags several commands take are declared once in `common`;
+//! what the commands on the live config share (clients, hints, output) is in `live`.
 
 pub mod bootstrap;
 pub mod check;
 pub mod common;
 pub mod demo;
+pub mod diff;
+pub mod history;
+pub mod kill_switch;
+pub mod live;
+pub mod preview;
+pub mod reconcile;
 pub mod registry;
 pub mod render;
+pub mod restore;
+pub mod resume;
+pub mod seed;
 pub mod status;
 pub mod tenancy;
 pub mod time;

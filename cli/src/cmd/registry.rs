@@ -3,7 +3,7 @@
 //! (`AWS_ENDPOINT_URL`, region, profile), so the same commands work against AWS or moto.
 
 use super::check::read_checked_entry;
-use super::common::{policy, DomainArg, LoopbackArg};
+use super::common::{policy, BucketArg, DomainArg, LoopbackArg, TableArg};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::aws::{dynamodb_client, sdk_config};
 use gateway_functions::registry::{
@@ -13,24 +13,17 @@ use gateway_render::Policy;
 use serde_json::json;
 use std::path::PathBuf;
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct TableArg {
-    /// The registry table
-    #[arg(long = "table", env = "GATEWAY_TABLE", value_name = "TABLE")]
-    pub table: String,
-}
-
 /// Create the registry table (with its stream) and the versioned bucket if absent
 ///
 /// For local use; in AWS the gateway stack owns them. With a bucket (`--bucket` or
 /// `GATEWAY_BUCKET`), also creates the versioned config bucket.
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("bucket", |a| a.help("The versioned config bucket to create (with versioning on) if absent")))]
 pub struct InitArgs {
     #[command(flatten)]
     pub table: TableArg,
-    /// The versioned config bucket to create (with versioning on) if absent
-    #[arg(long = "bucket", env = "GATEWAY_BUCKET", value_name = "BUCKET")]
-    pub bucket: Option<String>,
+    #[command(flatten)]
+    pub bucket: BucketArg,
 }
 
 /// Check an entry and register it (create or replace) in the registry
@@ -93,7 +86,7 @@ pub fn init(args: InitArgs) -> CmdResult {
             ),
             false => println!("table {} already exists", registry.table()),
         }
-        if let Some(bucket) = &args.bucket {
+        if let Some(bucket) = &args.bucket.bucket {
             let conf = sdk_config().await;
             let store = gateway_functions::store::S3Store::new(
                 gateway_functions::store::s3_client(&conf),

@@ -2,7 +2,8 @@
 //! entry (docs/design.md, "Trust boundaries"). Operators only: these commands write the registry
 //! table with the gateway account's own credentials; the register function never changes grants.
 
-use super::registry::{operator_principal, TableArg};
+use super::common::TableArg;
+use super::registry::operator_principal;
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::aws::{dynamodb_client, sdk_config};
 use gateway_functions::registry::{is_account_id, DynamoRegistry, Owner};
