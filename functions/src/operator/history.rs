@@ -6,7 +6,7 @@ use crate::store::{BundleHead, ConfigStore, Writer};
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
-pub struct Status {
+pub struct LiveStatus {
     pub live: Option<BundleHead>,
     pub recorded: Option<PublishedState>,
     /// The live bundle's hash differs from the reconciler's last publish: it holds.
@@ -17,7 +17,7 @@ pub struct Status {
     pub problem: Option<String>,
 }
 
-impl Status {
+impl LiveStatus {
     pub fn is_reconcilers(&self) -> bool {
         matches!((&self.live, &self.recorded), (Some(l), Some(r)) if l.version_id == r.version_id)
     }
@@ -43,7 +43,7 @@ impl Status {
 pub async fn status<R: Registry, S: ConfigStore>(
     registry: &R,
     store: &S,
-) -> Result<Status, OperatorError> {
+) -> Result<LiveStatus, OperatorError> {
     let recorded = registry.read_state().await?;
     let live = store.head_live().await?;
     let (mut entries, mut routes, mut problem) = (0, 0, None);
@@ -61,7 +61,7 @@ pub async fn status<R: Registry, S: ConfigStore>(
         (Some(_), None) => true,
         (None, _) => false,
     };
-    Ok(Status {
+    Ok(LiveStatus {
         live,
         recorded,
         drift,
