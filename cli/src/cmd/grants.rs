@@ -1,15 +1,15 @@
 //! `gatewayctl grants`: every grant, as a table or one JSON document.
 
-use super::common::TableArg;
+use super::common::{JsonArg, TableArg};
 use super::tenancy::open;
 use super::{block_on, CmdError, CmdResult};
 
 /// List the grants
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("json", |a| a.help("One JSON document instead of a table")))]
 pub struct Args {
-    /// One JSON document instead of a table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
     #[command(flatten)]
     pub table: TableArg,
 }
@@ -21,7 +21,7 @@ pub fn run(args: Args) -> CmdResult {
             .grants()
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;
-        if args.json {
+        if args.json.json {
             let doc = serde_json::json!({ "grants": grants });
             println!(
                 "{}",

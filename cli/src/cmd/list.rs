@@ -1,6 +1,6 @@
 //! `gatewayctl list`: the registered entries, as a table or one JSON document.
 
-use super::common::{DomainArg, TableArg};
+use super::common::{DomainArg, JsonArg, TableArg};
 use super::registry::{failed, open};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::registry::{Owner, StoredEntry};
@@ -9,10 +9,10 @@ use serde_json::json;
 
 /// List the registered entries
 #[derive(clap::Args, Debug)]
+#[command(mut_arg("json", |a| a.help("One JSON document instead of a table")))]
 pub struct Args {
-    /// One JSON document instead of a table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
     #[command(flatten)]
     pub table: TableArg,
     #[command(flatten)]
@@ -23,7 +23,7 @@ pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await;
         let snapshot = registry.list().await.map_err(failed)?;
-        if args.json {
+        if args.json.json {
             let entries: Vec<_> = snapshot
                 .entries
                 .iter()
