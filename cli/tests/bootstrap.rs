@@ -1,3 +1,5 @@
+//! `gatewayctl bootstrap`: the production output is the checked-in `bootstrap/envoy.json` and
+//! `bootstrap/envoy.args`, each flag changes one place, and bad flags are usage errors (exit 2).
 mod common;
 use common::*;
 use std::path::Path;

@@ -1,3 +1,7 @@
+//! `gatewayctl check`, offline: a valid entry is accepted; a bad one is rejected with every
+//! problem on its own line naming the field; loopback backends, backend names by what they
+//! resolve to, the operators' domains and CIDRs and route bounds are enforced from flags or the
+//! environment; a missing domain or bad list is a usage error.
 mod common;
 use common::*;
 

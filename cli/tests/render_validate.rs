@@ -1,3 +1,7 @@
+//! `gatewayctl render` and `validate` as the binary: a directory renders and passes all three
+//! layers with the pinned Envoy; rejections name the file and the field; validation reports
+//! Envoy's own message, rule violations by file and object, a missing Envoy by `ENVOY_BIN`, and a
+//! directory without its bundle.
 mod common;
 use common::*;
 use std::path::Path;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub type Descriptor = Vec<(String, String)>;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub enum LimitStatus {
     /// No rule with a limit matches: not counted.
     NoLimit,
     /// Counted (or unlimited); `over` says whether this hit went past the limit. In shadow mode
@@ -29,7 +29,7 @@ pub enum Status {
 pub struct Decision {
     /// Some descriptor is over its limit (shadow-mode rules never refuse).
     pub over_limit: bool,
-    pub statuses: Vec<Status>,
+    pub statuses: Vec<LimitStatus>,
 }
 
 /// The rule a descriptor reaches, if it carries a limit.
@@ -70,13 +70,13 @@ pub fn decide(
             .then(|| find_limit(tree, descriptor))
             .flatten();
         statuses.push(match limit {
-            None => Status::NoLimit,
+            None => LimitStatus::NoLimit,
             Some(limit) => count(*limit, windows, domain, descriptor, hits, now),
         });
     }
     let over_limit = statuses
         .iter()
-        .any(|s| matches!(s, Status::Limited { limit, over: true, .. } if !limit.shadow_mode));
+        .any(|s| matches!(s, LimitStatus::Limited { limit, over: true, .. } if !limit.shadow_mode));
     Decision {
         over_limit,
         statuses,
@@ -90,11 +90,11 @@ fn count(
     descriptor: &[(String, String)],
     hits: u64,
     now: u64,
-) -> Status {
+) -> LimitStatus {
     let unit = match limit.unit {
         Some(unit) if !limit.unlimited => unit,
         _ => {
-            return Status::Limited {
+            return LimitStatus::Limited {
                 limit,
                 over: false,
                 remaining: u64::MAX,
@@ -105,7 +105,7 @@ fn count(
     let key = cache_key(domain, descriptor);
     let counted = windows.hit(&key, unit, hits, now);
     let max = u64::from(limit.requests_per_unit);
-    Status::Limited {
+    LimitStatus::Limited {
         limit,
         over: counted.after > max,
         remaining: max.saturating_sub(counted.after),
@@ -228,7 +228,7 @@ descriptors:
         assert!(second.over_limit);
         assert!(matches!(
             second.statuses[0],
-            Status::Limited {
+            LimitStatus::Limited {
                 over: false,
                 remaining: 0,
                 ..
@@ -236,7 +236,7 @@ descriptors:
         ));
         assert!(matches!(
             second.statuses[1],
-            Status::Limited { over: true, .. }
+            LimitStatus::Limited { over: true, .. }
         ));
     }
 
@@ -251,11 +251,11 @@ descriptors:
             Vec::new(),
         ] {
             let decision = decide(&t, &mut w, "gateway", std::slice::from_ref(&desc), 1, 1);
-            assert_eq!(decision.statuses, vec![Status::NoLimit], "{desc:?}");
+            assert_eq!(decision.statuses, vec![LimitStatus::NoLimit], "{desc:?}");
         }
         assert!(w.is_empty());
         let other_domain = decide(&t, &mut w, "elsewhere", &[route("r1")], 1, 1);
-        assert_eq!(other_domain.statuses, vec![Status::NoLimit]);
+        assert_eq!(other_domain.statuses, vec![LimitStatus::NoLimit]);
     }
 
     #[test]
@@ -266,7 +266,7 @@ descriptors:
         assert!(!second.over_limit);
         assert!(matches!(
             second.statuses[0],
-            Status::Limited { over: true, .. }
+            LimitStatus::Limited { over: true, .. }
         ));
         for _ in 0..5 {
             assert!(!decide(&t, &mut w, "gateway", &[route("free")], 1, 1).over_limit);

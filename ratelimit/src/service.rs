@@ -3,7 +3,7 @@
 //! carries `x-ratelimit-limit`, `x-ratelimit-remaining` and `x-ratelimit-reset` for the limit
 //! that refused, which Envoy adds to its 429.
 
-use crate::limiter::{decide, Decision, Descriptor, Status};
+use crate::limiter::{decide, Decision, Descriptor, LimitStatus};
 use crate::rules::LiveRules;
 use crate::window::Windows;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
@@ -77,11 +77,11 @@ pub fn response(decision: &Decision) -> RateLimitResponse {
         .statuses
         .iter()
         .map(|status| match status {
-            Status::NoLimit => DescriptorStatus {
+            LimitStatus::NoLimit => DescriptorStatus {
                 code: Code::Ok as i32,
                 ..DescriptorStatus::default()
             },
-            Status::Limited {
+            LimitStatus::Limited {
                 limit,
                 over,
                 remaining,
@@ -127,7 +127,7 @@ pub fn response(decision: &Decision) -> RateLimitResponse {
 /// The headers of the limit that refused (the first over-limit, enforced one).
 fn refusal_headers(decision: &Decision) -> Vec<HeaderValue> {
     let refused = decision.statuses.iter().find_map(|s| match s {
-        Status::Limited {
+        LimitStatus::Limited {
             limit,
             over: true,
             reset_in,

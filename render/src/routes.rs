@@ -275,7 +275,7 @@ fn regex_escape(s: &str) -> String {
 
 /// Where an entry's routes send traffic.
 struct Upstream {
-    target: Target,
+    target: Destination,
     /// The backend sees its own name, matching the SNI it is sent (many TLS servers refuse a
     /// Host that differs from SNI); the name the client used travels in x-forwarded-host.
     /// `None` when a request may land on either of two backends: Host then comes from the
@@ -285,7 +285,8 @@ struct Upstream {
     cohort: Option<Cohort>,
 }
 
-enum Target {
+/// Where a route sends its requests.
+enum Destination {
     Cluster(String),
     /// The service's traffic split by weight (percent) between the two failover pairs.
     Split {
@@ -306,10 +307,10 @@ impl Upstream {
     fn action(&self, timeout: String) -> serde_json::Map<String, Value> {
         let mut action = serde_json::Map::new();
         match &self.target {
-            Target::Cluster(name) => {
+            Destination::Cluster(name) => {
                 action.insert("cluster".into(), json!(name));
             }
-            Target::Split {
+            Destination::Split {
                 main,
                 canary,
                 canary_weight,
@@ -335,7 +336,7 @@ impl Upstream {
         let host_rewrite = backend_of(entry)?.authority();
         let Some(canary) = &entry.canary else {
             return Ok(Upstream {
-                target: Target::Cluster(names::cluster_name(entry)),
+                target: Destination::Cluster(names::cluster_name(entry)),
                 host_rewrite: Some(host_rewrite),
                 cohort: None,
             });
@@ -344,9 +345,9 @@ impl Upstream {
         let main = names::main_first_cluster_name(entry);
         let canary_first = names::canary_first_cluster_name(entry);
         let target = match canary.weight {
-            0 => Target::Cluster(main),
-            100 => Target::Cluster(canary_first.clone()),
-            w => Target::Split {
+            0 => Destination::Cluster(main),
+            100 => Destination::Cluster(canary_first.clone()),
+            w => Destination::Split {
                 main,
                 canary: canary_first.clone(),
                 canary_weight: w,

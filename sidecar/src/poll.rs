@@ -14,7 +14,7 @@ use std::time::Duration;
 const METRICS_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum PollOutcome {
     /// The live bundle is the one delivered last.
     Unchanged,
     /// Nothing published yet.
@@ -94,7 +94,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
     }
 
     /// One poll: a round, then the rate limiter's counters. Errors land in `/status` and the log.
-    pub async fn poll(&mut self) -> Result<Outcome, SidecarError> {
+    pub async fn poll(&mut self) -> Result<PollOutcome, SidecarError> {
         let result = self.round().await;
         {
             let mut status = self.status.lock();
@@ -108,14 +108,14 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
             }
         }
         match &result {
-            Ok(Outcome::Unchanged) => tracing::debug!("bundle unchanged"),
-            Ok(Outcome::NoBundle) => {
+            Ok(PollOutcome::Unchanged) => tracing::debug!("bundle unchanged"),
+            Ok(PollOutcome::NoBundle) => {
                 tracing::warn!(bucket = %self.source.bucket(), "no bundle published yet")
             }
-            Ok(Outcome::StillRejected { version_id }) => {
+            Ok(PollOutcome::StillRejected { version_id }) => {
                 tracing::debug!(%version_id, "live bundle is the one Envoy refused")
             }
-            Ok(Outcome::Delivered {
+            Ok(PollOutcome::Delivered {
                 version_id,
                 hash,
                 first,
@@ -129,10 +129,10 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
     }
 
     /// HEAD, and on a new version: download, verify, deliver, remember.
-    pub async fn round(&mut self) -> Result<Outcome, SidecarError> {
+    pub async fn round(&mut self) -> Result<PollOutcome, SidecarError> {
         let live = match self.source.head(self.etag.as_deref()).await? {
-            Head::Unchanged => return Ok(Outcome::Unchanged),
-            Head::Absent => return Ok(Outcome::NoBundle),
+            Head::Unchanged => return Ok(PollOutcome::Unchanged),
+            Head::Absent => return Ok(PollOutcome::NoBundle),
             Head::Live(live) => live,
         };
         let (delivered_version, rejected_version) = {
@@ -147,11 +147,11 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
             && self.target.files_present()
         {
             self.etag = Some(live.etag);
-            return Ok(Outcome::Unchanged);
+            return Ok(PollOutcome::Unchanged);
         }
         if rejected_version.as_deref() == Some(live.version_id.as_str()) {
             self.etag = Some(live.etag);
-            return Ok(Outcome::StillRejected {
+            return Ok(PollOutcome::StillRejected {
                 version_id: live.version_id,
             });
         }
@@ -196,7 +196,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
                         emit_to(&metrics, Metric::DeliveryLagSeconds, lag as f64).await
                     });
                 }
-                Ok(Outcome::Delivered {
+                Ok(PollOutcome::Delivered {
                     version_id: verified.version_id,
                     hash,
                     first: delivered == Delivered::First,

@@ -5,7 +5,7 @@ use crate::args::{Config, Mode};
 use crate::deliver::{EnvoyTarget, Target};
 use crate::error::SidecarError;
 use crate::health;
-use crate::poll::{Outcome, Sidecar};
+use crate::poll::{PollOutcome, Sidecar};
 use crate::source::BundleSource;
 use crate::state::{SharedStatus, Status};
 use crate::traffic::TrafficSink;
@@ -128,10 +128,10 @@ pub async fn run_loop_with<M: MetricsSink + Clone + Send + Sync + 'static, T: Tr
 }
 
 /// `--once`: deliver the live bundle and wait for Envoy to apply it.
-pub async fn run_once<M: MetricsSink + Clone + Send + Sync + 'static>(sidecar: Sidecar<M>) -> Result<Outcome, SidecarError> {
+pub async fn run_once<M: MetricsSink + Clone + Send + Sync + 'static>(sidecar: Sidecar<M>) -> Result<PollOutcome, SidecarError> {
     let mut sidecar = sidecar.confirming();
     match sidecar.round().await? {
-        Outcome::NoBundle => Err(SidecarError::NoBundle {
+        PollOutcome::NoBundle => Err(SidecarError::NoBundle {
             bucket: sidecar.status().lock().bucket.clone(),
             object: gateway_render::contract::BUNDLE_OBJECT,
         }),

@@ -1,5 +1,5 @@
-//! Flags several commands share. Each is also an environment variable, the same one every
-//! gateway binary reads.
+//! Flags several commands share, each declared once here. Each is also an environment variable,
+//! the same one every gateway binary reads.
 
 use super::CmdError;
 use clap::Args;
@@ -142,4 +142,47 @@ impl EnvoyArg {
     pub fn bin(&self) -> PathBuf {
         gateway_validator::lookup_envoy(Some(&self.envoy_bin), None).path()
     }
+}
+/// The registry table.
+#[derive(Args, Debug, Clone)]
+pub struct TableArg {
+    /// The registry table
+    #[arg(long = "table", env = "GATEWAY_TABLE", value_name = "TABLE")]
+    pub table: String,
+}
+
+/// The versioned config bucket. Optional here; a command that always needs it requires it
+/// (`ConfigLocation`), and a command may say in its own words what it does with it
+/// (`#[command(mut_arg("bucket", ..))]`).
+#[derive(Args, Debug, Clone)]
+pub struct BucketArg {
+    /// The versioned config bucket
+    #[arg(long = "bucket", env = "GATEWAY_BUCKET", value_name = "BUCKET")]
+    pub bucket: Option<String>,
+}
+
+impl BucketArg {
+    pub fn get(&self) -> Result<&str, CmdError> {
+        self.bucket.as_deref().ok_or_else(|| {
+            CmdError::usage("the config bucket is required: pass --bucket or set GATEWAY_BUCKET")
+        })
+    }
+}
+
+/// Where the live config is and what decides it: the registry table and the config bucket,
+/// both required.
+#[derive(Args, Debug, Clone)]
+#[command(mut_arg("bucket", |a| a.required(true)))]
+pub struct ConfigLocation {
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub bucket: BucketArg,
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+pub struct JsonArg {
+    /// One JSON document on stdout, for scripts
+    #[arg(long)]
+    pub json: bool,
 }

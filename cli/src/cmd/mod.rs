@@ -1,14 +1,36 @@
 //! One module per subcommand: `Args` (clap derive) and `run(Args) -> CmdResult`. Commands print
 //! results on stdout and return reasons in a `CmdError`, which `main` prints on stderr.
 //! A command that needs async I/O builds its own tokio runtime inside `run`.
+//!
+//! Flags several commands take are declared once in `common`. Helpers a group of commands
+//! shares sit in a module of their own: `live` (the commands on the live config: clients,
+//! hints, output), `registry` (the registry commands: the table opened as the operator) and
+//! `tenancy` (grants and owners).
 
+pub mod adopt;
 pub mod bootstrap;
 pub mod check;
 pub mod common;
 pub mod demo;
-pub mod operate;
+pub mod deregister;
+pub mod diff;
+pub mod grant;
+pub mod grants;
+pub mod history;
+pub mod init;
+pub mod kill_switch;
+pub mod list;
+pub mod live;
+pub mod preview;
+pub mod reconcile;
+pub mod register;
 pub mod registry;
 pub mod render;
+pub mod restore;
+pub mod resume;
+pub mod revoke;
+pub mod seed;
+pub mod status;
 pub mod tenancy;
 pub mod time;
 pub mod top;

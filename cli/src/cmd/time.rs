@@ -1,23 +1,15 @@
-//! UTC timestamps for people, without a date library: civil-from-days (H. Hinnant's algorithm).
+//! UTC timestamps for people: the SDK's RFC 3339 formatter (`aws_smithy_types::DateTime`), with
+//! a space for the `T` and no `Z` (`2026-11-29 23:59:59`).
 
+use aws_smithy_types::date_time::{DateTime, Format};
+
+/// `epoch_secs` as `YYYY-MM-DD HH:MM:SS` (UTC). An instant outside the years 1 to 9999 (which
+/// RFC 3339 cannot write, and no S3 or registry timestamp is) prints as its epoch seconds.
 pub fn format_utc(epoch_secs: i64) -> String {
-    let days = epoch_secs.div_euclid(86_400);
-    let secs = epoch_secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
+    match DateTime::from_secs(epoch_secs).fmt(Format::DateTime) {
+        Ok(rfc3339) => rfc3339.trim_end_matches('Z').replacen('T', " ", 1),
+        Err(_) => format!("{epoch_secs}s since the epoch"),
+    }
 }
 
 #[cfg(test)]
@@ -27,5 +19,14 @@ mod tests {
         assert_eq!(super::format_utc(0), "1970-01-01 00:00:00");
         assert_eq!(super::format_utc(951_782_400), "2000-02-29 00:00:00");
         assert_eq!(super::format_utc(1_795_996_799), "2026-11-29 23:59:59");
+    }
+
+    #[test]
+    fn before_the_epoch_and_out_of_range() {
+        assert_eq!(super::format_utc(-1), "1969-12-31 23:59:59");
+        assert_eq!(
+            super::format_utc(253_402_300_800),
+            "253402300800s since the epoch"
+        );
     }
 }

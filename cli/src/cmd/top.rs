@@ -2,12 +2,14 @@
 //! latency per service over a short window, busiest first — the first look during an incident
 //! (docs/design.md#request-metrics).
 
+use super::common::JsonArg;
 use super::{block_on, CmdError, CmdResult};
 use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
+#[command(mut_arg("json", |a| a.help("One JSON object per service instead of the table")))]
 pub struct Args {
     /// Envoy's admin: unix:/PATH (production: unix:/run/envoy/admin.sock) or HOST:PORT
     #[arg(long, default_value = "127.0.0.1:9901")]
@@ -15,9 +17,8 @@ pub struct Args {
     /// Seconds between the two readings the figures are computed from
     #[arg(long, default_value_t = 5)]
     pub window: u64,
-    /// One JSON object per service instead of the table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 pub fn run(args: Args) -> CmdResult {
@@ -44,7 +45,7 @@ pub fn run(args: Args) -> CmdResult {
         let after = read(&client).await?;
         let seconds = started.elapsed().as_secs_f64();
         let deltas = delta(&before, &after);
-        if args.json {
+        if args.json.json {
             for d in &deltas {
                 println!("{}", row_json(d, seconds));
             }

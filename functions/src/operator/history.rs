@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// `gatewayctl status`; as JSON, `live` and `recorded` are objects or `null`.
 #[derive(Debug, Clone, Serialize)]
-pub struct Status {
+pub struct LiveStatus {
     #[serde(serialize_with = "live_head")]
     pub live: Option<BundleHead>,
     #[serde(serialize_with = "recorded_state")]
@@ -24,7 +24,7 @@ pub struct Status {
     pub problem: Option<String>,
 }
 
-impl Status {
+impl LiveStatus {
     pub fn is_reconcilers(&self) -> bool {
         self.is_reconcilers_last
     }
@@ -83,7 +83,7 @@ fn writer_name<S: Serializer>(writer: &Writer, serializer: S) -> Result<S::Ok, S
 pub async fn status<R: PublishedStateRead, S: ConfigStore>(
     registry: &R,
     store: &S,
-) -> Result<Status, OperatorError> {
+) -> Result<LiveStatus, OperatorError> {
     let recorded = registry.published_state().await?;
     let live = store.head_live().await?;
     let (mut entries, mut routes, mut problem) = (0, 0, None);
@@ -103,7 +103,7 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
     };
     let is_reconcilers_last =
         matches!((&live, &recorded), (Some(l), Some(r)) if l.version_id == r.version_id);
-    Ok(Status {
+    Ok(LiveStatus {
         live,
         recorded,
         is_reconcilers_last,
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn status_and_history_write_the_json_gatewayctl_prints() {
-        let mut status = Status {
+        let mut status = LiveStatus {
             live: Some(BundleHead {
                 version_id: "v2".into(),
                 etag: "\"e\"".into(),

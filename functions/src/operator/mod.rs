@@ -6,7 +6,7 @@ mod history;
 mod switches;
 
 pub use diff::{diff_bundles, BundleDiff, Change};
-pub use history::{history, status, HistoryItem, Status};
+pub use history::{history, status, HistoryItem, LiveStatus};
 pub use switches::{kill_switch, restore, resume};
 
 use gateway_adapters::registry::RegistryError;

@@ -165,6 +165,27 @@ impl Dirs {
     }
 }
 
+/// `gateway-sidecar`: Cargo's own path in the sidecar's tests; from the end-to-end tests in
+/// `tests/` (which include this file), the binary beside the test's own directory
+/// (`target/debug`), which `cargo test --workspace` builds before running tests.
+pub fn sidecar_bin() -> PathBuf {
+    if let Some(bin) = option_env!("CARGO_BIN_EXE_gateway-sidecar") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("locating the test binary: {e}"));
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("gateway-sidecar"))
+        .unwrap_or_else(|| panic!("{} has no target directory", exe.display()));
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build -p gateway-sidecar` (or run `cargo test --workspace`, which builds it)",
+        bin.display()
+    );
+    bin
+}
+
 /// The sidecar binary as a subprocess; killed on drop.
 pub struct SidecarProcess {
     child: Child,
@@ -187,7 +208,7 @@ impl SidecarProcess {
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
         let log =
             tempfile::NamedTempFile::new().unwrap_or_else(|e| panic!("sidecar log file: {e}"));
-        let child = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
+        let child = Command::new(sidecar_bin())
             .args(args)
             .arg("--listen")
             .arg(listen.to_string())

@@ -3,6 +3,9 @@
 //! measures publish → new-route-answering propagation (a measurement, written to
 //! `target/propagation.md`, never asserted on).
 
+// The sidecar tests' harness (bundles in moto's bucket, the sidecar binary, Envoy on the
+// gateway's bootstrap), shared rather than copied.
+#[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
 
 use common::*;
@@ -204,7 +207,7 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     let max = propagation[propagation.len() - 1];
     let report = format!(
         "# Publish → new route answering\n\n\
-         Measured by `sidecar/tests/no_dropped_requests.rs`: a bundle that moves a route to a new \
+         Measured by `tests/tests/no_dropped_requests.rs`: a bundle that moves a route to a new \
          backend cluster is put into the bucket (moto), and the route is requested through the real \
          Envoy every 20 ms until the new backend answers. Publishes land at varying points of the \
          poll interval; the time includes the three make-before-break steps.\n\n\

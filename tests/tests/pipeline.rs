@@ -3,6 +3,9 @@
 //! bucket, the sidecar delivers, and Envoy serves — then a team changes its route and the new
 //! route serves with no restart and no failed request.
 
+// The sidecar tests' harness (bundles in moto's bucket, the sidecar binary, Envoy on the
+// gateway's bootstrap), shared rather than copied.
+#[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
 
 use common::{

@@ -1,0 +1,64 @@
+//! `gatewayctl history`: recent bundle versions, newest first.
+
+use super::common::{ConfigLocation, JsonArg};
+use super::live::{op_failed, print_json, readers, when};
+use super::{block_on, CmdResult};
+use gateway_functions::operator;
+use serde_json::Value;
+
+/// Recent bundle versions, newest first, and which was the reconciler's
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// How many versions
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    block_on(async {
+        let c = readers(&args.target).await?;
+        let items = operator::history(&c.registry, &c.store, args.limit)
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&Value::Array(items.iter().map(|i| i.to_json()).collect()));
+        }
+        println!(
+            "{:<34}  {:<20}  {:<12}  {:>6}  {:<19}  NOTE",
+            "VERSION", "WRITTEN (UTC)", "BY", "ROUTES", "HASH"
+        );
+        for i in &items {
+            let mut notes = Vec::new();
+            if i.is_live {
+                notes.push("live");
+            }
+            if i.is_reconcilers_last {
+                notes.push("reconciler's last publish");
+            }
+            if i.deleted {
+                notes.push("delete marker");
+            }
+            let hash = i
+                .hash
+                .as_deref()
+                .map(|h| h.chars().take(19).collect::<String>())
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "{:<34}  {:<20}  {:<12}  {:>6}  {:<19}  {}",
+                i.version_id,
+                when(i.last_modified),
+                i.writer.as_str(),
+                i.routes
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                hash,
+                notes.join(", ")
+            );
+        }
+        Ok(())
+    })
+}

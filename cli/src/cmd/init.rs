@@ -1,0 +1,51 @@
+//! `gatewayctl init`: the registry table (with its stream) and the versioned bucket, created if
+//! absent (local runs; in AWS the gateway stack owns them).
+
+use super::common::{BucketArg, TableArg};
+use super::registry::{failed, open};
+use super::{block_on, CmdError, CmdResult};
+use gateway_adapters::aws::sdk_config;
+use gateway_render::Policy;
+
+/// Create the registry table (with its stream) and the versioned bucket if absent
+///
+/// For local use; in AWS the gateway stack owns them. With a bucket (`--bucket` or
+/// `GATEWAY_BUCKET`), also creates the versioned config bucket.
+#[derive(clap::Args, Debug)]
+#[command(mut_arg("bucket", |a| a.help("The versioned config bucket to create (with versioning on) if absent")))]
+pub struct Args {
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub bucket: BucketArg,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    block_on(async {
+        // The base domain plays no part in creating the table.
+        let registry = open(&args.table, Policy::new("", false)).await;
+        match registry.create_table_if_absent().await.map_err(failed)? {
+            true => println!(
+                "created table {} (stream NEW_AND_OLD_IMAGES)",
+                registry.table()
+            ),
+            false => println!("table {} already exists", registry.table()),
+        }
+        if let Some(bucket) = &args.bucket.bucket {
+            let conf = sdk_config().await;
+            let store = gateway_adapters::store::S3Store::new(
+                gateway_adapters::store::s3_client(&conf),
+                bucket.clone(),
+            );
+            match store
+                .create_bucket_if_absent()
+                .await
+                .map_err(|e| CmdError::failed(e.to_string()))?
+            {
+                true => println!("created bucket {bucket} (versioning on)"),
+                false => println!("bucket {bucket} already exists (versioning on)"),
+            }
+        }
+        Ok(())
+    })
+}

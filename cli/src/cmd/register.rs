@@ -1,0 +1,144 @@
+//! `gatewayctl register ENTRY.json|DIR`: the register function's checks and registry write,
+//! from a terminal; a directory registers every entry file in it (onboarding).
+
+use super::check::read_checked_entry;
+use super::common::{policy, DomainArg, LoopbackArg, TableArg};
+use super::registry::{failed, open};
+use super::{block_on, CmdError, CmdResult};
+use gateway_render::Policy;
+use std::path::PathBuf;
+
+/// Check an entry and register it (create or replace) in the registry
+///
+/// Exit 0 with `created|updated|unchanged TEAM/SERVICE`, or 1 with every rejection reason, or
+/// the conflict naming its holder, on stderr.
+///
+/// Given a directory, registers every `*.json` file in it, in name order (onboarding): one
+/// progress line per file (`[3/40] billing/invoices-api: registered (created, revision 1)` or
+/// why it was not), never stopping at a bad file, then a summary; exit 1 if any file failed or
+/// the directory holds no `*.json` file.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The entry document (JSON), `-` for stdin, or a directory of entry documents
+    #[arg(value_name = "ENTRY.json|DIR")]
+    pub entry: PathBuf,
+    #[command(flatten)]
+    pub table: TableArg,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    let policy = policy(&args.domain, &args.loopback)?;
+    if args.entry.is_dir() {
+        return register_dir(&args, policy);
+    }
+    let entry = read_checked_entry(&args.entry, &policy)?;
+    block_on(async {
+        let registry = open(&args.table, policy).await;
+        let outcome = registry.register(&entry).await.map_err(failed)?;
+        println!(
+            "{} {} on {} (revision {})",
+            outcome.as_str(),
+            entry.id(),
+            entry.fqdn(registry.base_domain()),
+            outcome.revision()
+        );
+        Ok(())
+    })
+}
+
+/// The `*.json` files directly in `dir`, sorted by name.
+fn entry_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, CmdError> {
+    let name = dir.display();
+    let listed = std::fs::read_dir(dir)
+        .map_err(|e| CmdError::failed(format!("{name}: cannot list: {e}")))?;
+    let mut files = Vec::new();
+    for item in listed {
+        let item = item.map_err(|e| CmdError::failed(format!("{name}: cannot list: {e}")))?;
+        let path = item.path();
+        if path.extension().is_some_and(|x| x == "json") && !path.is_dir() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn register_dir(args: &Args, policy: Policy) -> CmdResult {
+    let files = entry_files(&args.entry)?;
+    if files.is_empty() {
+        return Err(CmdError::failed(format!(
+            "{}: no *.json entry files",
+            args.entry.display()
+        )));
+    }
+    let total = files.len();
+    block_on(async {
+        let registry = open(&args.table, policy.clone()).await;
+        let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+        let mut failed_files = Vec::new();
+        for (i, file) in files.iter().enumerate() {
+            let n = i + 1;
+            let shown = file
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| file.display().to_string());
+            let entry = match read_checked_entry(file, &policy) {
+                Ok(entry) => entry,
+                Err(e) => {
+                    // The checks' messages already start with the file's path.
+                    println!("[{n}/{total}] {shown}: rejected: {}", one_line(&e.message));
+                    failed_files.push(shown);
+                    continue;
+                }
+            };
+            match registry.register(&entry).await {
+                Ok(outcome) => {
+                    *counts.entry(outcome.as_str()).or_default() += 1;
+                    println!(
+                        "[{n}/{total}] {}: registered ({}, revision {})",
+                        entry.id(),
+                        outcome.as_str(),
+                        outcome.revision()
+                    );
+                }
+                Err(e) => {
+                    println!(
+                        "[{n}/{total}] {} ({shown}): {}",
+                        entry.id(),
+                        one_line(&failed(e).message)
+                    );
+                    failed_files.push(shown);
+                }
+            }
+        }
+        let registered = total - failed_files.len();
+        let detail: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let detail = if detail.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", detail.join(", "))
+        };
+        println!(
+            "{total} entry files: {registered} registered{detail}, {} failed",
+            failed_files.len()
+        );
+        if failed_files.is_empty() {
+            Ok(())
+        } else {
+            Err(CmdError::failed(format!(
+                "{} of {total} entry files failed: {}",
+                failed_files.len(),
+                failed_files.join(", ")
+            )))
+        }
+    })
+}
+
+/// A multi-line message (one rejection reason per line) on one progress line.
+fn one_line(message: &str) -> String {
+    message.lines().collect::<Vec<_>>().join("; ")
+}

@@ -1,0 +1,34 @@
+//! `gatewayctl restore [VERSION]`: an earlier bundle version made live again.
+
+use super::common::{ConfigLocation, JsonArg};
+use super::live::{clients, op_failed, print_json};
+use super::{block_on, CmdResult};
+use gateway_functions::operator;
+use gateway_render::Policy;
+use serde_json::json;
+
+/// Make an earlier bundle version live again (default: the reconciler's last good publish)
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The version to restore (see `gatewayctl history`)
+    #[arg(value_name = "VERSION")]
+    pub version_id: Option<String>,
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false), true).await?;
+        let (version, hash) = operator::restore(&c.registry, &c.store, args.version_id.as_deref())
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&json!({"version_id": version, "hash": hash}));
+        }
+        println!("restored {hash} as version {version}; the sidecars deliver it within one poll");
+        Ok(())
+    })
+}

@@ -1,0 +1,34 @@
+//! `gatewayctl resume`: the live bundle accepted as the reconciler's own (clears drift).
+
+use super::common::{ConfigLocation, JsonArg};
+use super::live::{clients, op_failed, print_json};
+use super::{block_on, CmdResult};
+use gateway_functions::operator;
+use gateway_render::Policy;
+use serde_json::json;
+
+/// Accept the live bundle as the reconciler's own: clears drift; the next run publishes the registry again
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+pub fn run(args: Args) -> CmdResult {
+    block_on(async {
+        let c = clients(&args.target, Policy::new("", false), false).await?;
+        let state = operator::resume(&c.registry, &c.store)
+            .await
+            .map_err(op_failed)?;
+        if args.json.json {
+            return print_json(&json!({"version_id": state.version_id, "hash": state.hash}));
+        }
+        println!(
+            "accepted version {} ({}) as the reconciler's; the next run publishes the registry's render if it differs",
+            state.version_id, state.hash
+        );
+        Ok(())
+    })
+}

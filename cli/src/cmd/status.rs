@@ -1,0 +1,241 @@
+//! `gatewayctl status [TEAM/SERVICE]`: the live bundle, drift, quarantined entries and the
+//! reporting proxies; or one entry's revisions and state.
+
+use super::common::{ConfigLocation, JsonArg};
+use super::live::{op_failed, print_json, readers, when, Readers};
+use super::{block_on, CmdError, CmdResult};
+use gateway_functions::operator;
+
+/// The live bundle: version, hash, who wrote it, drift, entries and routes
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// One entry, `TEAM/SERVICE`: its registered and published revisions and its state
+    /// (pending, published or quarantined with stage and reason). Without it: the gateway's
+    /// status and every quarantined entry.
+    #[arg(value_name = "TEAM/SERVICE")]
+    pub entry: Option<String>,
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+/// `gatewayctl status TEAM/SERVICE` (docs/design.md#entry-status).
+fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
+    block_on(async {
+        let c = readers(target).await?;
+        let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
+        let stored = c.registry.get(id).await.map_err(reg_err)?;
+        let status = c.registry.status(id).await.map_err(reg_err)?;
+        let Some(stored) = stored else {
+            return Err(CmdError::failed(format!(
+                "{id} is not registered{}",
+                if status.is_some() { " (a status row remains from before it was deregistered)" } else { "" }
+            )));
+        };
+        let status = status.unwrap_or_else(|| gateway_adapters::registry::EntryStatus {
+            id: id.to_string(),
+            ..Default::default()
+        });
+        let now = gateway_adapters::registry::proxies::unix_now();
+        let serving = match c.registry.proxies().current(now).await {
+            Ok(reports) => {
+                let mut cache = gateway_functions::serving::BundleCache::new(&c.store);
+                Ok(gateway_functions::serving::live_on(&mut cache, id, &status, &reports).await)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        if json {
+            let mut doc = status.to_json(Some(stored.revision));
+            doc["serving"] = match &serving {
+                Ok(on) => on.to_json(now),
+                Err(e) => serde_json::json!({ "error": format!("proxy reports unreadable: {e}") }),
+            };
+            return print_json(&doc);
+        }
+        let state = status.state(stored.revision);
+        println!("entry:      {id}");
+        println!("registered: revision {}", stored.revision);
+        match status.revision_published {
+            Some(r) => println!(
+                "published:  revision {r}, first in bundle version {} ({})",
+                status.version_id.as_deref().unwrap_or("?"),
+                status.hash.as_deref().unwrap_or("?")
+            ),
+            None => println!("published:  never"),
+        }
+        println!("state:      {}", state.as_str());
+        if let Some(q) = status.quarantine.as_ref().filter(|q| q.revision == stored.revision) {
+            println!("stage:      {}", q.stage);
+            println!(
+                "served:     {}",
+                if q.kept == "previous" { "the previously published revision" } else { "nothing (left out)" }
+            );
+            println!("reason:     {}", q.reason.replace('\n', "\n            "));
+            println!("details:    failed/quarantine/{id}/reason.txt");
+        }
+        match &serving {
+            Err(e) => println!("serving:    unknown: proxy reports unreadable: {e}"),
+            Ok(on) if on.reporting() == 0 => println!("serving:    no proxy is reporting"),
+            Ok(on) => {
+                let what = match status.revision_published {
+                    Some(r) => format!("revision {r} "),
+                    None => String::new(),
+                };
+                println!("serving:    {what}{}", on.summary());
+                for p in on.proxies.iter().filter(|p| !p.live) {
+                    println!(
+                        "  not on {}: {}",
+                        p.proxy.proxy_id,
+                        p.why.as_deref().unwrap_or("does not serve it")
+                    );
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+pub fn run(args: Args) -> CmdResult {
+    if let Some(id) = &args.entry {
+        return entry_status(&args.target, id, args.json.json);
+    }
+    block_on(async {
+        let c = readers(&args.target).await?;
+        let quarantined = quarantined_entries(&c).await?;
+        let s = operator::status(&c.registry, &c.store)
+            .await
+            .map_err(op_failed)?;
+        let now = gateway_adapters::registry::proxies::unix_now();
+        let proxies = c.registry.proxies().current(now).await;
+        if args.json.json {
+            let mut doc = s.to_json();
+            doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
+            doc["proxies"] = match &proxies {
+                Ok(list) => list.iter().map(|p| p.to_json(now)).collect(),
+                Err(e) => serde_json::json!({ "error": format!("proxy reports unreadable: {e}") }),
+            };
+            return print_json(&doc);
+        }
+        match &s.live {
+            None => println!(
+                "live:      none — no bundle.json in {}; run `gatewayctl seed`",
+                c.store.bucket()
+            ),
+            Some(l) => {
+                println!(
+                    "live:      version {} ({})",
+                    l.version_id,
+                    l.hash.as_deref().unwrap_or("no hash metadata")
+                );
+                let by = l
+                    .written_by
+                    .as_deref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default();
+                println!(
+                    "written:   {} by {}{by}",
+                    when(l.last_modified),
+                    l.writer.as_str()
+                );
+            }
+        }
+        match &s.recorded {
+            None => println!("reconciler: has recorded no publish yet"),
+            Some(r) => println!(
+                "reconciler: last published version {} ({}) at {}{}",
+                r.version_id,
+                r.hash,
+                when(Some(r.published_at as i64)),
+                if s.is_reconcilers() {
+                    " — that is the live bundle"
+                } else {
+                    ""
+                }
+            ),
+        }
+        println!("entries:   {}  routes: {}", s.entries, s.routes);
+        if let Some(problem) = &s.problem {
+            println!("problem:   {problem}");
+        }
+        if s.drift {
+            println!(
+                "drift:     YES — the reconciler publishes nothing until the live hash matches its last publish.\n           \
+                 `gatewayctl restore` puts its last good version back; `gatewayctl resume` accepts the live one."
+            );
+        } else {
+            println!("drift:     no");
+        }
+        if quarantined.is_empty() {
+            println!("quarantined: none");
+        } else {
+            println!("quarantined: {}", quarantined.len());
+            for (st, _) in &quarantined {
+                if let Some(q) = &st.quarantine {
+                    let first = q.reason.lines().next().unwrap_or_default();
+                    println!("  {} ({}, {}): {first}", st.id, q.stage, q.kept);
+                }
+            }
+        }
+        print_proxies(&proxies, s.live.as_ref().and_then(|l| l.hash.as_deref()), now);
+        Ok(())
+    })
+}
+
+/// The reporting proxies: what each serves and how old its report is
+/// (docs/design.md#proxy-reports).
+fn print_proxies(
+    proxies: &Result<Vec<gateway_adapters::registry::ProxyReport>, gateway_adapters::registry::RegistryError>,
+    live_hash: Option<&str>,
+    now: u64,
+) {
+    let list = match proxies {
+        Err(e) => return println!("proxies:   unknown: proxy reports unreadable: {e}"),
+        Ok(list) if list.is_empty() => {
+            return println!("proxies:   none reporting")
+        }
+        Ok(list) => list,
+    };
+    let on_live = list.iter().filter(|p| Some(p.hash.as_str()) == live_hash).count();
+    println!("proxies:   {} reporting, {on_live} on the live bundle", list.len());
+    for p in list {
+        let lag = p
+            .lag_seconds
+            .map(|l| format!(", lag {l}s"))
+            .unwrap_or_default();
+        println!(
+            "  {}  {}  version {}  delivered {}{lag}  reported {}s ago{}",
+            p.proxy_id,
+            p.hash,
+            p.version_id,
+            when(Some(p.delivered_at as i64)),
+            now.saturating_sub(p.reported_at),
+            if Some(p.hash.as_str()) == live_hash { "" } else { "  (not the live bundle)" }
+        );
+    }
+}
+
+/// Status rows whose registered revision is the quarantined one, with that revision.
+async fn quarantined_entries(
+    c: &Readers,
+) -> Result<Vec<(gateway_adapters::registry::EntryStatus, u64)>, CmdError> {
+    let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
+    let statuses = c.registry.statuses().await.map_err(reg_err)?;
+    let listed = c.registry.list().await.map_err(reg_err)?;
+    let mut out = Vec::new();
+    for stored in listed.entries {
+        if let Some(st) = statuses.get(&stored.entry.id()) {
+            if st.state(stored.revision) == gateway_adapters::registry::EntryState::Quarantined {
+                out.push((st.clone(), stored.revision));
+            }
+        }
+    }
+    // Unreadable rows are quarantined at revision 0.
+    for (key, _) in listed.unreadable {
+        let id = key.strip_prefix("ENTRY#").unwrap_or(&key);
+        if let Some(st) = statuses.get(id).filter(|s| s.state(0) == gateway_adapters::registry::EntryState::Quarantined) {
+            out.push((st.clone(), 0));
+        }
+    }
+    Ok(out)
+}
