@@ -6,13 +6,17 @@
 //! 2. the new routes;
 //! 3. the new clusters (stale clusters go).
 //!
+//! Steps that change nothing are skipped: no step 1 when every new cluster is already live as
+//! defined; when no live cluster goes away the new clusters file is the union, so it goes in as
+//! step 1 and there is no step 3.
+//!
 //! A refused file is rolled back on disk to what Envoy still runs, so a restart of Envoy starts
 //! from the config it was serving, never from a file it refused.
 
 use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
 use crate::error::SidecarError;
 use crate::files;
-use crate::union::{union_clusters, union_version};
+use crate::union::{clusters_first, union_version, ClustersFirst};
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use gateway_render::Bundle;
 use serde_json::Value;
@@ -145,8 +149,9 @@ impl EnvoyTarget {
         };
 
         // 1. Make: every cluster the new routes need, next to the ones the live routes use.
-        match union_clusters(&live_clusters, clusters, &bundle.hash)? {
-            Some(union) => {
+        let step1 = clusters_first(&live_clusters, clusters, &bundle.hash)?;
+        match &step1 {
+            ClustersFirst::Union(union) => {
                 tracing::info!(hash = %bundle.hash, "step 1: clusters union of live and new");
                 self.apply(
                     Subscription::Cds,
@@ -156,7 +161,19 @@ impl EnvoyTarget {
                 )
                 .await?;
             }
-            None => {
+            ClustersFirst::NewClusters => {
+                // The new clusters file holds every live cluster: it is the union, and once it
+                // is in, nothing is left for a step 3.
+                tracing::info!(hash = %bundle.hash, "step 1: new clusters (no cluster goes away, no union)");
+                self.apply(
+                    Subscription::Cds,
+                    clusters.as_bytes(),
+                    &live_clusters,
+                    &bundle.hash,
+                )
+                .await?;
+            }
+            ClustersFirst::Nothing => {
                 tracing::info!(hash = %bundle.hash, "step 1: every new cluster is already live")
             }
         }
@@ -170,6 +187,10 @@ impl EnvoyTarget {
             &bundle.hash,
         )
         .await?;
+        if step1 == ClustersFirst::NewClusters {
+            tracing::info!(hash = %bundle.hash, "step 3: skipped, the new clusters are in");
+            return Ok(Delivered::Applied);
+        }
         // 3. Break: the new clusters alone.
         tracing::info!(hash = %bundle.hash, "step 3: clusters");
         self.apply(
