@@ -3,6 +3,7 @@
 //! on the gateway's bootstrap; requests through Envoy by Host header.
 #![allow(dead_code)]
 
+pub mod generated;
 pub mod traffic;
 
 use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
