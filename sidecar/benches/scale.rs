@@ -509,9 +509,10 @@ fn main() {
         }
     }
     let text = format!(
-        "# Scale\n\n`scripts/bench.sh`: release build, moto's server, Envoy {}, upstream CA a \
+        "# Scale\n\n`scripts/bench.sh`: {} build, moto's server, Envoy {}, upstream CA a \
          one-certificate file, poll interval {} s, {} route moves per size (each adds a cluster and \
          removes one). Load average at the start: {}\n\n{table}\n{details}",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
         gateway_bootstrap::envoy_version(),
         POLL_INTERVAL.as_secs(),
         MOVES,
