@@ -18,8 +18,12 @@ pub fn union_version(new_hash: &str) -> String {
 /// What step 1 of make-before-break has to put in before the new routes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClustersFirst {
-    /// Every new cluster is already live exactly as defined: the new routes need nothing added
-    /// first, and the new clusters file goes in after them (stale clusters go).
+    /// The new clusters are the live ones, name for name and definition for definition: no
+    /// cluster step is needed, the clusters file (only its `version_info` differs) can go in
+    /// with the routes.
+    Same,
+    /// Every new cluster is already live exactly as defined, some live ones go away: the new
+    /// routes need nothing added first, and the new clusters file goes in after them.
     Nothing,
     /// No live cluster goes away (the new names are a superset of the live ones): the new
     /// clusters file itself is the union, so it goes in first and nothing follows the routes.
@@ -41,7 +45,11 @@ pub fn clusters_first(
         .iter()
         .all(|(name, cluster)| live.get(name) == Some(cluster))
     {
-        return Ok(ClustersFirst::Nothing);
+        return Ok(if live.len() == new.len() {
+            ClustersFirst::Same
+        } else {
+            ClustersFirst::Nothing
+        });
     }
     if live.keys().all(|name| new.contains_key(name)) {
         return Ok(ClustersFirst::NewClusters);
@@ -128,12 +136,12 @@ mod tests {
     }
 
     #[test]
-    fn identical_clusters_need_nothing_first() {
+    fn identical_clusters_are_the_same_whatever_the_version() {
         let live = file(&[("a", 1), ("b", 2)], "sha256:old");
         let new = file(&[("a", 1), ("b", 2)], "sha256:new");
         assert_eq!(
             clusters_first(live.as_bytes(), &new, "sha256:new").expect("valid"),
-            ClustersFirst::Nothing
+            ClustersFirst::Same
         );
     }
 

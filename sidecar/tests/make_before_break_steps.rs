@@ -1,7 +1,8 @@
 //! Make-before-break skips the steps that change nothing (docs/design.md#delivery): a bundle
 //! that adds a cluster and moves a route to it, removing none, reaches the real Envoy in one
 //! clusters reload and one routes reload (no union); a bundle that adds one and removes another
-//! still goes through the union. Steady traffic on the moving route and on an unchanged one throughout:
+//! still goes through the union; a bundle that changes only routes has no cluster step (the
+//! clusters file, whose only change is its version, goes in with the routes). Steady traffic on the moving route and on an unchanged one throughout:
 //! not one request may fail.
 
 mod common;
@@ -20,6 +21,17 @@ const RDS_UPDATES: &str = "http.gateway.rds.gateway.update_success";
 /// Billing's `invoices-a` on backend a holding `/legacy`, and `/invoices` on `service` (backend
 /// `backend`; with `invoices-a` it holds both routes); shop's `/cart` throughout.
 fn entries(service: &str, backend: &Backend, a: &Backend, shop: &Backend) -> Vec<Entry> {
+    entries_with(service, backend, a, shop, &["/cart"])
+}
+
+/// As [`entries`], with shop's routes `paths`.
+fn entries_with(
+    service: &str,
+    backend: &Backend,
+    a: &Backend,
+    shop: &Backend,
+    paths: &[&str],
+) -> Vec<Entry> {
     let invoices = route("/invoices", None, vec![]);
     let legacy = route("/legacy", None, vec![]);
     let mut out = if service == "invoices-a" {
@@ -47,7 +59,7 @@ fn entries(service: &str, backend: &Backend, a: &Backend, shop: &Backend) -> Vec
         "cart",
         "shop",
         &shop.url(),
-        vec![route("/cart", None, vec![])],
+        paths.iter().map(|p| route(p, None, vec![])).collect(),
     ));
     out
 }
@@ -80,13 +92,22 @@ fn steps(gw: &Gateway, hash: &str) -> Vec<String> {
 /// Publishes `entries`, waits until `backend` answers `/invoices` and the sidecar reports the
 /// bundle live; the CDS and RDS updates Envoy counted meanwhile and the sidecar's step lines.
 async fn deliver(gw: &Gateway, entries: &[Entry], backend: &str) -> (u64, u64, Vec<String>) {
+    deliver_to(gw, entries, ("billing", "/invoices/7", backend)).await
+}
+
+/// As [`deliver`], waiting for `(host, path)` to be answered by `backend`.
+async fn deliver_to(
+    gw: &Gateway,
+    entries: &[Entry],
+    (host, path, backend): (&str, &str, &str),
+) -> (u64, u64, Vec<String>) {
     let (cds_before, rds_before) = (counter(gw, CDS_UPDATES), counter(gw, RDS_UPDATES));
     let (_, hash) = gw.bucket.publish(entries).await;
     wait_backend(
         &gw.client,
         gw.listener(),
-        "billing",
-        "/invoices/7",
+        host,
+        path,
         backend,
         Duration::from_secs(60),
     )
@@ -100,7 +121,7 @@ async fn deliver(gw: &Gateway, entries: &[Entry], backend: &str) -> (u64, u64, V
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_union_when_no_cluster_goes_away_and_a_union_when_one_does() {
+async fn make_before_break_skips_the_steps_that_change_nothing() {
     let a = Backend::start("billing-a");
     let b = Backend::start("billing-b");
     let c = Backend::start("billing-c");
@@ -173,6 +194,31 @@ async fn no_union_when_no_cluster_goes_away_and_a_union_when_one_does() {
     );
     assert_eq!(cds, 2, "the union, then the new clusters alone");
     assert_eq!(rds, 1, "one routes reload");
+
+    // Only routes change (shop gains a route): no cluster step, the unchanged clusters file
+    // goes in with the routes.
+    let (cds, rds, routes_only) = deliver_to(
+        &gw,
+        &entries_with("invoices-c", &c, &a, &shop, &["/cart", "/orders"]),
+        ("shop", "/orders/1", "shop"),
+    )
+    .await;
+    assert_eq!(
+        routes_only,
+        [
+            "step 1: skipped, the clusters are the live ones",
+            "step 2: routes, with the unchanged clusters",
+            "step 3: skipped, no cluster changes"
+        ],
+        "the sidecar's steps for a bundle that changes only routes"
+    );
+    assert_eq!(cds, 1, "the clusters file's new version, read once");
+    assert_eq!(rds, 1, "one routes reload");
+    let ready = gw.sidecar.ready().await.expect("/ready answers");
+    assert_eq!(
+        ready.0, 200,
+        "Envoy runs the live bundle's clusters and routes: {ready:?}"
+    );
 
     stop.store(true, Ordering::SeqCst);
     for l in loops {
