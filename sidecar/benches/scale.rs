@@ -30,13 +30,16 @@ mod common;
 use common::generated::{generated, load, status_kib};
 use common::traffic::{traffic, Tally};
 use common::{envoy_mode_args, start_envoy, wait_backend, Dirs, SidecarProcess, DOMAIN};
-use gateway_functions::metrics::CloudWatchMetrics;
+use gateway_functions::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
 use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
 use gateway_functions::registry::{
     DynamoRegistry, EntryStatus, PublishedState, RegisterOutcome, Registry, RegistryError,
     RegistrySnapshot,
 };
-use gateway_functions::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
+use gateway_functions::store::{
+    s3_client, BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store,
+    StoreError, Writer,
+};
 use gateway_render::bounds::Bounds;
 use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
@@ -58,45 +61,128 @@ const POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// How long the sidecar idles (polls finding nothing new) before its idle RSS is read.
 const IDLE: Duration = Duration::from_secs(5);
 
-/// The registry, timing each full read.
-struct TimedRegistry<'a> {
-    inner: &'a DynamoRegistry,
-    reads: Mutex<Vec<Duration>>,
-}
+/// Time spent in each kind of I/O during a reconcile run, summed per label.
+#[derive(Default)]
+struct Clock(Mutex<BTreeMap<&'static str, Duration>>);
 
-impl TimedRegistry<'_> {
-    fn last_read(&self) -> Duration {
-        self.reads
+impl Clock {
+    async fn time<T>(&self, label: &'static str, work: impl std::future::Future<Output = T>) -> T {
+        let started = Instant::now();
+        let out = work.await;
+        if let Ok(mut spent) = self.0.lock() {
+            *spent.entry(label).or_default() += started.elapsed();
+        }
+        out
+    }
+
+    /// The time summed per label since the last call; the sums start over.
+    fn take(&self) -> BTreeMap<&'static str, Duration> {
+        self.0
             .lock()
-            .map(|r| r.last().copied().unwrap_or_default())
+            .map(|mut spent| std::mem::take(&mut *spent))
             .unwrap_or_default()
     }
 }
 
+const READ: &str = "registry read";
+const REGISTRY_WRITES: &str = "registry state and status rows";
+const BUCKET: &str = "bucket (incl. gzip)";
+const METRICS: &str = "metrics";
+
+/// The registry, its full read timed apart from its other calls.
+struct TimedRegistry<'a> {
+    inner: &'a DynamoRegistry,
+    clock: &'a Clock,
+}
+
 impl Registry for TimedRegistry<'_> {
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
-        let started = Instant::now();
-        let out = self.inner.read_all_entries().await;
-        if let Ok(mut reads) = self.reads.lock() {
-            reads.push(started.elapsed());
-        }
-        out
+        self.clock.time(READ, self.inner.read_all_entries()).await
     }
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
-        self.inner.read_state().await
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.read_state())
+            .await
     }
     async fn record_published(
         &self,
         expected: Option<&PublishedState>,
         next: &PublishedState,
     ) -> Result<(), RegistryError> {
-        self.inner.record_published(expected, next).await
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.record_published(expected, next))
+            .await
     }
     async fn read_statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
-        self.inner.read_statuses().await
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.read_statuses())
+            .await
     }
     async fn write_statuses(&self, rows: &[EntryStatus]) -> Result<(), RegistryError> {
-        self.inner.write_statuses(rows).await
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.write_statuses(rows))
+            .await
+    }
+}
+
+/// The bucket, every call timed.
+struct TimedStore<'a> {
+    inner: &'a S3Store,
+    clock: &'a Clock,
+}
+
+impl ConfigStore for TimedStore<'_> {
+    async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
+        self.clock.time(BUCKET, self.inner.head_live()).await
+    }
+    async fn head_version(&self, version_id: &str) -> Result<BundleHead, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.head_version(version_id))
+            .await
+    }
+    async fn get_version(&self, version_id: &str) -> Result<Vec<u8>, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.get_version(version_id))
+            .await
+    }
+    async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
+        self.clock.time(BUCKET, self.inner.put_bundle(put)).await
+    }
+    async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.keep_failed(key, body))
+            .await
+    }
+    async fn list_versions(&self, limit: usize) -> Result<Vec<BundleVersion>, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.list_versions(limit))
+            .await
+    }
+    async fn restore_version(&self, v: &str, h: &str) -> Result<String, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.restore_version(v, h))
+            .await
+    }
+}
+
+/// The metrics sink, every call timed.
+struct TimedMetrics<'a> {
+    inner: &'a CloudWatchMetrics,
+    clock: &'a Clock,
+}
+
+impl MetricsSink for TimedMetrics<'_> {
+    async fn emit(&self, data: &[(Metric, f64)]) -> Result<(), MetricsError> {
+        self.clock.time(METRICS, self.inner.emit(data)).await
+    }
+    async fn emit_per_team(
+        &self,
+        metric: Metric,
+        per_team: &[(String, f64)],
+    ) -> Result<(), MetricsError> {
+        self.clock
+            .time(METRICS, self.inner.emit_per_team(metric, per_team))
+            .await
     }
 }
 
@@ -106,7 +192,8 @@ struct Row {
     clusters: usize,
     register_sample: Vec<Duration>,
     reconcile: Duration,
-    registry_read: Duration,
+    /// The first run's time per kind of I/O.
+    first_io: BTreeMap<&'static str, Duration>,
     render: Duration,
     validate: Duration,
     unchanged: Duration,
@@ -176,7 +263,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let s3 = s3_client(&conf);
     let store = S3Store::new(s3.clone(), &bucket);
     store.create_bucket_if_absent().await.expect("bucket");
-    let metrics = CloudWatchMetrics::from_conf(&conf);
+    let cloudwatch = CloudWatchMetrics::from_conf(&conf);
     let mut render_cfg = RenderConfig::new(DOMAIN);
     render_cfg.upstream_ca_file = ca_file.to_string();
     let cfg = ReconcileConfig {
@@ -223,16 +310,25 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     }
 
     // 2. The whole run, first publish.
+    let clock = Clock::default();
     let timed = TimedRegistry {
         inner: &registry,
-        reads: Mutex::new(Vec::new()),
+        clock: &clock,
+    };
+    let timed_store = TimedStore {
+        inner: &store,
+        clock: &clock,
+    };
+    let metrics = TimedMetrics {
+        inner: &cloudwatch,
+        clock: &clock,
     };
     let started = Instant::now();
-    let outcome = reconcile(&timed, &store, &metrics, &cfg)
+    let outcome = reconcile(&timed, &timed_store, &metrics, &cfg)
         .await
         .expect("reconcile");
     let reconcile_time = started.elapsed();
-    let registry_read = timed.last_read();
+    let first_io = clock.take();
     let Outcome::Published {
         hash,
         routes: route_count,
@@ -269,11 +365,11 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let mut unchanged_reads = Vec::new();
     for _ in 0..3 {
         let started = Instant::now();
-        let outcome = reconcile(&timed, &store, &metrics, &cfg)
+        let outcome = reconcile(&timed, &timed_store, &metrics, &cfg)
             .await
             .expect("unchanged reconcile");
         unchanged_samples.push(started.elapsed());
-        unchanged_reads.push(timed.last_read());
+        unchanged_reads.push(clock.take().get(READ).copied().unwrap_or_default());
         assert!(
             matches!(&outcome, Outcome::Unchanged { hash: h } if *h == hash),
             "an unchanged registry: {outcome}"
@@ -388,7 +484,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         clusters,
         register_sample,
         reconcile: reconcile_time,
-        registry_read,
+        first_io,
         render: render_time,
         validate,
         unchanged,
@@ -478,19 +574,28 @@ fn main() {
         ));
     }
     let mut details = String::from(
-        "| routes | clusters | registry read (first run / unchanged run) | render alone | register path, sample (median / max) | sidecar peak after the moves | Envoy serving RSS | publish → serving, all (s) |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| routes | clusters | first run: registry read / state + status rows / bucket (gzip, put) / metrics / the rest | of the rest: render alone, Envoy validate alone | unchanged run: registry read | register path, sample (median / max) | sidecar peak after the moves | Envoy serving RSS | publish → serving, all (s) |\n\
+         |---:|---:|---|---|---:|---:|---:|---:|---|\n",
     );
     for r in &rows {
         let mut p = r.propagation.clone();
         p.sort();
+        let io = |label| r.first_io.get(label).copied().unwrap_or_default();
+        let rest = r
+            .reconcile
+            .saturating_sub(io(READ) + io(REGISTRY_WRITES) + io(BUCKET) + io(METRICS));
         details.push_str(&format!(
-            "| {} | {} | {} / {} | {} | {} / {} ({} entries) | {} | {} | {} |\n",
+            "| {} | {} | {} / {} / {} / {} / {} | {}, {} | {} | {} / {} ({} entries) | {} | {} | {} |\n",
             r.routes,
             r.clusters,
-            secs(r.registry_read),
-            secs(r.unchanged_read),
+            secs(io(READ)),
+            secs(io(REGISTRY_WRITES)),
+            secs(io(BUCKET)),
+            secs(io(METRICS)),
+            secs(rest),
             secs(r.render),
+            secs(r.validate),
+            secs(r.unchanged_read),
             secs(median(r.register_sample.clone())),
             secs(r.register_sample.iter().max().copied().unwrap_or_default()),
             r.register_sample.len(),
