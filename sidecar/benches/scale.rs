@@ -258,8 +258,16 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
     let dynamo = gateway_functions::aws::dynamodb_client(&conf);
+    // The registry's caps sized to the bench, as an operator raising GATEWAY_MAX_ROUTES would.
+    let bounds = Bounds {
+        max_routes: 1_000_000,
+        max_clusters: 1_000_000,
+        max_bundle_bytes: 1 << 30,
+        ..Bounds::default()
+    };
     let registry = DynamoRegistry::new(dynamo.clone(), unique_name("bench"), DOMAIN)
-        .with_policy(policy.clone());
+        .with_policy(policy.clone())
+        .with_bounds(bounds.clone());
     registry.create_table_if_absent().await.expect("table");
     let bucket = unique_name("bench");
     let s3 = s3_client(&conf);
@@ -276,12 +284,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
             skip_envoy: false,
         },
         backends: Default::default(),
-        bounds: Bounds {
-            max_routes: 1_000_000,
-            max_clusters: 1_000_000,
-            max_bundle_bytes: 1 << 30,
-            ..Bounds::default()
-        },
+        bounds,
         quarantine: Default::default(),
     };
     seed(&registry, &store, &cfg).await.expect("seed");
