@@ -314,8 +314,9 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     load(&dynamo, registry.table(), &bulk).await;
     drop(bulk);
     // Each registration reads the whole registry for its bounds check, so against a full table
-    // it can exceed the SDK's attempt timeout on moto's server; such an entry is loaded like the
-    // rest and the failure reported.
+    // it can exceed the SDK's attempt timeout on moto's server (the retry then finds the entry
+    // `Unchanged`, or fails); an entry that did not come back `Created` is loaded like the rest
+    // (a no-op when it is in place) and reported.
     let mut register_sample = Vec::new();
     let mut register_failures = Vec::new();
     for e in &entries[sampled] {
@@ -644,7 +645,7 @@ fn main() {
         ));
         if let Some(first) = r.register_failures.first() {
             details.push_str(&format!(
-                "\nRegistrations of the sample that failed at {} routes: {} of {}; the first: {first}\n",
+                "\nRegistrations of the sample that did not come back `Created` at {} routes: {} of {}; the first: {first}\n",
                 r.routes,
                 r.register_failures.len(),
                 r.register_sample.len()
