@@ -22,6 +22,7 @@ const GENERATED: &[&str] = &[
     "bench-envelope.md",
     "bench-bundle-wire.md",
     "bench-register.md",
+    "bench.md",
 ];
 
 /// One document reference found in a file.

@@ -6,13 +6,18 @@
 //! 2. the new routes;
 //! 3. the new clusters (stale clusters go).
 //!
+//! Steps that change nothing are skipped: no step 1 when every new cluster is already live as
+//! defined; when no live cluster goes away the new clusters file is the union, so it goes in as
+//! step 1 and there is no step 3; when the clusters are the live ones (only `version_info`
+//! differs) there is no cluster step at all: the clusters file goes in with the routes, one wait.
+//!
 //! A refused file is rolled back on disk to what Envoy still runs, so a restart of Envoy starts
 //! from the config it was serving, never from a file it refused.
 
 use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
 use crate::error::SidecarError;
 use crate::files;
-use crate::union::{union_clusters, union_version};
+use crate::union::{clusters_first, union_version, ClustersFirst};
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use gateway_render::Bundle;
 use serde_json::Value;
@@ -145,8 +150,9 @@ impl EnvoyTarget {
         };
 
         // 1. Make: every cluster the new routes need, next to the ones the live routes use.
-        match union_clusters(&live_clusters, clusters, &bundle.hash)? {
-            Some(union) => {
+        let step1 = clusters_first(&live_clusters, clusters, &bundle.hash)?;
+        match &step1 {
+            ClustersFirst::Union(union) => {
                 tracing::info!(hash = %bundle.hash, "step 1: clusters union of live and new");
                 self.apply(
                     Subscription::Cds,
@@ -156,8 +162,44 @@ impl EnvoyTarget {
                 )
                 .await?;
             }
-            None => {
+            ClustersFirst::NewClusters => {
+                // The new clusters file holds every live cluster: it is the union, and once it
+                // is in, nothing is left for a step 3.
+                tracing::info!(hash = %bundle.hash, "step 1: new clusters (no cluster goes away, no union)");
+                self.apply(
+                    Subscription::Cds,
+                    clusters.as_bytes(),
+                    &live_clusters,
+                    &bundle.hash,
+                )
+                .await?;
+            }
+            ClustersFirst::Nothing => {
                 tracing::info!(hash = %bundle.hash, "step 1: every new cluster is already live")
+            }
+            ClustersFirst::Same => {
+                // No cluster changes, so the order of the two files does not matter: both go in
+                // with one wait (the clusters file still carries the new `version_info`, which
+                // `/ready` and a restart read).
+                tracing::info!(hash = %bundle.hash, "step 1: skipped, the clusters are the live ones");
+                tracing::info!(hash = %bundle.hash, "step 2: routes, with the unchanged clusters");
+                self.apply_all(&[
+                    Step {
+                        sub: Subscription::Rds,
+                        bytes: routes.as_bytes(),
+                        previous: &live_routes,
+                        version: &bundle.hash,
+                    },
+                    Step {
+                        sub: Subscription::Cds,
+                        bytes: clusters.as_bytes(),
+                        previous: &live_clusters,
+                        version: &bundle.hash,
+                    },
+                ])
+                .await?;
+                tracing::info!(hash = %bundle.hash, "step 3: skipped, no cluster changes");
+                return Ok(Delivered::Applied);
             }
         }
         let clusters_now = files::read(&self.clusters_dir, CLUSTERS_FILE)?.unwrap_or_default();
@@ -170,6 +212,10 @@ impl EnvoyTarget {
             &bundle.hash,
         )
         .await?;
+        if step1 == ClustersFirst::NewClusters {
+            tracing::info!(hash = %bundle.hash, "step 3: skipped, the new clusters are in");
+            return Ok(Delivered::Applied);
+        }
         // 3. Break: the new clusters alone.
         tracing::info!(hash = %bundle.hash, "step 3: clusters");
         self.apply(
@@ -191,46 +237,77 @@ impl EnvoyTarget {
         previous: &[u8],
         version: &str,
     ) -> Result<(), SidecarError> {
-        let dir = match sub {
-            Subscription::Cds => &self.clusters_dir,
-            Subscription::Rds => &self.routes_dir,
-        };
-        let file = sub.file();
+        self.apply_all(&[Step {
+            sub,
+            bytes,
+            previous,
+            version,
+        }])
+        .await
+    }
+
+    /// [`Self::apply`] for several files at once (each of its own subscription): all are put in
+    /// place, then one wait until Envoy reports every version. When Envoy refuses one, or the
+    /// time is up, every file this call rewrote goes back to its `previous`.
+    async fn apply_all(&self, steps: &[Step<'_>]) -> Result<(), SidecarError> {
         let before = self.admin.stats().await?;
-        let rejected_before = sub.rejected(&before);
-        let unchanged = previous == bytes;
-        if unchanged {
-            tracing::debug!(file, version, "file unchanged, not rewritten");
-        } else {
-            files::write_atomic(dir, file, bytes)?;
+        let rejected_before: Vec<u64> = steps.iter().map(|s| s.sub.rejected(&before)).collect();
+        let mut written = Vec::new();
+        for step in steps {
+            let file = step.sub.file();
+            let version = step.version;
+            if step.previous == step.bytes {
+                tracing::debug!(file, version, "file unchanged, not rewritten");
+                continue;
+            }
+            let dir = self.dir(step.sub);
+            if let Err(e) = files::write_atomic(dir, file, step.bytes) {
+                roll_back_all(&written, self);
+                return Err(e);
+            }
+            written.push(step);
             tracing::info!(file, version, dir = %dir.display(), "renamed into the watched directory");
         }
         let deadline = Instant::now() + self.apply_timeout;
         let mut last = before;
         loop {
-            if sub.version(&last) == Some(version) {
-                tracing::info!(file, version, "Envoy applied");
+            if steps
+                .iter()
+                .all(|s| s.sub.version(&last) == Some(s.version))
+            {
+                for s in steps {
+                    tracing::info!(file = s.sub.file(), version = s.version, "Envoy applied");
+                }
                 return Ok(());
             }
-            let rejected_now = sub.rejected(&last);
-            if rejected_now > rejected_before {
-                if !unchanged {
-                    rollback(dir, file, previous);
+            for (step, rejected_before) in steps.iter().zip(&rejected_before) {
+                let rejected_now = step.sub.rejected(&last);
+                if rejected_now > *rejected_before {
+                    roll_back_all(&written, self);
+                    return Err(SidecarError::Rejected {
+                        file: step.sub.file(),
+                        hash: step.version.to_string(),
+                        stat: step.sub.stat_name(&last, "update_rejected"),
+                        before: *rejected_before,
+                        after: rejected_now,
+                    });
                 }
-                return Err(SidecarError::Rejected {
-                    file,
-                    hash: version.to_string(),
-                    stat: sub.stat_name(&last, "update_rejected"),
-                    before: rejected_before,
-                    after: rejected_now,
-                });
             }
             if Instant::now() >= deadline {
+                let step = steps
+                    .iter()
+                    .find(|s| s.sub.version(&last) != Some(s.version))
+                    .unwrap_or(&steps[0]);
+                if steps.len() > 1 {
+                    // A lone step's file stays for Envoy to pick up late, as it always did;
+                    // files put in together go back together.
+                    roll_back_all(&written, self);
+                }
                 return Err(SidecarError::ApplyTimeout {
-                    file,
-                    expected: version.to_string(),
-                    stat: sub.stat_name(&last, "version_text"),
-                    found: sub.version(&last).map(str::to_string),
+                    file: step.sub.file(),
+                    expected: step.version.to_string(),
+                    stat: step.sub.stat_name(&last, "version_text"),
+                    found: step.sub.version(&last).map(str::to_string),
                     seconds: self.apply_timeout.as_secs(),
                 });
             }
@@ -241,6 +318,27 @@ impl EnvoyTarget {
                 Err(e) => tracing::debug!(error = %e, "reading Envoy stats during a wait"),
             }
         }
+    }
+
+    fn dir(&self, sub: Subscription) -> &Path {
+        match sub {
+            Subscription::Cds => &self.clusters_dir,
+            Subscription::Rds => &self.routes_dir,
+        }
+    }
+}
+
+/// One file of a delivery step: what goes in, what Envoy runs now, the version to wait for.
+struct Step<'a> {
+    sub: Subscription,
+    bytes: &'a [u8],
+    previous: &'a [u8],
+    version: &'a str,
+}
+
+fn roll_back_all(written: &[&Step<'_>], target: &EnvoyTarget) {
+    for step in written {
+        rollback(target.dir(step.sub), step.sub.file(), step.previous);
     }
 }
 

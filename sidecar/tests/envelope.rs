@@ -15,6 +15,7 @@
 
 mod common;
 
+use common::generated::{generated, load, status_kib};
 use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
@@ -25,7 +26,6 @@ use gateway_render::{Entry, Policy, RenderConfig};
 use gateway_testkit::envoy::EnvoyPorts;
 use gateway_testkit::{envoy_bin, repo_root, unique_name};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
-use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,14 +37,6 @@ fn routes_per_entry() -> usize {
         .ok()
         .map(|v| v.parse().expect("ENVELOPE_ROUTES_PER_ENTRY: a count"))
         .unwrap_or(10)
-}
-
-/// A kibibyte figure from `/proc/PID/status` (`VmRSS`, `VmHWM`).
-fn status_kib(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// Children of `parent` whose command is `envoy`.
@@ -105,72 +97,6 @@ impl Sampler {
     }
 }
 
-/// Entry `i` of a generated registry: its routes under its own prefix, every limit kind spread
-/// over them, one https backend on a private address (no DNS involved).
-fn generated(i: usize) -> Entry {
-    let team = i / 4;
-    let routes: Vec<_> = (0..routes_per_entry())
-        .map(|r| {
-            let path = format!("/svc{i}/r{r}");
-            match r % 5 {
-                0 => json!({"path": path, "methods": ["GET"],
-                            "limits": [{"per": "client-ip", "requests": 100, "every": "minute"}]}),
-                1 => json!({"path": path, "methods": ["POST"],
-                            "limits": [{"per": "route", "requests": 100, "every": "second"},
-                                       {"burst": 20}]}),
-                2 => json!({"path": path,
-                            "limits": [{"per": "header", "header": "x-api-key",
-                                        "requests": 100, "every": "hour"}]}),
-                3 => json!({"path": path, "limits": [{"burst": 5}]}),
-                _ => json!({"path": path}),
-            }
-        })
-        .collect();
-    serde_json::from_value(json!({
-        "team": format!("team{team}"),
-        "service": format!("svc{i}"),
-        "host": format!("team{team}"),
-        "backend": format!("https://10.{}.{}.{}:8443", i / 65536 % 256, i / 256 % 256, i % 256),
-        "routes": routes,
-    }))
-    .expect("a generated entry parses")
-}
-
-/// Writes the entries straight into the table in batches, in the shape the register function
-/// writes (its own path is timed by the registration benchmarks; moto's server leaks memory on
-/// transactions, so a large registry is loaded this way).
-async fn load(dynamo: &aws_sdk_dynamodb::Client, table: &str, entries: &[Entry]) {
-    use aws_sdk_dynamodb::types::{AttributeValue as A, PutRequest, WriteRequest};
-    for chunk in entries.chunks(25) {
-        let mut requests: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|e| {
-                let put = PutRequest::builder()
-                    .item("pk", A::S(format!("ENTRY#{}", e.id())))
-                    .item("sk", A::S("ENTRY".into()))
-                    .item("entry", A::S(serde_json::to_string(e).expect("entry json")))
-                    .item("revision", A::N("1".into()))
-                    .item("updated_at", A::N("0".into()))
-                    .build()
-                    .expect("put request");
-                WriteRequest::builder().put_request(put).build()
-            })
-            .collect();
-        while !requests.is_empty() {
-            let out = dynamo
-                .batch_write_item()
-                .request_items(table, requests)
-                .send()
-                .await
-                .expect("batch write");
-            requests = out
-                .unprocessed_items
-                .and_then(|mut m| m.remove(table))
-                .unwrap_or_default();
-        }
-    }
-}
-
 struct Row {
     routes: usize,
     https_clusters: usize,
@@ -215,7 +141,7 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
     };
     seed(&registry, &store, &cfg).await.expect("seed");
     let entries: Vec<Entry> = (0..routes.div_ceil(routes_per_entry()))
-        .map(generated)
+        .map(|i| generated(i, routes_per_entry()))
         .collect();
     let https_clusters = entries.len();
     load(&dynamo, registry.table(), &entries).await;

@@ -8,20 +8,18 @@
 #[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
 
+use common::traffic::{traffic, Tally};
 use common::*;
 use gateway_render::Entry;
 use gateway_testkit::backend::Backend;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const BUNDLES: usize = 24;
 /// Every third bundle moves billing's route to the other backend cluster.
 const MOVE_EVERY: usize = 3;
 const POLL_INTERVAL_SECONDS: u64 = 1;
-/// Bounds on the traffic, whatever happens.
-const MAX_REQUESTS_PER_LOOP: u64 = 200_000;
-const MAX_TEST_TIME: Duration = Duration::from_secs(240);
 
 fn entries(round: usize, on_b: bool, a: &Backend, b: &Backend, shop: &Backend) -> Vec<Entry> {
     let (service, backend) = if on_b {
@@ -49,46 +47,6 @@ fn entries(round: usize, on_b: bool, a: &Backend, b: &Backend, shop: &Backend) -
             ],
         ),
     ]
-}
-
-#[derive(Default)]
-struct Tally {
-    ok: AtomicU64,
-    failed: AtomicU64,
-    samples: Mutex<Vec<String>>,
-}
-
-fn traffic(
-    listener: std::net::SocketAddr,
-    host: &'static str,
-    path: &'static str,
-    stop: Arc<AtomicBool>,
-    tally: Arc<Tally>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let client = client();
-        let started = Instant::now();
-        let mut sent = 0;
-        while !stop.load(Ordering::SeqCst)
-            && sent < MAX_REQUESTS_PER_LOOP
-            && started.elapsed() < MAX_TEST_TIME
-        {
-            sent += 1;
-            match send(&client, listener, "GET", host, path).await {
-                Ok((200, _)) => {
-                    tally.ok.fetch_add(1, Ordering::SeqCst);
-                }
-                other => {
-                    tally.failed.fetch_add(1, Ordering::SeqCst);
-                    let mut samples = tally.samples.lock().unwrap_or_else(|p| p.into_inner());
-                    if samples.len() < 10 {
-                        samples.push(format!("{host}{path}: {other:?}"));
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,9 @@
 //! on the gateway's bootstrap; requests through Envoy by Host header.
 #![allow(dead_code)]
 
+pub mod generated;
+pub mod traffic;
+
 use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_adapters::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
 use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The scale table (docs/benchmarks.md, "Scale: one table"): per route count, the whole reconcile
+# run against Envoy's own `--mode validate` of the same config, the unchanged run, bundle bytes
+# raw and gzip, the sidecar's first-delivery peak and idle RSS, and publish → serving under
+# steady traffic with the failed-request count. Release build (the bench profile) of the
+# sidecar crate's bench and binary only; moto's server and the pinned Envoy from .venv.
+# Prints the table and writes it to target/bench.md.
+#   scripts/bench.sh [ROUTES...]     default: 10000
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-python.sh >/dev/null
+export PATH="$PWD/.venv/bin:$PATH" ENVOY_BIN="$PWD/.venv/bin/envoy"
+[ "$#" -gt 0 ] || set -- 10000
+cargo bench --locked -p gateway-sidecar --bench scale -- "$@"

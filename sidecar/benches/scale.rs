@@ -1,0 +1,680 @@
+//! The scale bench (docs/benchmarks.md, "Scale: one table"): for each route count, the whole
+//! reconcile run against Envoy's own `--mode validate` of the same config, the unchanged run, the
+//! bundle's bytes, the sidecar's memory on its first delivery and idle, and publish → serving
+//! under steady traffic. A bench binary, not a test: it prints one markdown table and writes it
+//! to `target/bench.md`; nothing here asserts on time.
+//!
+//! `scripts/bench.sh [ROUTES...]` builds and runs it (`cargo bench -p gateway-sidecar --bench
+//! scale -- ROUTES...`); it needs the pinned Envoy (`ENVOY_BIN`) and moto's server (`.venv`).
+//!
+//! Per size, against moto's server (DynamoDB, S3) and the pinned Envoy:
+//! 1. a generated registry (ten routes and one https backend per entry, four entries per host) is
+//!    batch-written into a fresh table, except the last [`REGISTER_SAMPLE`] entries, which then
+//!    go through the register function's own path (timed: moto's server leaks memory on
+//!    transactions, so only a sample takes it); two entries with loopback backends (`live`,
+//!    `steady`) carry the traffic of step 5;
+//! 2. the reconcile function's code runs once (registry read → render → checks → validate with
+//!    Envoy → publish), the registry read timed on its own; then Envoy's validate alone on the
+//!    same rendered config, and the render alone;
+//! 3. the run again with nothing changed (median of three), with and without its registry read;
+//! 4. the sidecar binary (this build) delivers the published bundle to a real Envoy on the
+//!    gateway's bootstrap: its peak RSS then, and its RSS after a few idle polls;
+//! 5. under steady traffic on `live` and `steady`, bundles that move `/live` to another backend
+//!    cluster (a cluster added and one removed: all three make-before-break steps) are put into
+//!    the bucket at varying points of the one-second poll interval; each time until the new
+//!    backend answers, and every request that did not get a 200.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::generated::{generated, load, status_kib};
+use common::traffic::{traffic, Tally};
+use common::{envoy_mode_args, start_envoy, wait_backend, Dirs, SidecarProcess, DOMAIN};
+use gateway_functions::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
+use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
+use gateway_functions::registry::{
+    DynamoRegistry, EntryStatus, PublishedState, RegisterOutcome, Registry, RegistryError,
+    RegistrySnapshot,
+};
+use gateway_functions::store::{
+    s3_client, BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store,
+    StoreError, Writer,
+};
+use gateway_render::bounds::Bounds;
+use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
+use gateway_testkit::backend::Backend;
+use gateway_testkit::envoy::EnvoyPorts;
+use gateway_testkit::{envoy_bin, repo_root, unique_name, MotoServer};
+use gateway_validator::{validate_with_envoy, ConfigView, EnvoyOptions, ValidateOptions};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ROUTES_PER_ENTRY: usize = 10;
+/// Entries registered through the register function's path (transactions) rather than loaded
+/// (5 at 50k routes and more).
+const REGISTER_SAMPLE: usize = 20;
+/// Route moves measured for publish → serving (4 at 50k routes and more).
+const MOVES: usize = 6;
+/// The sidecar's poll interval in this bench (`envoy_mode_args`).
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// How long the sidecar idles (polls finding nothing new) before its idle RSS is read.
+const IDLE: Duration = Duration::from_secs(5);
+
+/// Time spent in each kind of I/O during a reconcile run, summed per label.
+#[derive(Default)]
+struct Clock(Mutex<BTreeMap<&'static str, Duration>>);
+
+impl Clock {
+    async fn time<T>(&self, label: &'static str, work: impl std::future::Future<Output = T>) -> T {
+        let started = Instant::now();
+        let out = work.await;
+        if let Ok(mut spent) = self.0.lock() {
+            *spent.entry(label).or_default() += started.elapsed();
+        }
+        out
+    }
+
+    /// The time summed per label since the last call; the sums start over.
+    fn take(&self) -> BTreeMap<&'static str, Duration> {
+        self.0
+            .lock()
+            .map(|mut spent| std::mem::take(&mut *spent))
+            .unwrap_or_default()
+    }
+}
+
+const READ: &str = "registry read";
+const REGISTRY_WRITES: &str = "registry state and status rows";
+const BUCKET: &str = "bucket (incl. gzip)";
+const METRICS: &str = "metrics";
+
+/// The registry, its full read timed apart from its other calls.
+struct TimedRegistry<'a> {
+    inner: &'a DynamoRegistry,
+    clock: &'a Clock,
+}
+
+impl Registry for TimedRegistry<'_> {
+    async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
+        self.clock.time(READ, self.inner.read_all_entries()).await
+    }
+    async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.read_state())
+            .await
+    }
+    async fn record_published(
+        &self,
+        expected: Option<&PublishedState>,
+        next: &PublishedState,
+    ) -> Result<(), RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.record_published(expected, next))
+            .await
+    }
+    async fn read_statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.read_statuses())
+            .await
+    }
+    async fn write_statuses(&self, rows: &[EntryStatus]) -> Result<(), RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.write_statuses(rows))
+            .await
+    }
+}
+
+/// The bucket, every call timed.
+struct TimedStore<'a> {
+    inner: &'a S3Store,
+    clock: &'a Clock,
+}
+
+impl ConfigStore for TimedStore<'_> {
+    async fn head_live(&self) -> Result<Option<BundleHead>, StoreError> {
+        self.clock.time(BUCKET, self.inner.head_live()).await
+    }
+    async fn head_version(&self, version_id: &str) -> Result<BundleHead, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.head_version(version_id))
+            .await
+    }
+    async fn get_version(&self, version_id: &str) -> Result<Vec<u8>, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.get_version(version_id))
+            .await
+    }
+    async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
+        self.clock.time(BUCKET, self.inner.put_bundle(put)).await
+    }
+    async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.keep_failed(key, body))
+            .await
+    }
+    async fn list_versions(&self, limit: usize) -> Result<Vec<BundleVersion>, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.list_versions(limit))
+            .await
+    }
+    async fn restore_version(&self, v: &str, h: &str) -> Result<String, StoreError> {
+        self.clock
+            .time(BUCKET, self.inner.restore_version(v, h))
+            .await
+    }
+}
+
+/// The metrics sink, every call timed.
+struct TimedMetrics<'a> {
+    inner: &'a CloudWatchMetrics,
+    clock: &'a Clock,
+}
+
+impl MetricsSink for TimedMetrics<'_> {
+    async fn emit(&self, data: &[(Metric, f64)]) -> Result<(), MetricsError> {
+        self.clock.time(METRICS, self.inner.emit(data)).await
+    }
+    async fn emit_per_team(
+        &self,
+        metric: Metric,
+        per_team: &[(String, f64)],
+    ) -> Result<(), MetricsError> {
+        self.clock
+            .time(METRICS, self.inner.emit_per_team(metric, per_team))
+            .await
+    }
+}
+
+/// One size's measurements.
+struct Row {
+    routes: usize,
+    clusters: usize,
+    register_sample: Vec<Duration>,
+    register_failures: Vec<String>,
+    reconcile: Duration,
+    /// The first run's time per kind of I/O.
+    first_io: BTreeMap<&'static str, Duration>,
+    render: Duration,
+    validate: Duration,
+    unchanged: Duration,
+    unchanged_read: Duration,
+    /// The median unchanged run's time per kind of I/O.
+    unchanged_io: BTreeMap<&'static str, Duration>,
+    bundle_raw: u64,
+    bundle_gzip: u64,
+    sidecar_first_peak_kib: u64,
+    sidecar_idle_kib: u64,
+    sidecar_peak_after_moves_kib: u64,
+    envoy_serving_kib: u64,
+    propagation: Vec<Duration>,
+    requests_ok: u64,
+    requests_failed: u64,
+    failed_samples: Vec<String>,
+}
+
+/// A CA file holding one certificate (the first of the system bundle): what an operator's own
+/// private CA looks like to Envoy, and what infra's `upstreamCa` is for.
+fn one_certificate_ca() -> String {
+    let system = std::fs::read_to_string(gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE)
+        .expect("the system CA bundle");
+    let end = "-----END CERTIFICATE-----";
+    let first = &system[..system.find(end).expect("a certificate") + end.len()];
+    let start = first
+        .find("-----BEGIN CERTIFICATE-----")
+        .expect("a certificate");
+    let path = std::env::temp_dir().join(unique_name("bench-ca"));
+    std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
+    path.display().to_string()
+}
+
+/// The entries that carry traffic: `/live` on `live-a` or `live-b` (each its own cluster), and
+/// `/steady`, which never changes.
+fn traffic_entries(on_b: bool, a: &Backend, b: &Backend, steady: &Backend) -> Vec<Entry> {
+    let (service, backend) = if on_b { ("live-b", b) } else { ("live-a", a) };
+    vec![
+        common::entry(
+            "bench",
+            service,
+            "live",
+            &backend.url(),
+            vec![common::route("/live", None, vec![])],
+        ),
+        common::entry(
+            "bench",
+            "steady",
+            "steady",
+            &steady.url(),
+            vec![common::route("/steady", None, vec![])],
+        ),
+    ]
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
+    let conf = moto.sdk_config().await;
+    let policy = Policy::new(DOMAIN, true);
+    let dynamo = gateway_functions::aws::dynamodb_client(&conf);
+    // The registry's caps sized to the bench, as an operator raising GATEWAY_MAX_ROUTES would.
+    let bounds = Bounds {
+        max_routes: 1_000_000,
+        max_clusters: 1_000_000,
+        max_bundle_bytes: 1 << 30,
+        ..Bounds::default()
+    };
+    let registry = DynamoRegistry::new(dynamo.clone(), unique_name("bench"), DOMAIN)
+        .with_policy(policy.clone())
+        .with_bounds(bounds);
+    registry.create_table_if_absent().await.expect("table");
+    let bucket = unique_name("bench");
+    let s3 = s3_client(&conf);
+    let store = S3Store::new(s3.clone(), &bucket);
+    store.create_bucket_if_absent().await.expect("bucket");
+    let cloudwatch = CloudWatchMetrics::from_conf(&conf);
+    let mut render_cfg = RenderConfig::new(DOMAIN);
+    render_cfg.upstream_ca_file = ca_file.to_string();
+    let cfg = ReconcileConfig {
+        render: render_cfg.clone(),
+        policy,
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(envoy_bin()),
+            skip_envoy: false,
+        },
+        backends: Default::default(),
+        bounds,
+        quarantine: Default::default(),
+    };
+    seed(&registry, &store, &cfg).await.expect("seed");
+
+    // 1. The registry.
+    let (a, b, steady) = (
+        Backend::start("live-a"),
+        Backend::start("live-b"),
+        Backend::start("steady"),
+    );
+    let mut entries: Vec<Entry> = (0..routes.div_ceil(ROUTES_PER_ENTRY))
+        .map(|i| generated(i, ROUTES_PER_ENTRY))
+        .collect();
+    entries.extend(traffic_entries(false, &a, &b, &steady));
+    // The sample: the last generated entries (the traffic entries are loaded with the rest).
+    let generated_len = entries.len() - 2;
+    let sample = if routes >= 50_000 { 5 } else { REGISTER_SAMPLE }.min(generated_len / 2);
+    let sampled = generated_len - sample..generated_len;
+    let bulk: Vec<Entry> = entries
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !sampled.contains(i))
+        .map(|(_, e)| e.clone())
+        .collect();
+    load(&dynamo, registry.table(), &bulk).await;
+    drop(bulk);
+    // Each registration reads the whole registry for its bounds check, so against a full table
+    // it can exceed the SDK's attempt timeout on moto's server (the retry then finds the entry
+    // `Unchanged`, or fails); an entry that did not come back `Created` is loaded like the rest
+    // (a no-op when it is in place) and reported.
+    let mut register_sample = Vec::new();
+    let mut register_failures = Vec::new();
+    for e in &entries[sampled] {
+        let started = Instant::now();
+        let outcome = registry.register(e).await;
+        register_sample.push(started.elapsed());
+        if !matches!(outcome, Ok(RegisterOutcome::Created { .. })) {
+            register_failures.push(format!("{}: {outcome:?}", e.id()));
+            load(&dynamo, registry.table(), std::slice::from_ref(e)).await;
+        }
+    }
+
+    // 2. The whole run, first publish.
+    let clock = Clock::default();
+    let timed = TimedRegistry {
+        inner: &registry,
+        clock: &clock,
+    };
+    let timed_store = TimedStore {
+        inner: &store,
+        clock: &clock,
+    };
+    let metrics = TimedMetrics {
+        inner: &cloudwatch,
+        clock: &clock,
+    };
+    let started = Instant::now();
+    let outcome = reconcile(&timed, &timed_store, &metrics, &cfg)
+        .await
+        .expect("reconcile");
+    let reconcile_time = started.elapsed();
+    let first_io = clock.take();
+    let Outcome::Published {
+        hash,
+        routes: route_count,
+        version_id,
+    } = outcome
+    else {
+        panic!("the generated registry publishes: {outcome}");
+    };
+
+    // Envoy's validate alone on the same config, and the render alone.
+    let started = Instant::now();
+    let rendered = render(&entries, &render_cfg).expect("the generated registry renders");
+    let render_time = started.elapsed();
+    let clusters = rendered.clusters.len();
+    let view = ConfigView {
+        clusters: &rendered.clusters,
+        route_config: &rendered.route_config,
+        ratelimit_yaml: &rendered.files[gateway_render::contract::RATE_LIMIT_FILE],
+    };
+    let runs = if routes >= 50_000 { 1 } else { 3 };
+    let mut validate_samples = Vec::new();
+    for _ in 0..runs {
+        let started = Instant::now();
+        if let Err(e) = validate_with_envoy(&view, &cfg.validate.envoy) {
+            panic!("Envoy refused the generated registry: {e}");
+        }
+        validate_samples.push(started.elapsed());
+    }
+    let validate = median(validate_samples);
+    drop(rendered);
+
+    // 3. Unchanged runs.
+    let mut unchanged_samples = Vec::new();
+    let mut unchanged_reads = Vec::new();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let outcome = reconcile(&timed, &timed_store, &metrics, &cfg)
+            .await
+            .expect("unchanged reconcile");
+        unchanged_samples.push(started.elapsed());
+        unchanged_reads.push(clock.take());
+        assert!(
+            matches!(&outcome, Outcome::Unchanged { hash: h } if *h == hash),
+            "an unchanged registry: {outcome}"
+        );
+    }
+    let unchanged = median(unchanged_samples.clone());
+    // The read of the run whose total is the median.
+    let at = unchanged_samples
+        .iter()
+        .position(|d| *d == unchanged)
+        .unwrap_or(0);
+    let unchanged_io = unchanged_reads.swap_remove(at);
+    let unchanged_read = unchanged_io.get(READ).copied().unwrap_or_default();
+
+    // Bundle bytes: canonical and on the wire.
+    let bundle_raw = store.get_version(&version_id).await.expect("get").len() as u64;
+    let bundle_gzip = s3
+        .head_object()
+        .bucket(&bucket)
+        .key("bundle.json")
+        .version_id(&version_id)
+        .send()
+        .await
+        .expect("head")
+        .content_length()
+        .unwrap_or_default() as u64;
+
+    // 4. The sidecar's first delivery, then idle.
+    let dirs = Dirs::new();
+    let ports = EnvoyPorts::free();
+    let admin = format!("http://{}", ports.admin);
+    let mut args = envoy_mode_args(&bucket, &dirs, &admin, &[]);
+    if let Some(i) = args.iter().position(|a| a == "--apply-timeout") {
+        // A make-before-break step at 50k routes on two shared cores can take longer than the
+        // tests' 20 s.
+        args[i + 1] = "300".into();
+    }
+    let sidecar = SidecarProcess::start(moto, &args);
+    common::wait_files(&dirs, Duration::from_secs(600)).await;
+    let envoy = start_envoy(&dirs, ports);
+    sidecar.wait_live(&hash, Duration::from_secs(600)).await;
+    let sidecar_first_peak_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
+    tokio::time::sleep(IDLE).await;
+    let sidecar_idle_kib = status_kib(sidecar.pid(), "VmRSS").unwrap_or(0);
+    let envoy_serving_kib = status_kib(envoy.pid(), "VmRSS").unwrap_or(0);
+
+    // 5. Publish → serving under steady traffic.
+    let listener = envoy.listener_addr();
+    let client = common::client();
+    wait_backend(
+        &client,
+        listener,
+        "live",
+        "/live/1",
+        "live-a",
+        Duration::from_secs(60),
+    )
+    .await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let loops = vec![
+        traffic(listener, "live", "/live/1", stop.clone(), tally.clone()),
+        traffic(listener, "steady", "/steady/1", stop.clone(), tally.clone()),
+    ];
+    let generated_entries = &entries[..entries.len() - 2];
+    let mut propagation = Vec::new();
+    let mut on_b = false;
+    let moves = if routes >= 50_000 { 4 } else { MOVES };
+    for round in 1..=moves {
+        on_b = !on_b;
+        let mut next: Vec<Entry> = generated_entries.to_vec();
+        next.extend(traffic_entries(on_b, &a, &b, &steady));
+        let rendered = render(&next, &render_cfg).expect("renders");
+        let bundle = Bundle::new(&rendered, &next);
+        drop(rendered);
+        let body = bundle.to_json();
+        // Publish at varying points of the poll interval, so the times sample its whole phase.
+        tokio::time::sleep(Duration::from_millis(
+            (round as u64 * 373) % POLL_INTERVAL.as_millis() as u64,
+        ))
+        .await;
+        store
+            .put_bundle(PutBundle {
+                body: body.as_bytes(),
+                hash: &bundle.hash,
+                writer: Writer::Reconciler,
+                precondition: Precondition::None,
+            })
+            .await
+            .expect("publish");
+        let published = Instant::now();
+        let target = if on_b { "live-b" } else { "live-a" };
+        wait_backend(
+            &client,
+            listener,
+            "live",
+            "/live/1",
+            target,
+            Duration::from_secs(600),
+        )
+        .await;
+        propagation.push(published.elapsed());
+        sidecar
+            .wait_live(&bundle.hash, Duration::from_secs(600))
+            .await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    for l in loops {
+        l.await.expect("traffic loop");
+    }
+    let sidecar_peak_after_moves_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
+    Row {
+        routes: route_count,
+        clusters,
+        register_sample,
+        register_failures,
+        reconcile: reconcile_time,
+        first_io,
+        render: render_time,
+        validate,
+        unchanged,
+        unchanged_read,
+        unchanged_io,
+        bundle_raw,
+        bundle_gzip,
+        sidecar_first_peak_kib,
+        sidecar_idle_kib,
+        sidecar_peak_after_moves_kib,
+        envoy_serving_kib,
+        propagation,
+        requests_ok: tally.ok(),
+        requests_failed: tally.failed(),
+        failed_samples: tally.samples(),
+    }
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000]
+    } else {
+        sizes
+    };
+    let envoy = envoy_bin();
+    gateway_validator::check_envoy_version(&envoy)
+        .unwrap_or_else(|e| panic!("the bench needs the pinned Envoy: {e}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let ca = one_certificate_ca();
+    let moto = common::shared_moto();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut rows = Vec::new();
+    for routes in sizes {
+        eprintln!("measuring {routes} routes …");
+        let row = runtime.block_on(measure(moto, routes, &ca));
+        eprintln!(
+            "{} routes: reconcile {}, validate {}, unchanged {}, sidecar peak {}",
+            row.routes,
+            secs(row.reconcile),
+            secs(row.validate),
+            secs(row.unchanged),
+            mib(row.sidecar_first_peak_kib)
+        );
+        rows.push(row);
+    }
+
+    let mut table = String::from(
+        "| routes | whole reconcile run | Envoy `--mode validate` | ratio | unchanged run (own work) | bundle raw / gzip | per route raw / gzip | sidecar first delivery peak / idle RSS | publish → serving p50 (max), failed requests |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for r in &rows {
+        let mut p = r.propagation.clone();
+        p.sort();
+        table.push_str(&format!(
+            "| {} | {} | {} | {:.2}× | {} ({}) | {:.1} MB / {:.2} MB | {} B / {} B | {} / {} | {} ({}), {} failed of {} |\n",
+            r.routes,
+            secs(r.reconcile),
+            secs(r.validate),
+            r.reconcile.as_secs_f64() / r.validate.as_secs_f64(),
+            secs(r.unchanged),
+            secs(r.unchanged.saturating_sub(r.unchanged_read)),
+            r.bundle_raw as f64 / 1e6,
+            r.bundle_gzip as f64 / 1e6,
+            r.bundle_raw / r.routes as u64,
+            r.bundle_gzip / r.routes as u64,
+            mib(r.sidecar_first_peak_kib),
+            mib(r.sidecar_idle_kib),
+            secs(median(p.clone())),
+            secs(p.last().copied().unwrap_or_default()),
+            r.requests_failed,
+            r.requests_ok + r.requests_failed,
+        ));
+    }
+    let mut details = String::from(
+        "| routes | clusters | first run: registry read / state + status rows / bucket (gzip, put) / metrics / the rest | of the rest: render alone, Envoy validate alone | unchanged run: the same five | register path, sample (median / max) | sidecar peak after the moves | Envoy serving RSS | publish → serving, all (s) |\n\
+         |---:|---:|---|---|---:|---:|---:|---:|---|\n",
+    );
+    for r in &rows {
+        let mut p = r.propagation.clone();
+        p.sort();
+        let io = |label| r.first_io.get(label).copied().unwrap_or_default();
+        let rest = r
+            .reconcile
+            .saturating_sub(io(READ) + io(REGISTRY_WRITES) + io(BUCKET) + io(METRICS));
+        let un = |label| r.unchanged_io.get(label).copied().unwrap_or_default();
+        let unchanged_rest = r
+            .unchanged
+            .saturating_sub(un(READ) + un(REGISTRY_WRITES) + un(BUCKET) + un(METRICS));
+        let unchanged_parts = [
+            un(READ),
+            un(REGISTRY_WRITES),
+            un(BUCKET),
+            un(METRICS),
+            unchanged_rest,
+        ]
+        .map(secs)
+        .join(" / ");
+        details.push_str(&format!(
+            "| {} | {} | {} / {} / {} / {} / {} | {}, {} | {} | {} / {} ({} entries) | {} | {} | {} |\n",
+            r.routes,
+            r.clusters,
+            secs(io(READ)),
+            secs(io(REGISTRY_WRITES)),
+            secs(io(BUCKET)),
+            secs(io(METRICS)),
+            secs(rest),
+            secs(r.render),
+            secs(r.validate),
+            unchanged_parts,
+            secs(median(r.register_sample.clone())),
+            secs(r.register_sample.iter().max().copied().unwrap_or_default()),
+            r.register_sample.len(),
+            mib(r.sidecar_peak_after_moves_kib),
+            mib(r.envoy_serving_kib),
+            p.iter()
+                .map(|d| format!("{:.2}", d.as_secs_f64()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+        if let Some(first) = r.register_failures.first() {
+            details.push_str(&format!(
+                "\nRegistrations of the sample that did not come back `Created` at {} routes: {} of {}; the first: {first}\n",
+                r.routes,
+                r.register_failures.len(),
+                r.register_sample.len()
+            ));
+        }
+        if !r.failed_samples.is_empty() {
+            details.push_str(&format!(
+                "\nFailed requests at {} routes, first few: {:?}\n",
+                r.routes, r.failed_samples
+            ));
+        }
+    }
+    let text = format!(
+        "# Scale\n\n`scripts/bench.sh`: {} build, moto's server, Envoy {}, upstream CA a \
+         one-certificate file, poll interval {} s, {} route moves per size (4 at 50k routes; each adds a \
+         cluster and removes one). Load average at the start: {}\n\n{table}\n{details}",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+        gateway_bootstrap::envoy_version(),
+        POLL_INTERVAL.as_secs(),
+        MOVES,
+        load.trim(),
+    );
+    println!("\n{text}");
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    let file = dir.join("bench.md");
+    match std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&file, text)) {
+        Ok(()) => println!("written to {}", file.display()),
+        Err(e) => eprintln!("{}: cannot write: {e}", file.display()),
+    }
+}

@@ -1,0 +1,67 @@
+//! Steady client traffic through Envoy while bundles are delivered: loops that request one
+//! route without pause and count every answer that is not a 200.
+
+use super::{client, send};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bounds on one loop's traffic, whatever happens.
+const MAX_REQUESTS_PER_LOOP: u64 = 200_000;
+const MAX_LOOP_TIME: Duration = Duration::from_secs(600);
+
+/// Answers counted by the loops that share it; the first few failures kept as samples.
+#[derive(Default)]
+pub struct Tally {
+    pub ok: AtomicU64,
+    pub failed: AtomicU64,
+    pub samples: Mutex<Vec<String>>,
+}
+
+impl Tally {
+    pub fn ok(&self) -> u64 {
+        self.ok.load(Ordering::SeqCst)
+    }
+
+    pub fn failed(&self) -> u64 {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    pub fn samples(&self) -> Vec<String> {
+        self.samples.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+}
+
+/// A loop sending `GET {path}` with `Host: {host}` through `listener` every 2 ms until `stop`.
+pub fn traffic(
+    listener: std::net::SocketAddr,
+    host: &'static str,
+    path: &'static str,
+    stop: Arc<AtomicBool>,
+    tally: Arc<Tally>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let client = client();
+        let started = Instant::now();
+        let mut sent = 0;
+        while !stop.load(Ordering::SeqCst)
+            && sent < MAX_REQUESTS_PER_LOOP
+            && started.elapsed() < MAX_LOOP_TIME
+        {
+            sent += 1;
+            match send(&client, listener, "GET", host, path).await {
+                Ok((200, _)) => {
+                    tally.ok.fetch_add(1, Ordering::SeqCst);
+                }
+                other => {
+                    tally.failed.fetch_add(1, Ordering::SeqCst);
+                    let mut samples = tally.samples.lock().unwrap_or_else(|p| p.into_inner());
+                    if samples.len() < 10 {
+                        samples.push(format!("{host}{path}: {other:?}"));
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+}
