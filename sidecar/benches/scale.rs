@@ -30,13 +30,13 @@ mod common;
 use common::generated::{generated, load, status_kib};
 use common::traffic::{traffic, Tally};
 use common::{envoy_mode_args, start_envoy, wait_backend, Dirs, SidecarProcess, DOMAIN};
-use gateway_functions::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
+use gateway_adapters::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
 use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
-use gateway_functions::registry::{
+use gateway_adapters::registry::{
     DynamoRegistry, EntryStatus, PublishedState, RegisterOutcome, Registry, RegistryError,
     RegistrySnapshot,
 };
-use gateway_functions::store::{
+use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store,
     StoreError, Writer,
 };
@@ -259,7 +259,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
-    let dynamo = gateway_functions::aws::dynamodb_client(&conf);
+    let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
     // The registry's caps sized to the bench, as an operator raising GATEWAY_MAX_ROUTES would.
     let bounds = Bounds {
         max_routes: 1_000_000,
