@@ -1,4 +1,4 @@
-//! What wakes the reconcile function, typed once at the edge (docs/design.md#reconcile):
+//! What wakes the reconcile function, typed once at the edge (docs/design.md#lambda-events):
 //! DynamoDB stream batches, the EventBridge schedule and direct invocations, of which only
 //! `{"action":"seed"}` asks for something other than a run.
 //!
