@@ -3,7 +3,7 @@
 //! reconcile configuration, error hints, JSON and time output. Thin over
 //! `gateway_functions::{reconcile, operator}`.
 
-use super::common::{ConfigLocation, EnvoyArg};
+use super::common::{ConfigLocation, DomainArg, EnvoyArg, LoopbackArg};
 use super::{CmdError, CmdResult};
 use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_adapters::metrics::CloudWatchMetrics;
@@ -72,7 +72,31 @@ pub async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -
     }
 }
 
-pub fn reconcile_config(
+/// The flags of the commands that run the reconcile function's code against the live config
+/// (`seed`, `reconcile`, `preview`): where it is, the base domain, loopback backends, Envoy.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+    #[command(flatten)]
+    pub envoy: EnvoyArg,
+}
+
+impl RunArgs {
+    /// The policy these flags ask for and the reconcile configuration built on it.
+    pub fn config(&self) -> Result<(Policy, ReconcileConfig), CmdError> {
+        let domain = self.domain.get()?.to_string();
+        let policy = self.loopback.policy(&domain)?;
+        let cfg = reconcile_config(&domain, policy.clone(), &self.envoy)?;
+        Ok((policy, cfg))
+    }
+}
+
+fn reconcile_config(
     domain: &str,
     policy: Policy,
     envoy: &EnvoyArg,

@@ -1,8 +1,8 @@
 //! `gatewayctl preview ENTRY.json`: what the next reconcile would publish with one candidate
 //! entry in place. Writes nothing.
 
-use super::common::{ConfigLocation, DomainArg, EnvoyArg, JsonArg, LoopbackArg};
-use super::live::{clients, print_json, reconcile_config};
+use super::common::JsonArg;
+use super::live::{clients, print_json, RunArgs};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::operator::diff_bundles;
 use gateway_functions::reconcile;
@@ -17,13 +17,7 @@ pub struct Args {
     #[arg(value_name = "ENTRY.json")]
     pub entry: std::path::PathBuf,
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
-    #[command(flatten)]
-    pub envoy: EnvoyArg,
+    pub run: RunArgs,
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -31,15 +25,13 @@ pub struct Args {
 /// `gatewayctl preview` (docs/design.md#preview). Exit 1 when the candidate would be
 /// quarantined or the run would reject.
 pub fn run(args: Args) -> CmdResult {
-    let domain = args.domain.get()?.to_string();
-    let policy = args.loopback.policy(&domain)?;
-    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy)?;
+    let (policy, cfg) = args.run.config()?;
     // The file must parse as an entry; its rule problems are the preview's verdict below.
     let (name, bytes) = super::check::read_input(&args.entry)?;
     let candidate: gateway_render::Entry = serde_json::from_slice(&bytes)
         .map_err(|e| CmdError::failed(format!("{name}: not an entry: {e}")))?;
     block_on(async {
-        let c = clients(&args.target, policy, false).await?;
+        let c = clients(&args.run.target, policy, false).await?;
         let p = reconcile::preview(&c.registry, &c.store, &cfg, &candidate)
             .await
             .map_err(|e| CmdError::failed(format!("failed: {e}")))?;

@@ -1,7 +1,7 @@
 //! `gatewayctl reconcile`: one reconcile run, the Lambda's code, from a terminal.
 
-use super::common::{ConfigLocation, DomainArg, EnvoyArg, JsonArg, LoopbackArg};
-use super::live::{clients, print_json, reconcile_config};
+use super::common::JsonArg;
+use super::live::{clients, print_json, RunArgs};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::reconcile;
 
@@ -12,23 +12,15 @@ use gateway_functions::reconcile;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
-    #[command(flatten)]
-    pub envoy: EnvoyArg,
+    pub run: RunArgs,
     #[command(flatten)]
     pub json: JsonArg,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let domain = args.domain.get()?.to_string();
-    let policy = args.loopback.policy(&domain)?;
-    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy)?;
+    let (policy, cfg) = args.run.config()?;
     block_on(async {
-        let c = clients(&args.target, policy, true).await?;
+        let c = clients(&args.run.target, policy, true).await?;
         let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)
             .await
             .map_err(|e| CmdError::failed(format!("failed: {e}")))?;

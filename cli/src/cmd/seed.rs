@@ -1,7 +1,6 @@
 //! `gatewayctl seed`: the first bundle, published with a conditional put.
 
-use super::common::{ConfigLocation, DomainArg, EnvoyArg, LoopbackArg};
-use super::live::{clients, reconcile_config};
+use super::live::{clients, RunArgs};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::reconcile;
 
@@ -9,21 +8,13 @@ use gateway_functions::reconcile;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
-    #[command(flatten)]
-    pub envoy: EnvoyArg,
+    pub run: RunArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let domain = args.domain.get()?.to_string();
-    let policy = args.loopback.policy(&domain)?;
-    let cfg = reconcile_config(&domain, policy.clone(), &args.envoy)?;
+    let (policy, cfg) = args.run.config()?;
     block_on(async {
-        let c = clients(&args.target, policy, true).await?;
+        let c = clients(&args.run.target, policy, true).await?;
         let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;

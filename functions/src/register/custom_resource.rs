@@ -578,8 +578,8 @@ fn looks_like_id(id: &str) -> bool {
 /// Redirects are not followed (the client from `response_url::client()` has them off); a 3xx
 /// answer is a failure like any other.
 async fn send(http: &ResponseClient, url: reqwest::Url, body: Vec<u8>) -> Result<(), RegisterError> {
-    let mut last = None;
-    for attempt in PUT_RETRY.attempts() {
+    let mut attempt = 0;
+    loop {
         PUT_RETRY.pause(attempt).await;
         let sent = http
             .http()
@@ -589,19 +589,18 @@ async fn send(http: &ResponseClient, url: reqwest::Url, body: Vec<u8>) -> Result
             .body(body.clone())
             .send()
             .await;
-        last = Some(match sent {
+        let last = match sent {
             Ok(resp) if resp.status().is_success() => return Ok(()),
             Ok(resp) => Undelivered::Status(resp.status()),
             Err(e) => Undelivered::Request(e),
-        });
-    }
-    match last {
-        Some(last) => Err(RegisterError::Undelivered {
-            attempts: PUT_ATTEMPTS,
-            last,
-        }),
-        // PUT_RETRY makes at least one attempt.
-        None => Ok(()),
+        };
+        attempt += 1;
+        if attempt >= PUT_RETRY.attempts {
+            return Err(RegisterError::Undelivered {
+                attempts: PUT_RETRY.attempts,
+                last,
+            });
+        }
     }
 }
 
