@@ -3,19 +3,17 @@
 
 mod support;
 
-use gateway_functions::reconcile::{reconcile, Outcome, Stage};
-use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::registry::RegistryError;
 use gateway_adapters::resolve::{BackendLookup, FixedResolver};
-use support::{entry, Harness, DOMAIN};
+use gateway_functions::reconcile::{reconcile, Outcome, Stage};
+use support::{entry, Harness};
 
 const NAME: &str = "invoices.internal.example";
 
 #[tokio::test]
 async fn registration_refuses_a_name_that_leads_to_metadata_naming_name_address_and_why() {
     let h = Harness::start().await;
-    let registry = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
-        .with_policy(h.cfg.policy.clone())
-        .with_backend_lookup(BackendLookup::new(
+    let registry = h.registry_view().with_backend_lookup(BackendLookup::new(
             FixedResolver::new().answer(NAME, &["10.0.0.9", "169.254.170.2"]),
         ));
     let mut e = entry("billing", "invoices", "invoices", &["/invoices"]);

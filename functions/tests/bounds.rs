@@ -4,10 +4,18 @@
 mod support;
 
 use gateway_functions::reconcile::{Outcome, Stage};
-use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::registry::RegistryError;
 use gateway_adapters::store::ConfigStore;
 use gateway_render::Bounds;
-use support::{entry, Harness, DOMAIN};
+use support::{entry, Harness};
+
+/// The stage and reason of a run that must have rejected.
+fn rejected(outcome: &Outcome) -> (&Stage, &str) {
+    match outcome {
+        Outcome::Rejected { stage, reason, .. } => (stage, reason),
+        other => panic!("expected a rejection, got {other}"),
+    }
+}
 
 fn rejection(err: RegistryError) -> Vec<String> {
     match err {
@@ -24,9 +32,7 @@ async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
         max_routes: 5,
         ..Bounds::default()
     };
-    let registry = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
-        .with_policy(h.cfg.policy.clone())
-        .with_bounds(bounds);
+    let registry = h.registry_view().with_bounds(bounds);
     registry
         .register(&entry("billing", "a", "billing", &["/a"]))
         .await
@@ -73,9 +79,7 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
         ..Bounds::default()
     };
     let over = h.reconcile().await;
-    let Outcome::Rejected { stage, reason, .. } = &over else {
-        panic!("expected a rejection, got {over}")
-    };
+    let (stage, reason) = rejected(&over);
     assert_eq!(*stage, Stage::Registry);
     assert_eq!(
         reason,
@@ -86,9 +90,7 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
         ..Bounds::default()
     };
     let big = h.reconcile().await;
-    let Outcome::Rejected { stage, reason, .. } = &big else {
-        panic!("expected a rejection, got {big}")
-    };
+    let (stage, reason) = rejected(&big);
     assert_eq!(*stage, Stage::Render);
     assert!(
         reason.starts_with("bundle.json is ")
@@ -111,9 +113,7 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         max_clusters: 2,
         ..Bounds::default()
     };
-    let registry = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
-        .with_policy(h.cfg.policy.clone())
-        .with_bounds(bounds);
+    let registry = h.registry_view().with_bounds(bounds);
     for (team, service) in [("billing", "a"), ("shop", "cart")] {
         registry
             .register(&entry(team, service, team, &["/a"]))
@@ -158,9 +158,7 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
     h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"]))
         .await;
     let over = run().await.expect("run");
-    let Outcome::Rejected { stage, reason, .. } = &over.outcome else {
-        panic!("expected a rejection, got {}", over.outcome)
-    };
+    let (stage, reason) = rejected(&over.outcome);
     assert_eq!(*stage, Stage::Registry);
     assert_eq!(
         reason,
@@ -186,7 +184,6 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
 
 #[tokio::test]
 async fn a_generated_registry_one_cluster_past_the_documented_default_is_refused_and_named() {
-    use aws_sdk_dynamodb::types::{AttributeValue as A, PutRequest, WriteRequest};
     let h = Harness::start().await;
     assert_eq!(h.cfg.bounds, Bounds::default(), "the documented defaults");
     let n = gateway_render::bounds::DEFAULT_MAX_CLUSTERS + 1;
@@ -200,41 +197,13 @@ async fn a_generated_registry_one_cluster_past_the_documented_default_is_refused
             )
         })
         .collect();
-    for chunk in entries.chunks(25) {
-        let requests: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|e| {
-                let put = PutRequest::builder()
-                    .item("pk", A::S(format!("ENTRY#{}", e.id())))
-                    .item("sk", A::S("ENTRY".into()))
-                    .item("entry", A::S(serde_json::to_string(e).expect("json")))
-                    .item("revision", A::N("1".into()))
-                    .item("updated_at", A::N("0".into()))
-                    .build()
-                    .expect("put");
-                WriteRequest::builder().put_request(put).build()
-            })
-            .collect();
-        let out = h
-            .dynamo
-            .batch_write_item()
-            .request_items(h.registry.table(), requests)
-            .send()
-            .await
-            .expect("batch write");
-        assert!(
-            out.unprocessed_items.is_none_or(|m| m.is_empty()),
-            "moto processes every item"
-        );
-    }
+    support::load_entries(&h.dynamo, h.registry.table(), &entries).await;
     let over = h.reconcile().await;
-    let Outcome::Rejected { stage, reason, .. } = &over else {
-        panic!("expected a rejection, got {over}")
-    };
+    let (stage, reason) = rejected(&over);
     assert_eq!(*stage, Stage::Registry);
     assert_eq!(
         reason,
-        &format!(
+        format!(
             "the registry would hold {n} backend clusters; at most {} (GATEWAY_MAX_CLUSTERS, \
              the memory envelope the gateway is sized for)",
             n - 1

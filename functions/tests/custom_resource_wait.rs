@@ -12,7 +12,7 @@ use response_url::response_url;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use support::{entry, Harness, DOMAIN};
+use support::{entry, Harness};
 
 const ACCOUNT: &str = "123456789012";
 const MISSING_CA: &str = "/nonexistent/ca-certificates.crt";
@@ -35,8 +35,8 @@ fn create(url: &str, request_id: &str, e: &gateway_render::Entry, wait_for: Opti
 }
 
 async fn registry(h: &Harness, wait: Duration) -> DynamoRegistry {
-    let reg = DynamoRegistry::new(h.dynamo.clone(), h.registry.table(), DOMAIN)
-        .with_policy(h.cfg.policy.clone())
+    let reg = h
+        .registry_view()
         .with_publish_wait(wait, Duration::from_millis(200));
     for team in ["billing", "payments"] {
         reg.grant(team, ACCOUNT, "test").await.expect("grant");
@@ -133,7 +133,7 @@ async fn success_once_published_failed_with_the_reason_when_quarantined_or_out_o
     .expect("handled");
     assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
     // An unknown value, and `serving` on a function not given the bundle bucket, are refused
-    // before anything is stored (tests/proxy_reports.rs in the sidecar has `serving` working).
+    // before anything is stored (`tests/tests/proxy_reports.rs` has `serving` working).
     for (value, says) in [("live", "expected \"registered\", \"published\" or \"serving\""), ("serving", "GATEWAY_BUCKET")] {
         let (url, mut rx) = response_url(200).await;
         let refused = entry("billing", "refused", "refused", &["/s"]);

@@ -4,11 +4,10 @@
 //! the wiring: environment → clients → runtime loop → handler → answer, and the JSON logs.
 
 mod lambda_runtime_api;
-#[path = "../../adapters/tests/registry_support/mod.rs"]
-mod registry_support;
 mod response_url;
 mod support;
 
+use gateway_adapters::registry::DynamoRegistry;
 use gateway_functions::reconcile::{seed, SeedOutcome};
 use gateway_render::{Bundle, Entry};
 use gateway_testkit::envoy_bin;
@@ -16,6 +15,7 @@ use lambda_runtime_api::{Completion, LambdaProcess, RuntimeApi};
 use response_url::{response_url, Captured};
 use serde_json::{json, Value};
 use std::time::Duration;
+use support::registry_support;
 use tokio::sync::mpsc;
 
 /// Every wait in this file is bounded by this.
@@ -24,6 +24,20 @@ const DOMAIN: &str = support::DOMAIN;
 
 fn setting(name: &str, value: &str) -> (String, String) {
     (name.to_string(), value.to_string())
+}
+
+/// Lambda's environment with AWS credentials whose endpoint nothing serves, plus `settings`.
+fn unreachable_aws(settings: &[(&str, &str)]) -> Vec<(String, String)> {
+    let aws = [
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    aws.iter()
+        .chain(settings)
+        .map(|(name, value)| setting(name, value))
+        .collect()
 }
 
 /// The function's answer to `event`; fails the test, with the process's output, when the
@@ -57,21 +71,29 @@ fn log_fields(lambda: &LambdaProcess) -> Vec<Value> {
 // ---------------------------------------------------------------------------------------------
 // register
 
-async fn cfn_answer(rx: &mut mpsc::UnboundedReceiver<Captured>) -> Captured {
-    tokio::time::timeout(WAIT, rx.recv())
-        .await
-        .expect("CloudFormation's ResponseURL was called in time")
-        .expect("listener alive")
+/// moto's account: the gateway's own, as GetCallerIdentity tells the function at start.
+const GATEWAY_ACCOUNT: &str = "123456789012";
+
+fn stack_arn(account: &str, name: &str) -> String {
+    format!("arn:aws:cloudformation:us-east-1:{account}:stack/{name}/5b8a9f40-1111-11ef-9f3c-0a1b2c3d4e5f")
 }
 
-/// CloudFormation's Create for `entry`, carried as a JSON string property (what the construct
-/// sends).
-fn cfn_create(url: &str, request_id: &str, entry: &Entry) -> Value {
-    json!({
-        "RequestType": "Create",
+/// A CloudFormation custom resource event (`kind`: Create, Update, Delete) from `stack`'s
+/// resource `Expose` for `entry`, carried as a JSON string property (what the construct sends),
+/// answered at `url`.
+fn cfn_event(
+    kind: &str,
+    url: &str,
+    request_id: &str,
+    stack: &str,
+    entry: &Entry,
+    physical: Option<&str>,
+) -> Value {
+    let mut event = json!({
+        "RequestType": kind,
         "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
         "ResponseURL": url,
-        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/catalog/5b8a9f40-1111-11ef-9f3c-0a1b2c3d4e5f",
+        "StackId": stack,
         "RequestId": request_id,
         "ResourceType": "Custom::ExposeOnGateway",
         "LogicalResourceId": "Expose",
@@ -80,11 +102,21 @@ fn cfn_create(url: &str, request_id: &str, entry: &Entry) -> Value {
             "Entry": serde_json::to_string(entry).expect("entry json"),
             "WaitFor": "registered",
         },
-    })
+    });
+    if let Some(p) = physical {
+        event["PhysicalResourceId"] = json!(p);
+    }
+    if kind == "Update" {
+        event["OldResourceProperties"] = event["ResourceProperties"].clone();
+    }
+    event
 }
 
-/// moto's account: the gateway's own, as GetCallerIdentity tells the function at start.
-const GATEWAY_ACCOUNT: &str = "123456789012";
+/// CloudFormation's Create for `entry` from a stack of the gateway's own account.
+fn cfn_create(url: &str, request_id: &str, entry: &Entry) -> Value {
+    let stack = stack_arn(GATEWAY_ACCOUNT, "catalog");
+    cfn_event("Create", url, request_id, &stack, entry, None)
+}
 
 /// `event` as SNS delivers it to a subscribed function through the gateway account's own
 /// registration topic.
@@ -120,16 +152,78 @@ fn sns_via(topic: &str, event: &Value) -> Value {
     }]})
 }
 
+/// The register binary under test: its process on the Runtime API, on `registry`'s table of the
+/// shared moto server, and the stand-in ResponseURL (`url`) whose calls it collects.
+struct RegisterProcess {
+    api: RuntimeApi,
+    lambda: LambdaProcess,
+    url: String,
+    calls: mpsc::UnboundedReceiver<Captured>,
+}
+
+impl RegisterProcess {
+    async fn start(registry: &DynamoRegistry) -> RegisterProcess {
+        let api = RuntimeApi::start().await;
+        let mut env = registry_support::moto().aws_env();
+        env.push(setting("GATEWAY_TABLE", registry.table()));
+        env.push(setting("GATEWAY_DOMAIN", DOMAIN));
+        // The stand-in ResponseURL is loopback http, answered only with this setting.
+        env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));
+        let lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+        let (url, calls) = response_url(200).await;
+        RegisterProcess {
+            api,
+            lambda,
+            url,
+            calls,
+        }
+    }
+
+    async fn answer(&mut self, event: Value) -> Value {
+        answer(&self.api, &mut self.lambda, event).await
+    }
+
+    /// The next call CloudFormation's ResponseURL received.
+    async fn cfn_answer(&mut self) -> Captured {
+        tokio::time::timeout(WAIT, self.calls.recv())
+            .await
+            .expect("CloudFormation's ResponseURL was called in time")
+            .expect("listener alive")
+    }
+
+    /// A CloudFormation event (see [`cfn_event`]) answered at this process's ResponseURL.
+    fn event(
+        &self,
+        kind: &str,
+        request_id: &str,
+        stack: &str,
+        entry: &Entry,
+        physical: Option<&str>,
+    ) -> Value {
+        cfn_event(kind, &self.url, request_id, stack, entry, physical)
+    }
+
+    /// Invokes with `event`, prints the function's own answer (shown when the test fails; the
+    /// test checks what reached CloudFormation instead) and returns the ResponseURL call.
+    async fn cfn_call(&mut self, event: Value) -> Captured {
+        let answer = self.answer(event).await;
+        eprintln!("answer: {answer}");
+        self.cfn_answer().await
+    }
+
+    /// The JSON `fields` of the log lines with `message`.
+    fn logged(&self, message: &str) -> Vec<Value> {
+        log_fields(&self.lambda)
+            .into_iter()
+            .filter(|f| f["message"] == message)
+            .collect()
+    }
+}
+
 #[tokio::test]
 async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
     let registry = registry_support::registry().await;
-    let api = RuntimeApi::start().await;
-    let mut env = registry_support::moto().aws_env();
-    env.push(setting("GATEWAY_TABLE", registry.table()));
-    env.push(setting("GATEWAY_DOMAIN", DOMAIN));
-    // The stand-in ResponseURL is loopback http, answered only with this setting.
-    env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));
-    let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
+    let mut register = RegisterProcess::start(&registry).await;
     // The gateway account's own stacks need grants like any other account's.
     for team in ["catalog", "search", "billing"] {
         registry
@@ -140,12 +234,9 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
 
     // Direct invocation.
     let invoices = registry_support::invoices_api();
-    let got = answer(
-        &api,
-        &mut lambda,
-        json!({ "action": "register", "entry": invoices }),
-    )
-    .await;
+    let got = register
+        .answer(json!({ "action": "register", "entry": invoices }))
+        .await;
     assert_eq!(
         got,
         json!({ "ok": true, "outcome": "created", "revision": 1 })
@@ -160,12 +251,9 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
     // A rejection names the field (a link-local backend is refused whatever the settings).
     let mut local = registry_support::entry("billing", "local-api", "invoices", &["/local"]);
     local.backend = "http://169.254.169.254".into();
-    let got = answer(
-        &api,
-        &mut lambda,
-        json!({ "action": "register", "entry": local }),
-    )
-    .await;
+    let got = register
+        .answer(json!({ "action": "register", "entry": local }))
+        .await;
     assert_eq!(got["ok"], false, "{got}");
     assert_eq!(got["error"]["kind"], "rejected", "{got}");
     let problems = got["error"]["problems"]
@@ -176,66 +264,44 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
         "the rejection names the backend field: {got}"
     );
     assert!(
-        registry
-            .get("billing/local-api")
-            .await
-            .expect("read")
-            .is_none(),
+        !is_registered(&registry, "billing/local-api").await,
         "a rejected entry is not written"
     );
 
-    // CloudFormation custom resource Create, answered at its ResponseURL.
-    let (url, mut calls) = response_url(200).await;
+    // CloudFormation custom resource Create, answered at its ResponseURL, and the same kind of
+    // event wrapped in SNS.
     let catalog = registry_support::entry("catalog", "products", "catalog", &["/products"]);
-    let got = answer(
-        &api,
-        &mut lambda,
-        cfn_create(&url, "req-create-1", &catalog),
-    )
-    .await;
+    let search = registry_support::entry("search", "query", "search", &["/query"]);
+    let direct = cfn_create(&register.url, "req-create-1", &catalog);
+    let wrapped = sns_wrapped(&cfn_create(&register.url, "req-create-2", &search));
+    let got = register.answer(direct).await;
     assert_eq!(got["ok"], true, "{got}");
     assert_eq!(got["physicalResourceId"], "catalog/products", "{got}");
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.method, "PUT");
-    assert_eq!(put.body["Status"], "SUCCESS", "{:?}", put.body);
-    assert_eq!(put.body["PhysicalResourceId"], "catalog/products");
-    assert_eq!(put.body["RequestId"], "req-create-1");
+    let put = register.cfn_answer().await;
+    assert_success_put(&put, "catalog/products", "req-create-1");
     assert_eq!(put.body["LogicalResourceId"], "Expose");
     // The base domain came from GATEWAY_DOMAIN.
     assert_eq!(put.body["Data"]["Fqdn"], "catalog.api.example.com");
-    assert!(registry
-        .get("catalog/products")
-        .await
-        .expect("read")
-        .is_some());
+    assert!(is_registered(&registry, "catalog/products").await);
 
-    // The same kind of event wrapped in SNS.
-    let search = registry_support::entry("search", "query", "search", &["/query"]);
-    let got = answer(
-        &api,
-        &mut lambda,
-        sns_wrapped(&cfn_create(&url, "req-create-2", &search)),
-    )
-    .await;
+    let got = register.answer(wrapped).await;
     assert_eq!(got["ok"], true, "{got}");
     assert_eq!(got["records"][0]["status"], "SUCCESS", "{got}");
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.method, "PUT");
-    assert_eq!(put.body["Status"], "SUCCESS", "{:?}", put.body);
-    assert_eq!(put.body["PhysicalResourceId"], "search/query");
-    assert_eq!(put.body["RequestId"], "req-create-2");
-    assert!(registry.get("search/query").await.expect("read").is_some());
+    let put = register.cfn_answer().await;
+    assert_success_put(&put, "search/query", "req-create-2");
+    assert!(is_registered(&registry, "search/query").await);
 
     // An answer CloudFormation cannot receive fails the invocation, so Lambda's retry delivers it.
     let closed = format!("http://{}/cfn-response/gone", gateway_testkit::free_addr());
     let billing = registry_support::entry("billing", "exports", "invoices", &["/exports"]);
-    let failed = api
+    let failed = register
+        .api
         .invoke(&cfn_create(&closed, "req-create-3", &billing), WAIT)
         .await;
     let Some(Completion::Error { body, .. }) = &failed else {
         panic!(
             "expected a function error, got {failed:?}\n{}",
-            lambda.log_text()
+            register.lambda.log_text()
         )
     };
     let message = body["errorMessage"].as_str().unwrap_or_default();
@@ -244,42 +310,48 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
         "the error says what failed: {body}"
     );
     assert!(
-        registry
-            .get("billing/exports")
-            .await
-            .expect("read")
-            .is_some(),
+        is_registered(&registry, "billing/exports").await,
         "the registration itself happened; the retry finds it unchanged"
     );
     // The stack that created it deletes it (a direct invoke from the gateway account's stack).
-    let mut delete = cfn_create(&url, "req-delete-3", &billing);
+    let mut delete = cfn_create(&register.url, "req-delete-3", &billing);
     delete["RequestType"] = json!("Delete");
     delete["PhysicalResourceId"] = json!("billing/exports");
-    let got = answer(&api, &mut lambda, delete).await;
+    let got = register.answer(delete).await;
     assert_eq!(
         got["result"]["outcome"], "deleted",
         "the process survives a failed invocation: {got}"
     );
-    assert_eq!(cfn_answer(&mut calls).await.body["Status"], "SUCCESS");
+    assert_eq!(register.cfn_answer().await.body["Status"], "SUCCESS");
 
     assert!(
-        lambda.exited().is_none(),
+        register.lambda.exited().is_none(),
         "one process served every invocation"
     );
     // Lambda sets no RUST_LOG: the answers must still be in the logs.
-    let answered: Vec<Value> = log_fields(&lambda)
-        .into_iter()
-        .filter(|f| f["message"] == "answered CloudFormation")
-        .collect();
+    let answered = register.logged("answered CloudFormation");
     assert_eq!(
         answered.len(),
         3,
         "each CloudFormation answer is logged as JSON\n{}",
-        lambda.log_text()
+        register.lambda.log_text()
     );
     assert_eq!(answered[0]["physical_resource_id"], "catalog/products");
     assert_eq!(answered[1]["physical_resource_id"], "search/query");
     assert_eq!(answered[2]["physical_resource_id"], "billing/exports");
+}
+
+/// A SUCCESS answer for the resource `physical` to the request `request_id`, PUT as
+/// CloudFormation expects it.
+fn assert_success_put(put: &Captured, physical: &str, request_id: &str) {
+    assert_eq!(put.method, "PUT");
+    assert_eq!(put.body["Status"], "SUCCESS", "{:?}", put.body);
+    assert_eq!(put.body["PhysicalResourceId"], physical);
+    assert_eq!(put.body["RequestId"], request_id);
+}
+
+async fn is_registered(registry: &DynamoRegistry, id: &str) -> bool {
+    registry.get(id).await.expect("read the table").is_some()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,57 +360,24 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
 const TEAM_ACCOUNT: &str = "222222222222";
 const UNGRANTED_ACCOUNT: &str = "333333333333";
 const PAYMENTS_ACCOUNT: &str = "444444444444";
-
-fn stack_arn(account: &str, name: &str) -> String {
-    format!("arn:aws:cloudformation:us-east-1:{account}:stack/{name}/5b8a9f40-1111-11ef-9f3c-0a1b2c3d4e5f")
-}
-
-/// A CloudFormation custom resource event from `stack`'s resource `logical` for `entry`.
-fn cfn_event(
-    kind: &str,
-    url: &str,
-    request_id: &str,
-    stack: &str,
-    logical: &str,
-    entry: &Entry,
-    physical: Option<&str>,
-) -> Value {
-    let mut event = json!({
-        "RequestType": kind,
-        "ServiceToken": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
-        "ResponseURL": url,
-        "StackId": stack,
-        "RequestId": request_id,
-        "ResourceType": "Custom::ExposeOnGateway",
-        "LogicalResourceId": logical,
-        "ResourceProperties": {
-            "ServiceToken": "arn:aws:sns:us-east-1:123456789012:gateway-register-222222222222",
-            "Entry": serde_json::to_string(entry).expect("entry json"),
-            "WaitFor": "registered",
-        },
-    });
-    if let Some(p) = physical {
-        event["PhysicalResourceId"] = json!(p);
-    }
-    if kind == "Update" {
-        event["OldResourceProperties"] = event["ResourceProperties"].clone();
-    }
-    event
-}
-
-/// Prints an answer the test does not otherwise check (shown when the test fails).
-fn show(answer: Value) {
-    eprintln!("answer: {answer}");
-}
+const INVOICES_ID: &str = "billing/invoices-api";
 
 /// The stored owner attribute of an entry row, straight from the table.
-async fn stored_owner(
-    registry: &gateway_adapters::registry::DynamoRegistry,
-    id: &str,
-) -> Option<String> {
+async fn stored_owner(registry: &DynamoRegistry, id: &str) -> Option<String> {
     registry_support::row(registry, &format!("ENTRY#{id}"), "ENTRY")
         .await
         .and_then(|item| item.get("owner").and_then(|v| v.as_s().ok()).cloned())
+}
+
+/// One refused (or left-alone) request of the tenancy test and what CloudFormation must be told.
+struct Refusal {
+    /// The account whose registration topic carried the event; `None`: a direct invoke.
+    via: Option<&'static str>,
+    event: Value,
+    status: &'static str,
+    /// The physical id of the answer, where the step checks it.
+    physical: Option<&'static str>,
+    reason: String,
 }
 
 #[tokio::test]
@@ -352,318 +391,166 @@ async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload(
         .grant("payments", PAYMENTS_ACCOUNT, "test")
         .await
         .expect("grant");
-    let api = RuntimeApi::start().await;
-    let mut env = registry_support::moto().aws_env();
-    env.push(setting("GATEWAY_TABLE", registry.table()));
-    env.push(setting("GATEWAY_DOMAIN", DOMAIN));
-    env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));
-    let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
-    let (url, mut calls) = response_url(200).await;
+    let mut register = RegisterProcess::start(&registry).await;
     let stack_a = stack_arn(TEAM_ACCOUNT, "invoices");
     let stack_b = stack_arn(TEAM_ACCOUNT, "invoices-copy");
     let invoices = registry_support::invoices_api();
 
     // 1. The granted account's stack, through its own topic: created, owned by that resource.
-    let got = answer(
-        &api,
-        &mut lambda,
-        sns_from(
+    let got = register
+        .answer(sns_from(
             TEAM_ACCOUNT,
-            &cfn_event("Create", &url, "t1", &stack_a, "Expose", &invoices, None),
-        ),
-    )
-    .await;
+            &register.event("Create", "t1", &stack_a, &invoices, None),
+        ))
+        .await;
     assert_eq!(got["records"][0]["status"], "SUCCESS", "{got}");
-    let put = cfn_answer(&mut calls).await;
+    let put = register.cfn_answer().await;
     assert_eq!(put.body["Status"], "SUCCESS", "{:?}", put.body);
-    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-api");
+    assert_eq!(put.body["PhysicalResourceId"], INVOICES_ID);
     assert_eq!(
-        stored_owner(&registry, "billing/invoices-api")
-            .await
-            .as_deref(),
+        stored_owner(&registry, INVOICES_ID).await.as_deref(),
         Some(format!("stack:{stack_a}#Expose").as_str())
     );
 
-    // 2. An account without a grant for the team, through its own topic: refused, naming both.
     let other = registry_support::entry("billing", "other", "invoices", &["/other"]);
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                UNGRANTED_ACCOUNT,
-                &cfn_event(
-                    "Create",
-                    &url,
-                    "t2",
-                    &stack_arn(UNGRANTED_ACCOUNT, "x"),
-                    "Expose",
-                    &other,
-                    None,
-                ),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(put.body["PhysicalResourceId"], "failed-t2");
-    assert_eq!(
-        put.body["Reason"],
-        "account 333333333333 is not granted team billing; an operator of the gateway grants it with: gatewayctl grant billing --account 333333333333"
-    );
-    assert!(registry.get("billing/other").await.expect("read").is_none());
-
-    // 3. The payload claims a stack of another account than the topic's: refused.
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                UNGRANTED_ACCOUNT,
-                &cfn_event("Create", &url, "t3", &stack_a, "Expose", &other, None),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(
-        put.body["Reason"],
-        format!("StackId {stack_a} is a stack of account 222222222222, but the request came from account 333333333333")
-    );
-
-    // 4. A second stack of the granted account declares the same entry: Create fails naming
-    //    the owning stack; Update fails; Delete succeeds and leaves the entry alone.
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                TEAM_ACCOUNT,
-                &cfn_event("Create", &url, "t4", &stack_b, "Expose", &invoices, None),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(put.body["PhysicalResourceId"], "failed-t4");
-    assert_eq!(
-        put.body["Reason"],
-        format!("entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
-    );
     let mut rewritten = invoices.clone();
     rewritten.backend = "https://attacker.example".into();
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                TEAM_ACCOUNT,
-                &cfn_event(
-                    "Update",
-                    &url,
-                    "t5",
-                    &stack_b,
-                    "Expose",
-                    &rewritten,
-                    Some("billing/invoices-api"),
-                ),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-api");
-    assert_eq!(
-        put.body["Reason"],
-        format!("entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
-    );
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                TEAM_ACCOUNT,
-                &cfn_event(
-                    "Delete",
-                    &url,
-                    "t6",
-                    &stack_b,
-                    "Expose",
-                    &invoices,
-                    Some("billing/invoices-api"),
-                ),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "SUCCESS");
-    assert_eq!(
-        put.body["Reason"],
-        format!("billing/invoices-api: left alone, not deleted: entry billing/invoices-api is held by stack {stack_a} (resource Expose)")
-    );
+    let own = registry_support::entry("catalog", "products", "catalog", &["/products"]);
+    let inside = registry_support::entry("payments", "pay", "x.invoices", &["/pay"]);
+    let held = format!("entry {INVOICES_ID} is held by stack {stack_a} (resource Expose)");
+    let not_ours = |from: &str| {
+        format!("StackId {stack_a} is a stack of account 222222222222, but the request came from account {from}")
+    };
+    let e = |kind: &str, id: &str, stack: &str, entry: &Entry, physical: Option<&str>| {
+        register.event(kind, id, stack, entry, physical)
+    };
+    let refusals = [
+        // 2. An account without a grant for the team, through its own topic: refused, naming
+        //    both.
+        Refusal {
+            via: Some(UNGRANTED_ACCOUNT),
+            event: e("Create", "t2", &stack_arn(UNGRANTED_ACCOUNT, "x"), &other, None),
+            status: "FAILED",
+            physical: Some("failed-t2"),
+            reason: "account 333333333333 is not granted team billing; an operator of the gateway grants it with: gatewayctl grant billing --account 333333333333".into(),
+        },
+        // 3. The payload claims a stack of another account than the topic's: refused.
+        Refusal {
+            via: Some(UNGRANTED_ACCOUNT),
+            event: e("Create", "t3", &stack_a, &other, None),
+            status: "FAILED",
+            physical: None,
+            reason: not_ours("333333333333"),
+        },
+        // 4. A second stack of the granted account declares the same entry: Create fails
+        //    naming the owning stack; Update fails; Delete succeeds and leaves the entry alone.
+        Refusal {
+            via: Some(TEAM_ACCOUNT),
+            event: e("Create", "t4", &stack_b, &invoices, None),
+            status: "FAILED",
+            physical: Some("failed-t4"),
+            reason: held.clone(),
+        },
+        Refusal {
+            via: Some(TEAM_ACCOUNT),
+            event: e("Update", "t5", &stack_b, &rewritten, Some(INVOICES_ID)),
+            status: "FAILED",
+            physical: Some(INVOICES_ID),
+            reason: held.clone(),
+        },
+        Refusal {
+            via: Some(TEAM_ACCOUNT),
+            event: e("Delete", "t6", &stack_b, &invoices, Some(INVOICES_ID)),
+            status: "SUCCESS",
+            physical: None,
+            reason: format!("{INVOICES_ID}: left alone, not deleted: {held}"),
+        },
+        // 5. A direct (not SNS) CloudFormation event is the gateway account's: a team account's
+        //    StackId there is refused, and the gateway account needs a grant too.
+        Refusal {
+            via: None,
+            event: e("Update", "t7", &stack_a, &rewritten, Some(INVOICES_ID)),
+            status: "FAILED",
+            physical: None,
+            reason: not_ours("123456789012"),
+        },
+        Refusal {
+            via: None,
+            event: e("Create", "t8", &stack_arn(GATEWAY_ACCOUNT, "ops"), &own, None),
+            status: "FAILED",
+            physical: None,
+            reason: "account 123456789012 is not granted team catalog; an operator of the gateway grants it with: gatewayctl grant catalog --account 123456789012".into(),
+        },
+        // 6. Hosts inside hosts: payments may not take a subdomain of billing's host.
+        Refusal {
+            via: Some(PAYMENTS_ACCOUNT),
+            event: e("Create", "t9", &stack_arn(PAYMENTS_ACCOUNT, "pay"), &inside, None),
+            status: "FAILED",
+            physical: None,
+            reason: "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing".into(),
+        },
+    ];
+    for refusal in refusals {
+        let event = match refusal.via {
+            Some(account) => sns_from(account, &refusal.event),
+            None => refusal.event,
+        };
+        let put = register.cfn_call(event).await;
+        assert_eq!(put.body["Status"], refusal.status, "{:?}", put.body);
+        if let Some(physical) = refusal.physical {
+            assert_eq!(put.body["PhysicalResourceId"], physical);
+        }
+        assert_eq!(put.body["Reason"], refusal.reason.as_str());
+    }
+    assert!(!is_registered(&registry, "billing/other").await);
     let stored = registry
-        .get("billing/invoices-api")
+        .get(INVOICES_ID)
         .await
         .expect("read")
         .expect("kept");
     assert_eq!(stored.entry, invoices, "the owner's entry is untouched");
     assert_eq!(stored.revision, 1);
 
-    // 5. A direct (not SNS) CloudFormation event is the gateway account's: a team account's
-    //    StackId there is refused, and the gateway account needs a grant too.
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            cfn_event(
-                "Update",
-                &url,
-                "t7",
-                &stack_a,
-                "Expose",
-                &rewritten,
-                Some("billing/invoices-api"),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(
-        put.body["Reason"],
-        format!("StackId {stack_a} is a stack of account 222222222222, but the request came from account 123456789012")
-    );
-    let own = registry_support::entry("catalog", "products", "catalog", &["/products"]);
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            cfn_event(
-                "Create",
-                &url,
-                "t8",
-                &stack_arn(GATEWAY_ACCOUNT, "ops"),
-                "Expose",
-                &own,
-                None,
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert!(
-        put.body["Reason"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with("account 123456789012 is not granted team catalog"),
-        "{:?}",
-        put.body
-    );
-
-    // 6. Hosts inside hosts: payments may not take a subdomain of billing's host.
-    let inside = registry_support::entry("payments", "pay", "x.invoices", &["/pay"]);
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                PAYMENTS_ACCOUNT,
-                &cfn_event(
-                    "Create",
-                    &url,
-                    "t9",
-                    &stack_arn(PAYMENTS_ACCOUNT, "pay"),
-                    "Expose",
-                    &inside,
-                    None,
-                ),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
-    assert_eq!(put.body["Status"], "FAILED");
-    assert_eq!(
-        put.body["Reason"],
-        "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing"
-    );
-
     // 7. Records the function cannot trust are not answered and change nothing: topics that
     //    name no account, a ResponseURL that is not S3's.
     for (topic, url_used) in [
         (
             format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{TEAM_ACCOUNT}0"),
-            url.clone(),
+            register.url.clone(),
         ),
         (
             format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-registrations"),
-            url.clone(),
+            register.url.clone(),
         ),
         (
             format!("arn:aws:sns:us-east-1:{GATEWAY_ACCOUNT}:gateway-register-{TEAM_ACCOUNT}"),
             "https://collector.example.com/cfn?X-Amz-Signature=x".to_string(),
         ),
     ] {
-        let got = answer(
-            &api,
-            &mut lambda,
-            sns_via(
-                &topic,
-                &cfn_event(
-                    "Delete",
-                    &url_used,
-                    "t10",
-                    &stack_a,
-                    "Expose",
-                    &invoices,
-                    Some("billing/invoices-api"),
-                ),
-            ),
-        )
-        .await;
+        let event = cfn_event(
+            "Delete",
+            &url_used,
+            "t10",
+            &stack_a,
+            &invoices,
+            Some(INVOICES_ID),
+        );
+        let got = register.answer(sns_via(&topic, &event)).await;
         assert_eq!(got["ok"], false, "{got}");
         let kind = got["records"][0]["error"]["kind"].as_str().unwrap_or("");
         assert!(kind == "forbidden" || kind == "bad-request", "{got}");
     }
     assert!(
-        tokio::time::timeout(Duration::from_millis(300), calls.recv())
+        tokio::time::timeout(Duration::from_millis(300), register.calls.recv())
             .await
             .is_err(),
         "no answer was sent for an untrusted record"
     );
-    assert!(registry
-        .get("billing/invoices-api")
-        .await
-        .expect("read")
-        .is_some());
+    assert!(is_registered(&registry, INVOICES_ID).await);
 
     // 8. The owner deletes: gone, guards released.
-    show(
-        answer(
-            &api,
-            &mut lambda,
-            sns_from(
-                TEAM_ACCOUNT,
-                &cfn_event(
-                    "Delete",
-                    &url,
-                    "t11",
-                    &stack_a,
-                    "Expose",
-                    &invoices,
-                    Some("billing/invoices-api"),
-                ),
-            ),
-        )
-        .await,
-    );
-    let put = cfn_answer(&mut calls).await;
+    let delete = register.event("Delete", "t11", &stack_a, &invoices, Some(INVOICES_ID));
+    let put = register.cfn_call(sns_from(TEAM_ACCOUNT, &delete)).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["Reason"], "billing/invoices-api: deleted");
     let rows: Vec<_> = registry_support::rows(&registry)
@@ -681,10 +568,7 @@ async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload(
     );
 
     // Every decision is one JSON line with account, stack, entry, decision and reason.
-    let audit: Vec<Value> = log_fields(&lambda)
-        .into_iter()
-        .filter(|f| f["message"] == "registration decision")
-        .collect();
+    let audit = register.logged("registration decision");
     let summary: Vec<(String, String)> = audit
         .iter()
         .map(|f| {
@@ -713,10 +597,10 @@ async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload(
             expect(TEAM_ACCOUNT, "deleted"),
         ],
         "{}",
-        lambda.log_text()
+        register.lambda.log_text()
     );
     assert_eq!(audit[0]["stack"], stack_a.as_str());
-    assert_eq!(audit[0]["entry_id"], "billing/invoices-api");
+    assert_eq!(audit[0]["entry_id"], INVOICES_ID);
     assert_eq!(audit[3]["stack"], stack_b.as_str());
     assert!(
         audit[3]["reason"].as_str().unwrap_or("").contains(&stack_a),
@@ -950,16 +834,13 @@ async fn a_failed_reconcile_is_a_function_error_and_the_next_event_recovers() {
 #[tokio::test]
 async fn the_reconcile_binary_without_gateway_table_fails_at_init_naming_it() {
     let api = RuntimeApi::start().await;
-    let env = vec![
-        // Nothing may be called: the process must stop before touching AWS.
-        setting("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
-        setting("AWS_ACCESS_KEY_ID", "test"),
-        setting("AWS_SECRET_ACCESS_KEY", "test"),
-        setting("AWS_REGION", "us-east-1"),
-        setting("GATEWAY_BUCKET", "bundles"),
-        setting("GATEWAY_DOMAIN", DOMAIN),
-        setting("ENVOY_BIN", &envoy_bin().to_string_lossy()),
-    ];
+    // Nothing may be called: the process must stop before touching AWS.
+    let envoy = envoy_bin();
+    let env = unreachable_aws(&[
+        ("GATEWAY_BUCKET", "bundles"),
+        ("GATEWAY_DOMAIN", DOMAIN),
+        ("ENVOY_BIN", &envoy.to_string_lossy()),
+    ]);
     let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_reconcile"), &api, &env);
 
     let deadline = tokio::time::Instant::now() + WAIT;
@@ -995,15 +876,8 @@ async fn the_reconcile_binary_without_gateway_table_fails_at_init_naming_it() {
 #[tokio::test]
 async fn the_register_binary_without_its_own_account_fails_at_init_naming_get_caller_identity() {
     let api = RuntimeApi::start().await;
-    let env = vec![
-        // STS cannot be reached: the function cannot know whom a direct invoke is.
-        setting("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
-        setting("AWS_ACCESS_KEY_ID", "test"),
-        setting("AWS_SECRET_ACCESS_KEY", "test"),
-        setting("AWS_REGION", "us-east-1"),
-        setting("GATEWAY_TABLE", "registry"),
-        setting("GATEWAY_DOMAIN", DOMAIN),
-    ];
+    // STS cannot be reached: the function cannot know whom a direct invoke is.
+    let env = unreachable_aws(&[("GATEWAY_TABLE", "registry"), ("GATEWAY_DOMAIN", DOMAIN)]);
     let mut lambda = LambdaProcess::spawn(env!("CARGO_BIN_EXE_register"), &api, &env);
     let deadline = tokio::time::Instant::now() + WAIT;
     let status = loop {

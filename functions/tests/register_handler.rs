@@ -99,6 +99,52 @@ fn cfn_delete(url: &str, request_id: &str, entry: &gateway_render::Entry, physic
     )
 }
 
+/// CloudFormation's Update of the resource `physical` from `old`'s properties to `new`'s.
+fn cfn_update(
+    url: &str,
+    request_id: &str,
+    new: &gateway_render::Entry,
+    physical: &str,
+    old: &gateway_render::Entry,
+) -> Value {
+    let old = Some(as_string_property(old));
+    cfn_event(
+        "Update",
+        url,
+        request_id,
+        as_string_property(new),
+        Some(physical),
+        old,
+    )
+}
+
+/// The handler takes `event`; what it then PUT at the ResponseURL.
+async fn put_for(
+    reg: &DynamoRegistry,
+    rx: &mut mpsc::UnboundedReceiver<Captured>,
+    event: Value,
+) -> Captured {
+    call(reg, event).await;
+    answered(rx).await
+}
+
+/// The handler fails `event` as retryable once its PUT to `url` (answered with `rx`) failed
+/// three times: Lambda's retry delivers the answer. The error.
+async fn assert_retryable_after_three_puts(
+    reg: &DynamoRegistry,
+    rx: &mut mpsc::UnboundedReceiver<Captured>,
+    event: Value,
+) -> gateway_functions::register::RegisterError {
+    let err = handle(reg, &http(), GATEWAY_ACCOUNT, event)
+        .await
+        .expect_err("the PUT failed");
+    assert_eq!(err.kind(), "retryable");
+    for _ in 0..3 {
+        assert_eq!(answered(rx).await.method, "PUT");
+    }
+    err
+}
+
 async fn is_registered(reg: &DynamoRegistry, id: &str) -> bool {
     reg.get(id).await.expect("get").is_some()
 }
@@ -226,8 +272,7 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
     );
 
     // Rollback deletes the placeholder: success, and nothing of the holder's is touched.
-    call(&reg, cfn_delete(&url, "req-4", &e, "failed-req-3")).await;
-    let put = answered(&mut rx).await;
+    let put = put_for(&reg, &mut rx, cfn_delete(&url, "req-4", &e, "failed-req-3")).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["PhysicalResourceId"], "failed-req-3");
     assert!(is_registered(&reg, "payments/pay").await);
@@ -249,25 +294,22 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     let (url, mut rx) = response_url(200).await;
     let old = entry("billing", "invoices-v1", "invoices", &["/v1"]);
     let new = entry("billing", "invoices-v2", "invoices", &["/v2"]);
-    call(&reg, cfn_create(&url, "r1", &old)).await;
-    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    let put = put_for(&reg, &mut rx, cfn_create(&url, "r1", &old)).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
 
-    let update = cfn_event(
-        "Update",
-        &url,
-        "r2",
-        as_string_property(&new),
-        Some("billing/invoices-v1"),
-        Some(as_string_property(&old)),
-    );
-    call(&reg, update).await;
-    let put = answered(&mut rx).await;
+    let update = cfn_update(&url, "r2", &new, "billing/invoices-v1", &old);
+    let put = put_for(&reg, &mut rx, update).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-v2");
 
     // CloudFormation's cleanup: Delete with the old physical id.
-    call(&reg, cfn_delete(&url, "r3", &old, "billing/invoices-v1")).await;
-    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    let put = put_for(
+        &reg,
+        &mut rx,
+        cfn_delete(&url, "r3", &old, "billing/invoices-v1"),
+    )
+    .await;
+    assert_eq!(put.body["Status"], "SUCCESS");
     let ids: Vec<_> = reg
         .list()
         .await
@@ -279,8 +321,12 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(ids, vec!["billing/invoices-v2"]);
 
     // A Delete of something already gone succeeds.
-    call(&reg, cfn_delete(&url, "r4", &old, "billing/invoices-v1")).await;
-    let put = answered(&mut rx).await;
+    let put = put_for(
+        &reg,
+        &mut rx,
+        cfn_delete(&url, "r4", &old, "billing/invoices-v1"),
+    )
+    .await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(
         put.body["Reason"]
@@ -300,19 +346,11 @@ async fn failed_update_keeps_the_physical_id() {
         .expect("holder");
     let (url, mut rx) = response_url(200).await;
     let mine = entry("billing", "mine", "invoices", &["/mine"]);
-    call(&reg, cfn_create(&url, "c1", &mine)).await;
-    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    let put = put_for(&reg, &mut rx, cfn_create(&url, "c1", &mine)).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
     let wants = entry("billing", "mine", "invoices", &["/mine", "/taken"]);
-    let update = cfn_event(
-        "Update",
-        &url,
-        "u1",
-        as_string_property(&wants),
-        Some("billing/mine"),
-        Some(as_string_property(&mine)),
-    );
-    call(&reg, update).await;
-    let put = answered(&mut rx).await;
+    let update = cfn_update(&url, "u1", &wants, "billing/mine", &mine);
+    let put = put_for(&reg, &mut rx, update).await;
     assert_eq!(put.body["Status"], "FAILED");
     assert_eq!(put.body["PhysicalResourceId"], "billing/mine");
     assert_eq!(
@@ -353,13 +391,7 @@ async fn an_undeliverable_answer_is_an_error_for_the_lambda_to_retry() {
     let reg: DynamoRegistry = granted().await;
     let (url, mut rx) = response_url(500).await;
     let e = invoices_api();
-    let err = handle(&reg, &http(), GATEWAY_ACCOUNT, cfn_create(&url, "x1", &e))
-        .await
-        .expect_err("the PUT failed");
-    assert_eq!(err.kind(), "retryable");
-    for _ in 0..3 {
-        assert_eq!(answered(&mut rx).await.method, "PUT");
-    }
+    assert_retryable_after_three_puts(&reg, &mut rx, cfn_create(&url, "x1", &e)).await;
     // The registration itself happened; CloudFormation's retry finds it unchanged.
     assert!(is_registered(&reg, "billing/invoices-api").await);
 }
@@ -369,19 +401,9 @@ async fn a_redirecting_response_url_is_not_followed() {
     let reg = granted().await;
     let (target, mut followed) = response_url(200).await;
     let (url, mut rx) = redirecting_url(&target).await;
-    let err = handle(
-        &reg,
-        &http(),
-        GATEWAY_ACCOUNT,
-        cfn_create(&url, "r1", &invoices_api()),
-    )
-    .await
-    .expect_err("a redirect is no delivery");
-    assert_eq!(err.kind(), "retryable");
+    let event = cfn_create(&url, "r1", &invoices_api());
+    let err = assert_retryable_after_three_puts(&reg, &mut rx, event).await;
     assert!(err.to_string().contains("HTTP 307"), "{err}");
-    for _ in 0..3 {
-        assert_eq!(answered(&mut rx).await.method, "PUT");
-    }
     assert!(
         followed.try_recv().is_err(),
         "the redirect's target was never called"
@@ -418,24 +440,16 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
     let reg = granted().await;
     let (url, mut rx) = response_url(200).await;
     let e = invoices_api();
-    call(&reg, cfn_create(&url, "r1", &e)).await;
-    assert_eq!(answered(&mut rx).await.body["Status"], "SUCCESS");
+    let put = put_for(&reg, &mut rx, cfn_create(&url, "r1", &e)).await;
+    assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reg
         .revoke("billing", GATEWAY_ACCOUNT)
         .await
         .expect("revoke"));
     let mut changed = e.clone();
     changed.backend = "https://elsewhere.example".into();
-    let update = cfn_event(
-        "Update",
-        &url,
-        "r2",
-        as_string_property(&changed),
-        Some("billing/invoices-api"),
-        Some(as_string_property(&e)),
-    );
-    call(&reg, update).await;
-    let put = answered(&mut rx).await;
+    let update = cfn_update(&url, "r2", &changed, "billing/invoices-api", &e);
+    let put = put_for(&reg, &mut rx, update).await;
     assert_eq!(put.body["Status"], "FAILED");
     assert!(
         put.body["Reason"]
@@ -445,8 +459,12 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
         "{}",
         put.body
     );
-    call(&reg, cfn_delete(&url, "r3", &e, "billing/invoices-api")).await;
-    let put = answered(&mut rx).await;
+    let put = put_for(
+        &reg,
+        &mut rx,
+        cfn_delete(&url, "r3", &e, "billing/invoices-api"),
+    )
+    .await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(
         put.body["Reason"]

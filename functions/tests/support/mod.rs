@@ -2,6 +2,10 @@
 //! wrappers over the adapter traits that inject faults.
 #![allow(dead_code)]
 
+#[path = "../../../adapters/tests/registry_support/mod.rs"]
+pub mod registry_support;
+
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_functions::reconcile::{reconcile, Outcome, ReconcileConfig, ReconcileError};
 use gateway_adapters::registry::{
@@ -10,34 +14,62 @@ use gateway_adapters::registry::{
 use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
 };
+use gateway_render::bounds::Bounds;
 use gateway_render::check::Policy;
-use gateway_render::{Entry, RenderConfig, Route};
+use gateway_render::{Entry, RenderConfig};
 use gateway_testkit::{envoy_bin, unique_name, MotoServer};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub const DOMAIN: &str = "api.example.com";
 
+/// A valid entry (the registry tests' own) whose backend is a closed loopback port: the
+/// reconcile tests never send traffic to it.
 pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
-        team: team.into(),
-        service: service.into(),
-        host: host.into(),
         backend: "http://127.0.0.1:9".into(),
-        protocol: Default::default(),
-        canary: None,
-        health_check: None,
-        routes: paths
-            .iter()
-            .map(|p| Route {
-                path: (*p).into(),
-                methods: None,
-                limits: vec![],
-                timeout: None,
-                ..Default::default()
-            })
-            .collect(),
+        ..registry_support::entry(team, service, host, paths)
+    }
+}
+
+/// A fresh table (checked by `policy`, reached through `dynamo`) and a fresh versioned bucket on
+/// `moto`, both named from `prefix`.
+pub async fn table_and_bucket(
+    moto: &MotoServer,
+    dynamo: aws_sdk_dynamodb::Client,
+    policy: &Policy,
+    prefix: &str,
+) -> (DynamoRegistry, S3Store) {
+    let conf = moto.sdk_config().await;
+    let registry =
+        DynamoRegistry::new(dynamo, unique_name(prefix), DOMAIN).with_policy(policy.clone());
+    registry
+        .create_table_if_absent()
+        .await
+        .expect("create table");
+    let store = S3Store::new(s3_client(&conf), unique_name(prefix));
+    store
+        .create_bucket_if_absent()
+        .await
+        .expect("create bucket");
+    (registry, store)
+}
+
+/// The reconcile function's configuration as the tests run it: the pinned Envoy validates every
+/// run; backends and quarantine limits as deployed by default.
+pub fn reconcile_config(render: RenderConfig, policy: Policy, bounds: Bounds) -> ReconcileConfig {
+    ReconcileConfig {
+        render,
+        policy,
+        validate: ValidateOptions {
+            envoy: EnvoyOptions::new(envoy_bin()),
+            skip_envoy: false,
+        },
+        backends: Default::default(),
+        bounds,
+        quarantine: Default::default(),
     }
 }
 
@@ -123,6 +155,54 @@ impl ConfigStore for FaultyStore<'_> {
     }
 }
 
+/// The item the register function writes for `entry` (revision 1), without its guard rows.
+fn entry_item(entry: &Entry) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        (
+            "pk".into(),
+            AttributeValue::S(format!("ENTRY#{}", entry.id())),
+        ),
+        ("sk".into(), AttributeValue::S("ENTRY".into())),
+        (
+            "entry".into(),
+            AttributeValue::S(serde_json::to_string(entry).expect("entry json")),
+        ),
+        ("revision".into(), AttributeValue::N("1".into())),
+        ("updated_at".into(), AttributeValue::N("0".into())),
+    ])
+}
+
+/// Writes the entries straight into the table in batches, as the entry rows the register
+/// function writes (past its checks and transactions: moto's server leaks memory on
+/// transactions, so a large registry is loaded this way). The host and path guard rows a
+/// registration also writes are not; the reconcile run's scan filters them out.
+pub async fn load_entries(dynamo: &aws_sdk_dynamodb::Client, table: &str, entries: &[Entry]) {
+    for chunk in entries.chunks(25) {
+        let mut requests: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|e| {
+                let put = PutRequest::builder()
+                    .set_item(Some(entry_item(e)))
+                    .build()
+                    .expect("put request");
+                WriteRequest::builder().put_request(put).build()
+            })
+            .collect();
+        while !requests.is_empty() {
+            let out = dynamo
+                .batch_write_item()
+                .request_items(table, requests)
+                .send()
+                .await
+                .expect("batch write");
+            requests = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(table))
+                .unwrap_or_default();
+        }
+    }
+}
+
 pub struct Harness {
     pub moto: MotoServer,
     pub registry: DynamoRegistry,
@@ -141,30 +221,10 @@ impl Harness {
         let conf = moto.sdk_config().await;
         let dynamo = aws_sdk_dynamodb::Client::new(&conf);
         let policy = Policy::new(DOMAIN, true);
-        let registry = DynamoRegistry::new(dynamo.clone(), unique_name("registry"), DOMAIN)
-            .with_policy(policy.clone());
-        registry
-            .create_table_if_absent()
-            .await
-            .expect("create table");
-        let store = S3Store::new(s3_client(&conf), unique_name("bundles"));
-        store
-            .create_bucket_if_absent()
-            .await
-            .expect("create bucket");
+        let (registry, store) = table_and_bucket(&moto, dynamo.clone(), &policy, "registry").await;
         let cloudwatch = aws_sdk_cloudwatch::Client::new(&conf);
         let metrics = CloudWatchMetrics::new(cloudwatch.clone());
-        let cfg = ReconcileConfig {
-            render: RenderConfig::new(DOMAIN),
-            policy,
-            validate: ValidateOptions {
-                envoy: EnvoyOptions::new(envoy_bin()),
-                skip_envoy: false,
-            },
-            backends: Default::default(),
-            bounds: Default::default(),
-            quarantine: Default::default(),
-        };
+        let cfg = reconcile_config(RenderConfig::new(DOMAIN), policy, Bounds::default());
         Harness {
             moto,
             registry,
@@ -225,21 +285,20 @@ impl Harness {
 
     /// Writes an entry item straight into the table, past the register function.
     pub async fn put_raw_entry(&self, entry: &Entry) {
-        use aws_sdk_dynamodb::types::AttributeValue as A;
         self.dynamo
             .put_item()
             .table_name(self.registry.table())
-            .item("pk", A::S(format!("ENTRY#{}", entry.id())))
-            .item("sk", A::S("ENTRY".into()))
-            .item(
-                "entry",
-                A::S(serde_json::to_string(entry).expect("entry json")),
-            )
-            .item("revision", A::N("1".into()))
-            .item("updated_at", A::N("0".into()))
+            .set_item(Some(entry_item(entry)))
             .send()
             .await
             .expect("raw put");
+    }
+
+    /// Another registry on the harness's table with its policy, for a test to give its own
+    /// settings (bounds, publish wait).
+    pub fn registry_view(&self) -> DynamoRegistry {
+        DynamoRegistry::new(self.dynamo.clone(), self.registry.table(), DOMAIN)
+            .with_policy(self.cfg.policy.clone())
     }
 
     pub async fn get_object(&self, key: &str) -> String {
