@@ -4,7 +4,7 @@
 mod support;
 
 use gateway_functions::reconcile::{Outcome, Stage};
-use gateway_adapters::registry::RegistryError;
+use gateway_adapters::registry::{DynamoRegistry, RegistryError};
 use gateway_adapters::store::ConfigStore;
 use gateway_render::Bounds;
 use support::{entry, Harness};
@@ -24,6 +24,22 @@ fn rejection(err: RegistryError) -> Vec<String> {
     }
 }
 
+/// Registers each step's entry (team, service, paths; the team's host) in order: one whose
+/// step names no problem must be accepted, any other refused with exactly that problem.
+async fn register_in_order(
+    registry: &DynamoRegistry,
+    steps: &[(&str, &str, &[&str], Option<&str>)],
+) {
+    for (team, service, paths, refused) in steps {
+        let result = registry.register(&entry(team, service, team, paths)).await;
+        match (result, refused) {
+            (Ok(_), None) => {}
+            (Err(err), Some(problem)) => assert_eq!(rejection(err), [*problem]),
+            (other, _) => panic!("{team}/{service} {paths:?}: got {other:?}, expected {refused:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
     let h = Harness::start().await;
@@ -33,40 +49,30 @@ async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
         ..Bounds::default()
     };
     let registry = h.registry_view().with_bounds(bounds);
-    registry
-        .register(&entry("billing", "a", "billing", &["/a"]))
-        .await
-        .expect("first");
-    registry
-        .register(&entry("billing", "b", "billing", &["/b", "/b2"]))
-        .await
-        .expect("second");
-    let third = registry
-        .register(&entry("billing", "c", "billing", &["/c"]))
-        .await
-        .expect_err("a third entry");
-    assert_eq!(
-        rejection(third),
-        ["team: team billing has 3 entries; at most 2 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)"]
-    );
-    // Another team is not held to billing's count, but to the registry's routes.
-    let big = registry
-        .register(&entry("shop", "cart", "shop", &["/x", "/y", "/z"]))
-        .await
-        .expect_err("6 routes");
-    assert_eq!(
-        rejection(big),
-        ["routes: the registry would hold 6 routes; at most 5 (GATEWAY_MAX_ROUTES)"]
-    );
-    registry
-        .register(&entry("shop", "cart", "shop", &["/x", "/y"]))
-        .await
-        .expect("5 routes fit");
-    // Changing an entry within its count is always allowed.
-    registry
-        .register(&entry("billing", "b", "billing", &["/b"]))
-        .await
-        .expect("shrinks");
+    register_in_order(
+        &registry,
+        &[
+            ("billing", "a", &["/a"], None),
+            ("billing", "b", &["/b", "/b2"], None),
+            (
+                "billing",
+                "c",
+                &["/c"],
+                Some("team: team billing has 3 entries; at most 2 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)"),
+            ),
+            // Another team is not held to billing's count, but to the registry's routes.
+            (
+                "shop",
+                "cart",
+                &["/x", "/y", "/z"],
+                Some("routes: the registry would hold 6 routes; at most 5 (GATEWAY_MAX_ROUTES)"),
+            ),
+            ("shop", "cart", &["/x", "/y"], None),
+            // Changing an entry within its count is always allowed.
+            ("billing", "b", &["/b"], None),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -114,28 +120,25 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         ..Bounds::default()
     };
     let registry = h.registry_view().with_bounds(bounds);
-    for (team, service) in [("billing", "a"), ("shop", "cart")] {
-        registry
-            .register(&entry(team, service, team, &["/a"]))
-            .await
-            .expect("two clusters fit");
-    }
-    let third = registry
-        .register(&entry("shop", "pay", "shop", &["/pay"]))
-        .await
-        .expect_err("a third cluster");
-    assert_eq!(
-        rejection(third),
-        [
-            "backend: the registry would hold 3 backend clusters; at most 2 \
-          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"
-        ]
-    );
-    // An entry holding its cluster may always change.
-    registry
-        .register(&entry("billing", "a", "billing", &["/a", "/a2"]))
-        .await
-        .expect("an entry changes within the envelope");
+    register_in_order(
+        &registry,
+        &[
+            ("billing", "a", &["/a"], None),
+            ("shop", "cart", &["/a"], None),
+            (
+                "shop",
+                "pay",
+                &["/pay"],
+                Some(
+                    "backend: the registry would hold 3 backend clusters; at most 2 \
+                     (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)",
+                ),
+            ),
+            // An entry holding its cluster may always change.
+            ("billing", "a", &["/a", "/a2"], None),
+        ],
+    )
+    .await;
 
     // The reconciler measures the same envelope on every run and holds the line on rows
     // written around the register function; the live config stays.

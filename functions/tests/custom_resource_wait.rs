@@ -8,31 +8,14 @@ mod support;
 
 use gateway_functions::register::{handle, ResponseClient};
 use gateway_adapters::registry::DynamoRegistry;
-use response_url::response_url;
-use serde_json::{json, Value};
+use response_url::{cfn_create_waiting as create, response_url};
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use support::{entry, Harness};
 
 const ACCOUNT: &str = "123456789012";
 const MISSING_CA: &str = "/nonexistent/ca-certificates.crt";
-
-fn create(url: &str, request_id: &str, e: &gateway_render::Entry, wait_for: Option<&str>) -> Value {
-    let mut props = json!({ "Entry": serde_json::to_string(e).expect("json") });
-    if let Some(w) = wait_for {
-        props["WaitFor"] = json!(w);
-    }
-    json!({
-        "RequestType": "Create",
-        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
-        "ResponseURL": url,
-        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/team/guid",
-        "RequestId": request_id,
-        "ResourceType": "Custom::GatewayRoute",
-        "LogicalResourceId": "Expose",
-        "ResourceProperties": props,
-    })
-}
 
 async fn registry(h: &Harness, wait: Duration) -> DynamoRegistry {
     let reg = h

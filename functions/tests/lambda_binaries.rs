@@ -669,6 +669,11 @@ fn schedule_tick() -> Value {
     })
 }
 
+/// Billing's `invoices` entry, the one the reconcile binary's runs publish.
+fn billing_invoices() -> Entry {
+    support::entry("billing", "invoices", "invoices", &["/invoices"])
+}
+
 fn reconcile_env(h: &support::Harness) -> Vec<(String, String)> {
     let mut env = h.moto.aws_env();
     env.push(setting("GATEWAY_TABLE", h.registry.table()));
@@ -686,13 +691,7 @@ async fn the_reconcile_binary_publishes_on_a_stream_event_then_stays_unchanged()
     assert!(matches!(seeded, SeedOutcome::Seeded { .. }), "{seeded}");
     // A loopback backend: accepted only because the process gets
     // GATEWAY_ALLOW_LOOPBACK_BACKENDS=true (the reconciler re-checks every entry).
-    h.register(support::entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices"],
-    ))
-    .await;
+    h.register(billing_invoices()).await;
 
     let api = RuntimeApi::start().await;
     let mut lambda =
@@ -785,13 +784,7 @@ async fn the_reconcile_binary_publishes_on_a_stream_event_then_stays_unchanged()
 #[tokio::test]
 async fn a_failed_reconcile_is_a_function_error_and_the_next_event_recovers() {
     let h = support::Harness::start().await;
-    h.register(support::entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices"],
-    ))
-    .await;
+    h.register(billing_invoices()).await;
     // The process is pointed at a bucket that does not exist yet.
     let bucket = gateway_testkit::unique_name("late");
     let mut env = reconcile_env(&h);

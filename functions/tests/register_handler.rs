@@ -145,6 +145,11 @@ async fn assert_retryable_after_three_puts(
     err
 }
 
+/// The Reason CloudFormation was given.
+fn reason(put: &Captured) -> &str {
+    put.body["Reason"].as_str().unwrap_or("")
+}
+
 async fn is_registered(reg: &DynamoRegistry, id: &str) -> bool {
     reg.get(id).await.expect("get").is_some()
 }
@@ -328,14 +333,7 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     )
     .await;
     assert_eq!(put.body["Status"], "SUCCESS");
-    assert!(
-        put.body["Reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("was not registered"),
-        "{}",
-        put.body
-    );
+    assert!(reason(&put).contains("was not registered"), "{}", put.body);
 }
 
 #[tokio::test]
@@ -452,10 +450,7 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
     let put = put_for(&reg, &mut rx, update).await;
     assert_eq!(put.body["Status"], "FAILED");
     assert!(
-        put.body["Reason"]
-            .as_str()
-            .unwrap_or("")
-            .starts_with("account 123456789012 is not granted team billing"),
+        reason(&put).starts_with("account 123456789012 is not granted team billing"),
         "{}",
         put.body
     );
@@ -466,14 +461,7 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
     )
     .await;
     assert_eq!(put.body["Status"], "SUCCESS");
-    assert!(
-        put.body["Reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("left alone"),
-        "{}",
-        put.body
-    );
+    assert!(reason(&put).contains("left alone"), "{}", put.body);
     assert_eq!(
         reg.get("billing/invoices-api")
             .await

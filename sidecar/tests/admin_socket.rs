@@ -21,25 +21,11 @@ async fn once_waits_for_envoy_through_the_admin_socket() {
     let socket = socket_dir.path().join("admin.sock");
     let admin = format!("unix:{}", socket.display());
     let once_args = envoy_mode_args(&bucket.name, &dirs, &admin, &["--once"]);
-    let billing = |paths: &[&str]| {
-        vec![entry(
-            "billing",
-            "invoices",
-            "billing",
-            &backend.url(),
-            paths.iter().map(|p| route(p, None, vec![])).collect(),
-        )]
-    };
+    let entries = |paths: &[&str]| billing(&backend.url(), paths);
 
     // First delivery before Envoy runs.
-    bucket.publish(&billing(&["/invoices"])).await;
-    let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
+    bucket.publish(&entries(&["/invoices"])).await;
+    SidecarProcess::run_to_exit(moto, &once_args, Duration::from_secs(30), 0);
 
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start_with_admin_socket(
@@ -63,14 +49,8 @@ async fn once_waits_for_envoy_through_the_admin_socket() {
     );
 
     // A new bundle: --once exits 0 only once Envoy's stats (read over the socket) show it.
-    let (_, second) = bucket.publish(&billing(&["/invoices", "/refunds"])).await;
-    let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(60)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
+    let (_, second) = bucket.publish(&entries(&["/invoices", "/refunds"])).await;
+    SidecarProcess::run_to_exit(moto, &once_args, Duration::from_secs(60), 0);
     let (_, stats) = envoy
         .admin_get("/stats?filter=version_text")
         .expect("stats");
@@ -82,18 +62,10 @@ async fn once_waits_for_envoy_through_the_admin_socket() {
     // A sidecar pointed at a socket nobody serves says so, naming it.
     let missing = format!("unix:{}", socket_dir.path().join("none.sock").display());
     let (_, third) = bucket
-        .publish(&billing(&["/invoices", "/refunds", "/x"]))
+        .publish(&entries(&["/invoices", "/refunds", "/x"]))
         .await;
     assert_ne!(third, second);
-    let mut lost = SidecarProcess::start(
-        moto,
-        &envoy_mode_args(&bucket.name, &dirs, &missing, &["--once"]),
-    );
-    assert_eq!(
-        lost.wait_exit(Duration::from_secs(60)),
-        Some(1),
-        "{}",
-        lost.log_text()
-    );
-    assert!(lost.log_text().contains("none.sock"), "{}", lost.log_text());
+    let lost_args = envoy_mode_args(&bucket.name, &dirs, &missing, &["--once"]);
+    let log = SidecarProcess::run_to_exit(moto, &lost_args, Duration::from_secs(60), 1);
+    assert!(log.contains("none.sock"), "{log}");
 }

@@ -6,7 +6,7 @@ use common::*;
 use gateway_adapters::store::{ConfigStore, Writer};
 use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
 use gateway_render::{render_kill_switch, Bundle, Limit, Per, RenderConfig, Unit};
-use gateway_testkit::backend::{expected_body, Backend};
+use gateway_testkit::backend::Backend;
 use gateway_testkit::MotoServer;
 use std::time::{Duration, Instant};
 
@@ -53,18 +53,9 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     assert_eq!(state["hash"], gw.first_hash.as_str());
     assert_eq!(state["version_id"], gw.first_version.as_str());
 
-    assert_eq!(
-        gw.backend_answer("GET", "billing", "/invoices/7")
-            .await
-            .expect("billing"),
-        expected_body("billing", "GET", "/invoices/7")
-    );
-    assert_eq!(
-        gw.backend_answer("DELETE", "shop", "/cart/1")
-            .await
-            .expect("shop"),
-        expected_body("shop", "DELETE", "/cart/1")
-    );
+    gw.assert_reaches_backend("GET", "billing", "/invoices/7")
+        .await;
+    gw.assert_reaches_backend("DELETE", "shop", "/cart/1").await;
     // Host picks the team: the billing path on the shop host is not billing's.
     let (code, body) = gw.send("GET", "shop", "/invoices").await.expect("answer");
     assert_eq!(code, 404, "{body}");
@@ -76,13 +67,7 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
     assert_eq!(code, 404, "{body}");
     assert!(body.contains("no route for this path"), "{body}");
     // Segment-aware prefix.
-    assert_eq!(
-        gw.send("GET", "billing", "/invoicesX")
-            .await
-            .expect("answer")
-            .0,
-        404
-    );
+    assert_eq!(gw.code("GET", "billing", "/invoicesX").await, 404);
     // Unknown host: the catch-all's JSON 404.
     let (code, body) = gw
         .send("GET", "unknown.example.org", "/anything")
@@ -105,7 +90,7 @@ async fn per_route_burst_limit_answers_429() {
     let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
     let mut codes = Vec::new();
     for _ in 0..10 {
-        codes.push(gw.send("GET", "billing", "/burst").await.expect("answer").0);
+        codes.push(gw.code("GET", "billing", "/burst").await);
     }
     assert!(
         codes.iter().filter(|c| **c == 200).count() >= 1,
@@ -117,13 +102,7 @@ async fn per_route_burst_limit_answers_429() {
     );
     // Other routes have no bucket.
     for _ in 0..10 {
-        assert_eq!(
-            gw.send("GET", "billing", "/invoices")
-                .await
-                .expect("answer")
-                .0,
-            200
-        );
+        assert_eq!(gw.code("GET", "billing", "/invoices").await, 200);
     }
 }
 
@@ -132,13 +111,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     let billing = Backend::start("billing");
     let shop = Backend::start("shop");
     let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
-    assert_eq!(
-        gw.send("GET", "billing", "/invoices")
-            .await
-            .expect("answer")
-            .0,
-        200
-    );
+    assert_eq!(gw.code("GET", "billing", "/invoices").await, 200);
 
     let (code, body) = gw
         .envoy
@@ -148,11 +121,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
     let thrown = Instant::now();
     wait_code(&gw, "billing", "/invoices", 503, Duration::from_secs(5)).await;
     for host in ["billing", "shop", "nobody.example.org"] {
-        assert_eq!(
-            gw.send("GET", host, "/cart").await.expect("answer").0,
-            503,
-            "{host}"
-        );
+        assert_eq!(gw.code("GET", host, "/cart").await, 503, "{host}");
     }
     println!("runtime kill switch effective after {:?}", thrown.elapsed());
     let served = billing.requests() + shop.requests();
@@ -163,10 +132,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
         .expect("admin");
     assert_eq!(code, 200);
     wait_code(&gw, "billing", "/invoices", 200, Duration::from_secs(5)).await;
-    assert_eq!(
-        gw.send("GET", "shop", "/cart").await.expect("answer").0,
-        200
-    );
+    assert_eq!(gw.code("GET", "shop", "/cart").await, 200);
     assert_eq!(
         billing.requests() + shop.requests(),
         served + 2,
@@ -211,18 +177,9 @@ async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
     gw.sidecar
         .wait_live(&gw.first_hash, Duration::from_secs(30))
         .await;
-    assert_eq!(
-        gw.backend_answer("GET", "billing", "/invoices/1")
-            .await
-            .expect("billing back"),
-        expected_body("billing", "GET", "/invoices/1")
-    );
-    assert_eq!(
-        gw.backend_answer("GET", "shop", "/cart")
-            .await
-            .expect("shop back"),
-        expected_body("shop", "GET", "/cart")
-    );
+    gw.assert_reaches_backend("GET", "billing", "/invoices/1")
+        .await;
+    gw.assert_reaches_backend("GET", "shop", "/cart").await;
     assert_eq!(gw.envoy.pid(), pid, "no Envoy restart");
 }
 
@@ -249,48 +206,25 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
     )];
     let gw = Gateway::start(&moto, &limited).await;
     // Limit 1 a minute, nothing listening where the limiter should be: every request passes.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut passed = 0;
-    loop {
-        let (code, body) = gw.send("GET", "billing", "/limited").await.expect("answer");
-        assert_eq!(code, 200, "a down limiter must not block: {body}");
-        passed += 1;
-        let status = gw.sidecar.status().await.expect("status");
-        if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
-            assert!(
-                status["ratelimit"]["failure_mode_allowed"]
-                    .as_u64()
-                    .unwrap_or(0)
-                    > 0,
-                "{status}"
-            );
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "RateLimiterErrors never reported; /status {status}\n{}",
-            gw.sidecar.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let (passed, status) = gw.pass_until_limiter_errors_reported("/limited").await;
+    assert!(
+        status["ratelimit"]["failure_mode_allowed"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{status}"
+    );
     assert!(passed >= 2, "more requests passed than the limit allows");
     let errors = gw
         .stat("cluster.billing.invoices.ratelimit.error")
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
     assert!(
-        errors >= passed as u64 - 1,
+        errors >= passed - 1,
         "Envoy counted {errors} limiter errors for {passed} requests"
     );
 
-    let cw = aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await);
-    let listed = cw
-        .list_metrics()
-        .namespace("Gateway")
-        .metric_name("RateLimiterErrors")
-        .send()
-        .await
-        .expect("list_metrics");
+    let listed = gateway_metrics(&moto, "RateLimiterErrors").await;
     assert_eq!(
         listed.metrics().len(),
         1,

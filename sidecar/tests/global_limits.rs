@@ -13,7 +13,6 @@ use gateway_ratelimit::{serve, Listen, ServeOptions};
 use gateway_render::contract::RATE_LIMIT_FILE;
 use gateway_render::{Entry, Limit, Per, Unit};
 use gateway_testkit::backend::Backend;
-use gateway_testkit::envoy::EnvoyPorts;
 use gateway_testkit::{free_addr, MotoServer};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -71,40 +70,17 @@ async fn start_stack(
     entries: &[Entry],
 ) -> (Gateway, SidecarProcess, LocalLimiter) {
     let bucket = Bucket::create(moto).await;
-    let (first_version, first_hash) = bucket.publish(entries).await;
+    let first = bucket.publish(entries).await;
     let dirs = Dirs::new();
-    let ratelimit_sidecar = SidecarProcess::start(
-        moto,
-        &[
-            "--bucket".into(),
-            bucket.name.clone(),
-            "--ratelimit-dir".into(),
-            dirs.ratelimit.display().to_string(),
-            "--interval".into(),
-            "1".into(),
-        ],
-    );
+    let ratelimit_sidecar = SidecarProcess::start(moto, &ratelimit_mode_args(&bucket.name, &dirs));
     ratelimit_sidecar
-        .wait_live(&first_hash, Duration::from_secs(30))
+        .wait_live(&first.1, Duration::from_secs(30))
         .await;
     let limiter = LocalLimiter::start(&dirs.ratelimit).await;
-    let ports = EnvoyPorts::free();
-    let admin = format!("http://{}", ports.admin);
-    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-    wait_files(&dirs, Duration::from_secs(30)).await;
-    let envoy = start_envoy_with(&dirs, ports, limiter.addr, 1);
-    sidecar
-        .wait_live(&first_hash, Duration::from_secs(30))
-        .await;
-    let gw = Gateway {
-        bucket,
-        dirs,
-        sidecar,
-        envoy,
-        client: client(),
-        first_hash,
-        first_version,
-    };
+    let gw = Gateway::deliver(moto, bucket, first, dirs, &[], |dirs, ports| {
+        start_envoy_with(dirs, ports, limiter.addr, 1)
+    })
+    .await;
     (gw, ratelimit_sidecar, limiter)
 }
 
@@ -397,28 +373,7 @@ async fn the_limiter_going_away_fails_open_and_is_reported() {
     );
 
     limiter.stop().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let code = get(&gw, "/limited", &[]).await.code;
-        assert_eq!(code, 200, "a down limiter must not block");
-        let status = gw.sidecar.status().await.expect("sidecar status");
-        if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "RateLimiterErrors never reported; /status {status}\n{}",
-            gw.sidecar.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let cw = aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await);
-    let listed = cw
-        .list_metrics()
-        .namespace("Gateway")
-        .metric_name("RateLimiterErrors")
-        .send()
-        .await
-        .expect("list_metrics");
+    gw.pass_until_limiter_errors_reported("/limited").await;
+    let listed = gateway_metrics(&moto, "RateLimiterErrors").await;
     assert_eq!(listed.metrics().len(), 1, "{listed:?}");
 }

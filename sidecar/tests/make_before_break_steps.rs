@@ -7,11 +7,10 @@
 
 mod common;
 
-use common::traffic::{traffic, Tally};
+use common::traffic::{Loops, Tally};
 use common::*;
 use gateway_render::Entry;
 use gateway_testkit::backend::Backend;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,15 +102,8 @@ async fn deliver_to(
 ) -> (u64, u64, Vec<String>) {
     let (cds_before, rds_before) = (counter(gw, CDS_UPDATES), counter(gw, RDS_UPDATES));
     let (_, hash) = gw.bucket.publish(entries).await;
-    wait_backend(
-        &gw.client,
-        gw.listener(),
-        host,
-        path,
-        backend,
-        Duration::from_secs(60),
-    )
-    .await;
+    gw.wait_served_by(host, path, backend, Duration::from_secs(60))
+        .await;
     gw.sidecar.wait_live(&hash, Duration::from_secs(60)).await;
     (
         counter(gw, CDS_UPDATES) - cds_before,
@@ -127,9 +119,7 @@ async fn make_before_break_skips_the_steps_that_change_nothing() {
     let c = Backend::start("billing-c");
     let shop = Backend::start("shop");
     let gw = Gateway::start(shared_moto(), &entries("invoices-a", &a, &a, &shop)).await;
-    wait_backend(
-        &gw.client,
-        gw.listener(),
+    gw.wait_served_by(
         "billing",
         "/invoices/7",
         "billing-a",
@@ -137,25 +127,11 @@ async fn make_before_break_skips_the_steps_that_change_nothing() {
     )
     .await;
 
-    let stop = Arc::new(AtomicBool::new(false));
     let moving = Arc::new(Tally::default());
     let unchanged = Arc::new(Tally::default());
-    let loops = vec![
-        traffic(
-            gw.listener(),
-            "billing",
-            "/invoices/7",
-            stop.clone(),
-            moving.clone(),
-        ),
-        traffic(
-            gw.listener(),
-            "shop",
-            "/cart",
-            stop.clone(),
-            unchanged.clone(),
-        ),
-    ];
+    let mut loops = Loops::default();
+    loops.start(gw.listener(), "billing", "/invoices/7", &moving);
+    loops.start(gw.listener(), "shop", "/cart", &unchanged);
 
     // /invoices moves to a new cluster; invoices-a keeps /legacy, so no cluster goes away.
     let (cds, rds, added) = deliver(&gw, &entries("invoices-b", &b, &a, &shop), "billing-b").await;
@@ -220,10 +196,7 @@ async fn make_before_break_skips_the_steps_that_change_nothing() {
         "Envoy runs the live bundle's clusters and routes: {ready:?}"
     );
 
-    stop.store(true, Ordering::SeqCst);
-    for l in loops {
-        l.await.expect("traffic loop");
-    }
+    loops.stop().await;
     println!(
         "moving route: {} ok, {} failed; unchanged route: {} ok, {} failed",
         moving.ok(),
@@ -231,18 +204,8 @@ async fn make_before_break_skips_the_steps_that_change_nothing() {
         unchanged.ok(),
         unchanged.failed()
     );
-    assert_eq!(
-        moving.failed(),
-        0,
-        "failed on the moving route: {:?}",
-        moving.samples()
-    );
-    assert_eq!(
-        unchanged.failed(),
-        0,
-        "failed on the unchanged route: {:?}",
-        unchanged.samples()
-    );
+    moving.assert_none_failed("the moving route");
+    unchanged.assert_none_failed("the unchanged route");
     assert!(
         moving.ok() > 10 && unchanged.ok() > 10,
         "traffic was steady"

@@ -16,13 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn billing(backend: &Backend, paths: &[&str]) -> Vec<Entry> {
-    vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        paths.iter().map(|p| route(p, None, vec![])).collect(),
-    )]
+    common::billing(&backend.url(), paths)
 }
 
 /// Files changed by `edit`, re-hashed and re-stamped: a bundle that verifies, as a careless
@@ -89,17 +83,10 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     );
 
     // Envoy keeps serving the previous routes, and the refused file is not left on disk.
+    gw.assert_reaches_backend("GET", "billing", "/invoices")
+        .await;
     assert_eq!(
-        gw.backend_answer("GET", "billing", "/invoices")
-            .await
-            .expect("old route"),
-        expected_body("billing", "GET", "/invoices")
-    );
-    assert_eq!(
-        gw.send("GET", "billing", "/refunds")
-            .await
-            .expect("answer")
-            .0,
+        gw.code("GET", "billing", "/refunds").await,
         404,
         "the refused route is not live"
     );
@@ -122,25 +109,18 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     })
     .await;
 
-    let cw = aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let listed = cw
-            .list_metrics()
-            .namespace("Gateway")
-            .metric_name("ProxyConfigRejected")
-            .send()
-            .await
-            .expect("list_metrics");
-        if listed.metrics().len() == 1 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "ProxyConfigRejected not in CloudWatch: {listed:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_until_async(
+        Duration::from_secs(10),
+        "ProxyConfigRejected in CloudWatch",
+        async || {
+            gateway_metrics(&moto, "ProxyConfigRejected")
+                .await
+                .metrics()
+                .len()
+                == 1
+        },
+    )
+    .await;
 
     // The refused version is not retried, and the next good bundle goes through.
     let (_, good_hash) = gw
@@ -150,24 +130,18 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     gw.sidecar
         .wait_live(&good_hash, Duration::from_secs(30))
         .await;
-    assert_eq!(
-        gw.backend_answer("GET", "billing", "/refunds/3")
-            .await
-            .expect("new route"),
-        expected_body("billing", "GET", "/refunds/3")
-    );
+    gw.assert_reaches_backend("GET", "billing", "/refunds/3")
+        .await;
     let status = gw.sidecar.status().await.expect("status");
     assert_eq!(status["rejected"], 1, "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_that_does_not_verify_is_never_written() {
-    let moto = shared_moto();
+    // Nothing listens on the admin port: nothing here may get as far as asking Envoy.
+    let offline = NoEnvoy::new().await;
+    let (bucket, dirs) = (&offline.bucket, &offline.dirs);
     let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
-    // Nothing listens on this admin port: nothing here may get as far as asking Envoy.
-    let admin = format!("http://{}", EnvoyPorts::free().admin);
     let good = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
 
     // Bytes changed after hashing, metadata still naming the stated hash.
@@ -179,25 +153,12 @@ async fn a_download_that_does_not_verify_is_never_written() {
     let (tampered_version, _) = bucket
         .put_raw(tampered.to_json().as_bytes(), &good.hash, Writer::Unknown)
         .await;
-    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
+    let sidecar = offline.sidecar(&[]);
     let status = sidecar
-        .wait_status(Duration::from_secs(30), "a verification error", |s| {
-            s["last_error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains(&tampered_version))
-        })
+        .wait_error_naming(&tampered_version, "a verification error")
         .await;
-    assert!(
-        status["last_error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("does not match"),
-        "{status}"
-    );
-    assert!(
-        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
-        "nothing written"
-    );
+    assert!(last_error(&status).contains("does not match"), "{status}");
+    dirs.assert_nothing_written();
     assert_eq!(sidecar.healthz().await, Some(503));
 
     // A good bundle is delivered (first delivery: written for Envoy to start from).
@@ -210,7 +171,7 @@ async fn a_download_that_does_not_verify_is_never_written() {
             std::fs::read(d.routes.join(ROUTES_FILE)).ok(),
         )
     };
-    let before = snapshot(&dirs);
+    let before = snapshot(dirs);
     assert_eq!(
         before.1.as_deref(),
         Some(good.files[ROUTES_FILE].as_bytes())
@@ -218,47 +179,20 @@ async fn a_download_that_does_not_verify_is_never_written() {
 
     // Cut short; then a valid bundle whose metadata hash is another one.
     let body = good.to_json();
-    let (short_version, _) = bucket
-        .put_raw(
-            &body.as_bytes()[..body.len() / 2],
-            &good.hash,
-            Writer::Unknown,
-        )
-        .await;
+    let short = &body.as_bytes()[..body.len() / 2];
+    let (short_version, _) = bucket.put_raw(short, &good.hash, Writer::Unknown).await;
     sidecar
-        .wait_status(
-            Duration::from_secs(30),
-            "the truncated version refused",
-            |s| {
-                s["last_error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains(&short_version))
-            },
-        )
+        .wait_error_naming(&short_version, "the truncated version refused")
         .await;
     let other = Bundle::new(&rendered(&billing(&backend, &["/other"])), &[]);
     let (mislabelled, _) = bucket
         .put_raw(other.to_json().as_bytes(), &good.hash, Writer::Unknown)
         .await;
     let status = sidecar
-        .wait_status(
-            Duration::from_secs(30),
-            "the mislabelled version refused",
-            |s| {
-                s["last_error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains(&mislabelled))
-            },
-        )
+        .wait_error_naming(&mislabelled, "the mislabelled version refused")
         .await;
-    assert!(
-        status["last_error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("metadata hash"),
-        "{status}"
-    );
-    assert_eq!(snapshot(&dirs), before, "the last good files stay");
+    assert!(last_error(&status).contains("metadata hash"), "{status}");
+    assert_eq!(snapshot(dirs), before, "the last good files stay");
     assert_eq!(status["live"]["hash"], good_hash.as_str());
     let leftovers: Vec<String> = [&dirs.clusters, &dirs.routes]
         .iter()
@@ -268,51 +202,41 @@ async fn a_download_that_does_not_verify_is_never_written() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// A bundle past `--max-bundle-bytes` is refused naming the limit (`limit` is the text after
+/// the cap in the message), and nothing is written.
+async fn assert_refused_at_cap(offline: &NoEnvoy, version: &str, cap: usize, limit: &str) {
+    let cap = cap.to_string();
+    let sidecar = offline.sidecar(&["--max-bundle-bytes", &cap]);
+    let status = sidecar
+        .wait_error_naming(version, "the oversized bundle refused")
+        .await;
+    let expected = limit.replace("{cap}", &cap);
+    assert!(last_error(&status).contains(&expected), "{status}");
+    offline.dirs.assert_nothing_written();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bundle_beyond_the_byte_cap_is_refused_unread_naming_the_limit() {
-    let moto = shared_moto();
+    let offline = NoEnvoy::new().await;
     let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
-    let admin = format!("http://{}", EnvoyPorts::free().admin);
     let good = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
     let size = good.to_json().len();
-    let (version, _) = bucket.put(&good, Writer::Reconciler).await;
-    let cap = (size - 1).to_string();
-    let sidecar = SidecarProcess::start(
-        moto,
-        &envoy_mode_args(&bucket.name, &dirs, &admin, &["--max-bundle-bytes", &cap]),
-    );
-    let status = sidecar
-        .wait_status(
-            Duration::from_secs(30),
-            "the oversized bundle refused",
-            |s| {
-                s["last_error"]["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains(&version))
-            },
-        )
-        .await;
-    let message = status["last_error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains(&format!("at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)")),
-        "{status}"
-    );
-    assert!(
-        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
-        "nothing written"
-    );
+    let (version, _) = offline.bucket.put(&good, Writer::Reconciler).await;
+    assert_refused_at_cap(
+        &offline,
+        &version,
+        size - 1,
+        "at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)",
+    )
+    .await;
 }
 
 /// A small gzip bomb (8 MiB of spaces in a few KiB on the wire, with a matching hash in its
 /// metadata) stops at the cap while decompressing: refused naming the limit, nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gzip_bomb_is_refused_at_the_cap_while_decompressing() {
-    let moto = shared_moto();
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
-    let admin = format!("http://{}", EnvoyPorts::free().admin);
+    let offline = NoEnvoy::new().await;
+    let bucket = &offline.bucket;
     let bomb = vec![b' '; 8 << 20];
     let (version, _) = bucket
         .put_raw(&bomb, "sha256:bomb", Writer::Reconciler)
@@ -331,46 +255,25 @@ async fn a_gzip_bomb_is_refused_at_the_cap_while_decompressing() {
         wire.content_length()
     );
     assert_eq!(wire.content_encoding(), Some("gzip"));
-    let cap = (1 << 20).to_string();
-    let sidecar = SidecarProcess::start(
-        moto,
-        &envoy_mode_args(&bucket.name, &dirs, &admin, &["--max-bundle-bytes", &cap]),
-    );
-    let status = sidecar
-        .wait_status(Duration::from_secs(30), "the bomb refused", |s| {
-            s["last_error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains(&version))
-        })
-        .await;
-    let message = status["last_error"]["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains(&format!(
-            "decompresses to more than {cap} bytes; at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)"
-        )),
-        "{status}"
-    );
-    assert!(
-        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
-        "nothing written"
-    );
+    assert_refused_at_cap(
+        &offline,
+        &version,
+        1 << 20,
+        "decompresses to more than {cap} bytes; at most {cap} (GATEWAY_MAX_BUNDLE_BYTES)",
+    )
+    .await;
 }
 
 /// A version written before compression (plain JSON, no Content-Encoding) is still delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncompressed_version_from_before_compression_is_delivered() {
-    let moto = shared_moto();
+    let offline = NoEnvoy::new().await;
     let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
-    let admin = format!("http://{}", EnvoyPorts::free().admin);
     let plain = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
-    let version = bucket.put_plain(&plain).await;
-    let _sidecar = SidecarProcess::start(
-        moto,
-        &envoy_mode_args(&bucket.name, &dirs, &admin, &[]),
-    );
-    wait_files(&dirs, Duration::from_secs(30)).await;
+    let version = offline.bucket.put_plain(&plain).await;
+    let _sidecar = offline.sidecar(&[]);
+    let dirs = &offline.dirs;
+    wait_files(dirs, Duration::from_secs(30)).await;
     let routes = std::fs::read_to_string(dirs.routes.join("routes.json")).expect("routes.json");
     assert!(routes.contains(&plain.hash), "version {version}: {routes}");
 }
@@ -399,45 +302,43 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
             )],
         )]
     };
-    let first = rendered(&limited(10));
-    bucket
-        .put(&Bundle::new(&first, &limited(10)), Writer::Reconciler)
-        .await;
-    let args: Vec<String> = vec![
-        "--bucket".into(),
-        bucket.name.clone(),
-        "--ratelimit-dir".into(),
-        dirs.ratelimit.display().to_string(),
-        "--interval".into(),
-        "1".into(),
-    ];
-    let sidecar = SidecarProcess::start(moto, &args);
-    let status = sidecar
-        .wait_live(&first.hash, Duration::from_secs(30))
-        .await;
-    assert_eq!(status["mode"], "ratelimit");
-    assert_eq!(Dirs::list(&dirs.ratelimit), [RATE_LIMIT_FILE]);
-    assert_eq!(
-        std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules"),
-        first.files[RATE_LIMIT_FILE]
-    );
-    assert_eq!(sidecar.healthz().await, Some(200));
+    // The first rules are published before the sidecar starts; the second while it runs.
+    let mut sidecar = None;
+    let mut previous: Option<String> = None;
+    for requests in [10, 20] {
+        let next = rendered(&limited(requests));
+        if let Some(previous) = &previous {
+            assert_ne!(&next.files[RATE_LIMIT_FILE], previous);
+        }
+        bucket
+            .put(&Bundle::new(&next, &limited(requests)), Writer::Reconciler)
+            .await;
+        let sidecar = sidecar.get_or_insert_with(|| {
+            SidecarProcess::start(moto, &ratelimit_mode_args(&bucket.name, &dirs))
+        });
+        let status = sidecar.wait_live(&next.hash, Duration::from_secs(30)).await;
+        assert_eq!(status["mode"], "ratelimit");
+        assert_eq!(Dirs::list(&dirs.ratelimit), [RATE_LIMIT_FILE]);
+        assert_eq!(
+            std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules"),
+            next.files[RATE_LIMIT_FILE]
+        );
+        assert_eq!(sidecar.healthz().await, Some(200));
+        previous = Some(next.files[RATE_LIMIT_FILE].clone());
+    }
+    dirs.assert_nothing_written();
+}
 
-    let second = rendered(&limited(20));
-    assert_ne!(second.files[RATE_LIMIT_FILE], first.files[RATE_LIMIT_FILE]);
-    bucket
-        .put(&Bundle::new(&second, &limited(20)), Writer::Reconciler)
-        .await;
-    sidecar
-        .wait_live(&second.hash, Duration::from_secs(30))
-        .await;
-    assert_eq!(
-        std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules"),
-        second.files[RATE_LIMIT_FILE]
-    );
-    assert_eq!(Dirs::list(&dirs.ratelimit), [RATE_LIMIT_FILE]);
-    for dir in [&dirs.clusters, &dirs.routes] {
-        assert!(Dirs::list(dir).is_empty());
+/// The stats lines saying Envoy's CDS and RDS run the config `hash`; fails the test otherwise.
+fn assert_envoy_runs(envoy: &gateway_testkit::envoy::EnvoyProcess, hash: &str) {
+    let (_, stats) = envoy
+        .admin_get("/stats?filter=version_text")
+        .expect("stats");
+    for stat in [
+        "cluster_manager.cds.version_text",
+        "http.gateway.rds.gateway.version_text",
+    ] {
+        assert!(stats.contains(&format!("{stat}: \"{hash}\"")), "{stats}");
     }
 }
 
@@ -450,42 +351,21 @@ async fn once_probe_usage_and_sigterm() {
     let ports = EnvoyPorts::free();
     let admin = format!("http://{}", ports.admin);
     let once_args = envoy_mode_args(&bucket.name, &dirs, &admin, &["--once"]);
+    let within = Duration::from_secs(30);
 
     // Nothing published: exit 1 with the reason.
-    let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(30)),
-        Some(1),
-        "{}",
-        once.log_text()
-    );
-    assert!(
-        once.log_text().contains("no bundle.json published yet"),
-        "{}",
-        once.log_text()
-    );
+    let log = SidecarProcess::run_to_exit(moto, &once_args, within, 1);
+    assert!(log.contains("no bundle.json published yet"), "{log}");
 
     // First delivery: files written, exit 0, Envoy starts from them.
     let (_, first_hash) = bucket.publish(&billing(&backend, &["/invoices"])).await;
-    let mut once = SidecarProcess::start(moto, &once_args);
-    assert_eq!(
-        once.wait_exit(Duration::from_secs(30)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
+    SidecarProcess::run_to_exit(moto, &once_args, within, 0);
     let envoy = start_envoy(&dirs, ports);
     let client = client();
+    let served =
+        |path: &'static str| backend_answer(&client, envoy.listener_addr(), "GET", "billing", path);
     assert_eq!(
-        backend_answer(
-            &client,
-            envoy.listener_addr(),
-            "GET",
-            "billing",
-            "/invoices"
-        )
-        .await
-        .expect("served"),
+        served("/invoices").await.expect("served"),
         expected_body("billing", "GET", "/invoices")
     );
 
@@ -494,41 +374,17 @@ async fn once_probe_usage_and_sigterm() {
         .publish(&billing(&backend, &["/invoices", "/refunds"]))
         .await;
     assert_ne!(first_hash, second_hash);
-    let mut once = SidecarProcess::start(moto, &once_args);
+    SidecarProcess::run_to_exit(moto, &once_args, Duration::from_secs(60), 0);
+    assert_envoy_runs(&envoy, &second_hash);
     assert_eq!(
-        once.wait_exit(Duration::from_secs(60)),
-        Some(0),
-        "{}",
-        once.log_text()
-    );
-    let (_, stats) = envoy
-        .admin_get("/stats?filter=version_text")
-        .expect("stats");
-    assert!(
-        stats.contains(&format!(
-            "cluster_manager.cds.version_text: \"{second_hash}\""
-        )),
-        "{stats}"
-    );
-    assert!(
-        stats.contains(&format!(
-            "http.gateway.rds.gateway.version_text: \"{second_hash}\""
-        )),
-        "{stats}"
-    );
-    assert_eq!(
-        backend_answer(&client, envoy.listener_addr(), "GET", "billing", "/refunds")
-            .await
-            .expect("new route"),
+        served("/refunds").await.expect("new route"),
         expected_body("billing", "GET", "/refunds")
     );
 
     // --probe: 0 on a 200, 1 otherwise.
     let mut running =
         SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-    running
-        .wait_live(&second_hash, Duration::from_secs(30))
-        .await;
+    running.wait_live(&second_hash, within).await;
     let probe = |url: String| {
         Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
             .arg("--probe")
@@ -551,12 +407,7 @@ async fn once_probe_usage_and_sigterm() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    assert_eq!(
-        running.wait_exit(Duration::from_secs(10)),
-        Some(0),
-        "{}",
-        running.log_text()
-    );
+    running.assert_exits(Duration::from_secs(10), 0);
 
     // Usage errors exit 2.
     let usage = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
@@ -574,9 +425,13 @@ async fn once_probe_usage_and_sigterm() {
 }
 
 async fn wait_until(within: Duration, what: &str, check: impl Fn() -> bool) {
+    wait_until_async(within, what, async || check()).await
+}
+
+async fn wait_until_async(within: Duration, what: &str, check: impl AsyncFn() -> bool) {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
-        if check() {
+        if check().await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

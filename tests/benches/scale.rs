@@ -4,8 +4,9 @@
 //! under steady traffic. A bench binary, not a test: it prints one markdown table and writes it
 //! to `target/bench.md`; nothing here asserts on time.
 //!
-//! `scripts/bench.sh [ROUTES...]` builds and runs it (`cargo bench -p gateway-sidecar --bench
-//! scale -- ROUTES...`); it needs the pinned Envoy (`ENVOY_BIN`) and moto's server (`.venv`).
+//! `scripts/bench.sh [ROUTES...]` builds the sidecar binary and runs this bench (`cargo bench -p
+//! gateway-testkit --bench scale -- ROUTES...`); it needs the pinned Envoy (`ENVOY_BIN`) and
+//! moto's server (`.venv`).
 //!
 //! Per size, against moto's server (DynamoDB, S3) and the pinned Envoy:
 //! 1. a generated registry (ten routes and one https backend per entry, four entries per host) is
@@ -24,30 +25,31 @@
 //!    the bucket at varying points of the one-second poll interval; each time until the new
 //!    backend answers, and every request that did not get a 200.
 
-#[path = "../tests/common/mod.rs"]
+// The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
+// copied.
+#[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
+#[path = "../../functions/tests/support/mod.rs"]
+mod support;
 
-use common::generated::{generated, load, status_kib};
-use common::traffic::{traffic, Tally};
+use common::generated::{generated, generous_bounds, one_certificate_ca, status_kib};
+use common::traffic::{Loops, Tally};
 use common::{envoy_mode_args, start_envoy, wait_backend, Dirs, SidecarProcess, DOMAIN};
 use gateway_adapters::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
-use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
 use gateway_adapters::registry::{
     DynamoRegistry, EntryStatus, PublishedState, RegisterOutcome, Registry, RegistryError,
     RegistrySnapshot,
 };
 use gateway_adapters::store::{
-    s3_client, BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store,
-    StoreError, Writer,
+    BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
 };
-use gateway_render::bounds::Bounds;
+use gateway_functions::reconcile::{reconcile, seed, Outcome};
 use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
-use gateway_testkit::{envoy_bin, repo_root, unique_name, MotoServer};
-use gateway_validator::{validate_with_envoy, ConfigView, EnvoyOptions, ValidateOptions};
+use gateway_testkit::{envoy_bin, repo_root, MotoServer};
+use gateway_validator::{validate_with_envoy, ConfigView};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -214,21 +216,6 @@ struct Row {
     failed_samples: Vec<String>,
 }
 
-/// A CA file holding one certificate (the first of the system bundle): what an operator's own
-/// private CA looks like to Envoy, and what infra's `upstreamCa` is for.
-fn one_certificate_ca() -> String {
-    let system = std::fs::read_to_string(gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE)
-        .expect("the system CA bundle");
-    let end = "-----END CERTIFICATE-----";
-    let first = &system[..system.find(end).expect("a certificate") + end.len()];
-    let start = first
-        .find("-----BEGIN CERTIFICATE-----")
-        .expect("a certificate");
-    let path = std::env::temp_dir().join(unique_name("bench-ca"));
-    std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
-    path.display().to_string()
-}
-
 /// The entries that carry traffic: `/live` on `live-a` or `live-b` (each its own cluster), and
 /// `/steady`, which never changes.
 fn traffic_entries(on_b: bool, a: &Backend, b: &Backend, steady: &Backend) -> Vec<Entry> {
@@ -260,35 +247,15 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
     let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
-    // The registry's caps sized to the bench, as an operator raising GATEWAY_MAX_ROUTES would.
-    let bounds = Bounds {
-        max_routes: 1_000_000,
-        max_clusters: 1_000_000,
-        max_bundle_bytes: 1 << 30,
-        ..Bounds::default()
-    };
-    let registry = DynamoRegistry::new(dynamo.clone(), unique_name("bench"), DOMAIN)
-        .with_policy(policy.clone())
-        .with_bounds(bounds);
-    registry.create_table_if_absent().await.expect("table");
-    let bucket = unique_name("bench");
-    let s3 = s3_client(&conf);
-    let store = S3Store::new(s3.clone(), &bucket);
-    store.create_bucket_if_absent().await.expect("bucket");
+    let bounds = generous_bounds();
+    let (registry, store) = support::table_and_bucket(moto, dynamo.clone(), &policy, "bench").await;
+    let registry = registry.with_bounds(bounds);
+    let bucket = store.bucket().to_string();
+    let s3 = store.client().clone();
     let cloudwatch = CloudWatchMetrics::from_conf(&conf);
     let mut render_cfg = RenderConfig::new(DOMAIN);
     render_cfg.upstream_ca_file = ca_file.to_string();
-    let cfg = ReconcileConfig {
-        render: render_cfg.clone(),
-        policy,
-        validate: ValidateOptions {
-            envoy: EnvoyOptions::new(envoy_bin()),
-            skip_envoy: false,
-        },
-        backends: Default::default(),
-        bounds,
-        quarantine: Default::default(),
-    };
+    let cfg = support::reconcile_config(render_cfg.clone(), policy, bounds);
     seed(&registry, &store, &cfg).await.expect("seed");
 
     // 1. The registry.
@@ -311,7 +278,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         .filter(|(i, _)| !sampled.contains(i))
         .map(|(_, e)| e.clone())
         .collect();
-    load(&dynamo, registry.table(), &bulk).await;
+    support::load_entries(&dynamo, registry.table(), &bulk).await;
     drop(bulk);
     // Each registration reads the whole registry for its bounds check, so against a full table
     // it can exceed the SDK's attempt timeout on moto's server (the retry then finds the entry
@@ -325,7 +292,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         register_sample.push(started.elapsed());
         if !matches!(outcome, Ok(RegisterOutcome::Created { .. })) {
             register_failures.push(format!("{}: {outcome:?}", e.id()));
-            load(&dynamo, registry.table(), std::slice::from_ref(e)).await;
+            support::load_entries(&dynamo, registry.table(), std::slice::from_ref(e)).await;
         }
     }
 
@@ -448,12 +415,10 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         Duration::from_secs(60),
     )
     .await;
-    let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Tally::default());
-    let loops = vec![
-        traffic(listener, "live", "/live/1", stop.clone(), tally.clone()),
-        traffic(listener, "steady", "/steady/1", stop.clone(), tally.clone()),
-    ];
+    let mut loops = Loops::default();
+    loops.start(listener, "live", "/live/1", &tally);
+    loops.start(listener, "steady", "/steady/1", &tally);
     let generated_entries = &entries[..entries.len() - 2];
     let mut propagation = Vec::new();
     let mut on_b = false;
@@ -496,10 +461,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
             .wait_live(&bundle.hash, Duration::from_secs(600))
             .await;
     }
-    stop.store(true, Ordering::SeqCst);
-    for l in loops {
-        l.await.expect("traffic loop");
-    }
+    loops.stop().await;
     let sidecar_peak_after_moves_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
     Row {
         routes: route_count,

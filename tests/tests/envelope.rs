@@ -1,7 +1,7 @@
 //! The memory envelope: what a registry of N routes costs in memory at each stage that must hold
 //! it, measured with the real pieces (docs/benchmarks.md, "Memory envelope"). A measurement, not a
 //! check: run it with
-//! `cargo test -p gateway-sidecar --test envelope -- --ignored --nocapture` (sizes from
+//! `cargo test -p gateway-testkit --test envelope -- --ignored --nocapture` (sizes from
 //! `ENVELOPE_ROUTES`, default `10000,25000,50000`); it prints the table and writes it to
 //! `target/bench-envelope.md`.
 //!
@@ -13,19 +13,21 @@
 //! the published bundle to a real Envoy on the gateway's bootstrap, and the peaks of both are
 //! read from `/proc` (`VmHWM`, `VmRSS`).
 
+// The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
+// copied.
+#[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
+#[path = "../../functions/tests/support/mod.rs"]
+mod support;
 
-use common::generated::{generated, load, status_kib};
+use common::generated::{generated, generous_bounds, one_certificate_ca, status_kib};
 use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
-use gateway_adapters::registry::DynamoRegistry;
-use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
-use gateway_render::bounds::Bounds;
+use gateway_adapters::store::ConfigStore;
+use gateway_functions::reconcile::{reconcile, seed, Outcome};
 use gateway_render::{Entry, Policy, RenderConfig};
 use gateway_testkit::envoy::EnvoyPorts;
-use gateway_testkit::{envoy_bin, repo_root, unique_name};
-use gateway_validator::{EnvoyOptions, ValidateOptions};
+use gateway_testkit::repo_root;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -114,37 +116,19 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
     let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
-    let registry = DynamoRegistry::new(dynamo.clone(), unique_name("envelope"), DOMAIN)
-        .with_policy(policy.clone());
-    registry.create_table_if_absent().await.expect("table");
-    let bucket = unique_name("envelope");
-    let store = S3Store::new(s3_client(&conf), &bucket);
-    store.create_bucket_if_absent().await.expect("bucket");
+    let (registry, store) =
+        support::table_and_bucket(moto, dynamo.clone(), &policy, "envelope").await;
+    let bucket = store.bucket().to_string();
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let mut render = RenderConfig::new(DOMAIN);
     render.upstream_ca_file = ca.1.clone();
-    let cfg = ReconcileConfig {
-        render,
-        policy,
-        validate: ValidateOptions {
-            envoy: EnvoyOptions::new(envoy_bin()),
-            skip_envoy: false,
-        },
-        backends: Default::default(),
-        bounds: Bounds {
-            max_routes: 1_000_000,
-            max_clusters: 1_000_000,
-            max_bundle_bytes: 1 << 30,
-            ..Bounds::default()
-        },
-        quarantine: Default::default(),
-    };
+    let cfg = support::reconcile_config(render, policy, generous_bounds());
     seed(&registry, &store, &cfg).await.expect("seed");
     let entries: Vec<Entry> = (0..routes.div_ceil(routes_per_entry()))
         .map(|i| generated(i, routes_per_entry()))
         .collect();
     let https_clusters = entries.len();
-    load(&dynamo, registry.table(), &entries).await;
+    support::load_entries(&dynamo, registry.table(), &entries).await;
     drop(entries);
 
     let sampler = Sampler::start();
@@ -189,21 +173,6 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
         sidecar_peak,
         envoy_serving,
     }
-}
-
-/// A CA file holding one certificate (the first of the system bundle): what an operator's own
-/// private CA looks like to Envoy.
-fn one_certificate_ca() -> String {
-    let system = std::fs::read_to_string(gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE)
-        .expect("the system CA bundle");
-    let end = "-----END CERTIFICATE-----";
-    let first = &system[..system.find(end).expect("a certificate") + end.len()];
-    let start = first
-        .find("-----BEGIN CERTIFICATE-----")
-        .expect("a certificate");
-    let path = std::env::temp_dir().join(unique_name("one-ca"));
-    std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
-    path.display().to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,11 +8,10 @@
 #[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
 
-use common::traffic::{traffic, Tally};
+use common::traffic::{Loops, Tally};
 use common::*;
 use gateway_render::Entry;
 use gateway_testkit::backend::Backend;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,9 +55,7 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     let shop = Backend::start("shop");
     let mut gw = Gateway::start(shared_moto(), &entries(0, false, &a, &b, &shop)).await;
     let pid = gw.envoy.pid();
-    wait_backend(
-        &gw.client,
-        gw.listener(),
+    gw.wait_served_by(
         "billing",
         "/invoices/7",
         "billing-a",
@@ -66,25 +63,12 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
     )
     .await;
 
-    let stop = Arc::new(AtomicBool::new(false));
     let changed = Arc::new(Tally::default());
     let unchanged = Arc::new(Tally::default());
-    let mut loops = Vec::new();
+    let mut loops = Loops::default();
     for _ in 0..2 {
-        loops.push(traffic(
-            gw.listener(),
-            "billing",
-            "/invoices/7",
-            stop.clone(),
-            changed.clone(),
-        ));
-        loops.push(traffic(
-            gw.listener(),
-            "shop",
-            "/cart",
-            stop.clone(),
-            unchanged.clone(),
-        ));
+        loops.start(gw.listener(), "billing", "/invoices/7", &changed);
+        loops.start(gw.listener(), "shop", "/cart", &unchanged);
     }
 
     let mut on_b = false;
@@ -109,51 +93,24 @@ async fn no_request_fails_while_bundles_move_routes_between_clusters() {
         let published = Instant::now();
         if moving {
             let target = if on_b { "billing-b" } else { "billing-a" };
-            wait_backend(
-                &gw.client,
-                gw.listener(),
-                "billing",
-                "/invoices/7",
-                target,
-                Duration::from_secs(60),
-            )
-            .await;
+            gw.wait_served_by("billing", "/invoices/7", target, Duration::from_secs(60))
+                .await;
             propagation.push(published.elapsed());
         }
         gw.sidecar.wait_live(&hash, Duration::from_secs(60)).await;
     }
-    stop.store(true, Ordering::SeqCst);
-    for l in loops {
-        l.await.expect("traffic loop");
-    }
+    loops.stop().await;
 
     assert!(gw.envoy.is_running());
     assert_eq!(gw.envoy.pid(), pid, "Envoy was not restarted");
     let status = gw.sidecar.status().await.expect("status");
     assert_eq!(status["delivered"], (BUNDLES + 1) as u64, "{status}");
     assert_eq!(status["rejected"], 0, "{status}");
-    let (changed_ok, changed_failed) = (
-        changed.ok.load(Ordering::SeqCst),
-        changed.failed.load(Ordering::SeqCst),
-    );
-    let (unchanged_ok, unchanged_failed) = (
-        unchanged.ok.load(Ordering::SeqCst),
-        unchanged.failed.load(Ordering::SeqCst),
-    );
+    let (changed_ok, changed_failed) = (changed.ok(), changed.failed());
+    let (unchanged_ok, unchanged_failed) = (unchanged.ok(), unchanged.failed());
     println!("changed route: {changed_ok} ok, {changed_failed} failed; unchanged route: {unchanged_ok} ok, {unchanged_failed} failed");
-    let samples = |t: &Tally| t.samples.lock().map(|s| s.clone()).unwrap_or_default();
-    assert_eq!(
-        changed_failed,
-        0,
-        "failed requests on the moving route: {:?}",
-        samples(&changed)
-    );
-    assert_eq!(
-        unchanged_failed,
-        0,
-        "failed requests on the unchanged route: {:?}",
-        samples(&unchanged)
-    );
+    changed.assert_none_failed("the moving route");
+    unchanged.assert_none_failed("the unchanged route");
     assert!(
         changed_ok > 100 && unchanged_ok > 100,
         "traffic was steady: {changed_ok} / {unchanged_ok}"

@@ -7,20 +7,20 @@
 // gateway's bootstrap), shared rather than copied.
 #[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
+// The functions tests' reconcile set-up (table, bucket, the reconcile configuration).
+#[path = "../../functions/tests/support/mod.rs"]
+mod support;
 
 use common::{
     client, envoy_mode_args, route, send, start_envoy, wait_backend, wait_files, Dirs,
     SidecarProcess, DOMAIN,
 };
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, seed, Outcome, ReconcileConfig};
-use gateway_adapters::registry::DynamoRegistry;
-use gateway_adapters::store::{s3_client, S3Store};
+use gateway_functions::reconcile::{reconcile, seed, Outcome};
 use gateway_render::{Entry, Limit, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
-use gateway_testkit::{envoy_bin, unique_name, MotoServer};
-use gateway_validator::{EnvoyOptions, ValidateOptions};
+use gateway_testkit::MotoServer;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,28 +58,11 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     let moto = MotoServer::start();
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
-    let registry = DynamoRegistry::new(
-        gateway_adapters::aws::dynamodb_client(&conf),
-        unique_name("pipeline"),
-        DOMAIN,
-    )
-    .with_policy(policy.clone());
-    registry.create_table_if_absent().await.expect("table");
-    let bucket = unique_name("pipeline");
-    let store = S3Store::new(s3_client(&conf), &bucket);
-    store.create_bucket_if_absent().await.expect("bucket");
+    let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
+    let (registry, store) = support::table_and_bucket(&moto, dynamo, &policy, "pipeline").await;
+    let bucket = store.bucket().to_string();
     let metrics = CloudWatchMetrics::from_conf(&conf);
-    let cfg = ReconcileConfig {
-        render: RenderConfig::new(DOMAIN),
-        policy,
-        validate: ValidateOptions {
-            envoy: EnvoyOptions::new(envoy_bin()),
-            skip_envoy: false,
-        },
-        backends: Default::default(),
-        bounds: Default::default(),
-        quarantine: Default::default(),
-    };
+    let cfg = support::reconcile_config(RenderConfig::new(DOMAIN), policy, Default::default());
 
     let (billing, billing_v2, catalog) = (
         Backend::start("billing"),

@@ -3,23 +3,25 @@
 //! M proxies" by those rows; a silent proxy ages out; the custom resource's `waitFor: serving`
 //! answers from them; and delivery goes on when the table hangs or throttles.
 
+// The sidecar tests' harness and the functions tests' reconcile harness, shared rather than
+// copied.
+#[path = "../../sidecar/tests/common/mod.rs"]
 mod common;
 #[path = "../../functions/tests/response_url/mod.rs"]
 mod response_url;
+#[path = "../../functions/tests/support/mod.rs"]
+mod support;
 
 use common::{envoy_mode_args, start_envoy, wait_files, Dirs, SidecarProcess};
-use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, Outcome, ReconcileConfig};
-use gateway_functions::register::{handle, ResponseClient};
 use gateway_adapters::registry::{DynamoRegistry, EntryStatus, ProxyReport, ProxyTable};
+use gateway_adapters::store::ConfigStore;
+use gateway_functions::reconcile::Outcome;
+use gateway_functions::register::{handle, ResponseClient};
 use gateway_functions::serving::{live_on, BundleCache, LiveOn};
-use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
 use gateway_render::check::Policy;
-use gateway_render::{Entry, RenderConfig};
+use gateway_render::Entry;
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::stub::{Answer, Behaviour, StubServer};
-use gateway_testkit::{envoy_bin, unique_name, MotoServer};
-use gateway_validator::{EnvoyOptions, ValidateOptions};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -37,71 +39,26 @@ fn entry(team: &str, service: &str, paths: &[&str]) -> Entry {
     common::entry(team, service, service, "http://127.0.0.1:9", routes)
 }
 
-/// Table, versioned bucket and the reconciler on moto, with the real Envoy validating.
-struct Pipeline {
-    moto: MotoServer,
-    conf: aws_config::SdkConfig,
-    registry: DynamoRegistry,
-    store: S3Store,
-    metrics: CloudWatchMetrics,
-    cloudwatch: aws_sdk_cloudwatch::Client,
-    cfg: ReconcileConfig,
+/// The reconcile harness of the functions' tests (table, versioned bucket and CloudWatch on
+/// moto, the real Envoy validating), read here for what the proxies report.
+struct Pipeline(support::Harness);
+
+impl std::ops::Deref for Pipeline {
+    type Target = support::Harness;
+    fn deref(&self) -> &support::Harness {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Pipeline {
+    fn deref_mut(&mut self) -> &mut support::Harness {
+        &mut self.0
+    }
 }
 
 impl Pipeline {
     async fn start() -> Pipeline {
-        let moto = MotoServer::start();
-        let conf = moto.sdk_config().await;
-        let policy = Policy::new(DOMAIN, true);
-        let registry = DynamoRegistry::new(
-            gateway_adapters::aws::dynamodb_client(&conf),
-            unique_name("registry"),
-            DOMAIN,
-        )
-        .with_policy(policy.clone());
-        registry
-            .create_table_if_absent()
-            .await
-            .expect("create table");
-        let store = S3Store::new(s3_client(&conf), unique_name("bundles"));
-        store
-            .create_bucket_if_absent()
-            .await
-            .expect("create bucket");
-        let cloudwatch = aws_sdk_cloudwatch::Client::new(&conf);
-        let cfg = ReconcileConfig {
-            render: RenderConfig::new(DOMAIN),
-            policy,
-            validate: ValidateOptions {
-                envoy: EnvoyOptions::new(envoy_bin()),
-                skip_envoy: false,
-            },
-            backends: Default::default(),
-            bounds: Default::default(),
-            quarantine: Default::default(),
-        };
-        Pipeline {
-            metrics: CloudWatchMetrics::new(cloudwatch.clone()),
-            moto,
-            conf,
-            registry,
-            store,
-            cloudwatch,
-            cfg,
-        }
-    }
-
-    async fn register(&self, e: &Entry) {
-        self.registry
-            .register(e)
-            .await
-            .unwrap_or_else(|err| panic!("register {}: {err}", e.id()));
-    }
-
-    async fn reconcile(&self) -> Outcome {
-        reconcile(&self.registry, &self.store, &self.metrics, &self.cfg)
-            .await
-            .expect("reconcile run")
+        Pipeline(support::Harness::start().await)
     }
 
     async fn live_hash(&self) -> String {
@@ -193,8 +150,8 @@ async fn proxies_report_deliveries_an_entry_is_live_on_n_of_m_and_a_silent_proxy
     let p = Pipeline::start().await;
     let invoices = entry("billing", "invoices", &["/invoices"]);
     let pay = entry("payments", "pay", &["/pay"]);
-    p.register(&invoices).await;
-    p.register(&pay).await;
+    p.register(invoices.clone()).await;
+    p.register(pay.clone()).await;
     assert!(matches!(p.reconcile().await, Outcome::Published { .. }));
     let first = p.live_hash().await;
     let first_status = p.status("billing/invoices").await;
@@ -232,7 +189,7 @@ async fn proxies_report_deliveries_an_entry_is_live_on_n_of_m_and_a_silent_proxy
     invoices2
         .routes
         .push(common::route("/invoices/v2", None, vec![]));
-    p.register(&invoices2).await;
+    p.register(invoices2.clone()).await;
     assert!(matches!(p.reconcile().await, Outcome::Published { .. }));
     let second = p.live_hash().await;
     assert_ne!(first, second);
@@ -312,19 +269,7 @@ async fn proxies_report_deliveries_an_entry_is_live_on_n_of_m_and_a_silent_proxy
 }
 
 fn create(url: &str, request_id: &str, e: &Entry, wait_for: &str) -> Value {
-    json!({
-        "RequestType": "Create",
-        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
-        "ResponseURL": url,
-        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/team/guid",
-        "RequestId": request_id,
-        "ResourceType": "Custom::GatewayRoute",
-        "LogicalResourceId": "Expose",
-        "ResourceProperties": {
-            "Entry": serde_json::to_string(e).expect("json"),
-            "WaitFor": wait_for,
-        },
-    })
+    response_url::cfn_create_waiting(url, request_id, e, Some(wait_for))
 }
 
 /// The custom resource's answer to `event`, while reconcile runs keep coming.
@@ -353,10 +298,11 @@ async fn answer_while_reconciling(p: &Pipeline, reg: &DynamoRegistry, event: Val
 async fn wait_for_serving_answers_once_every_proxy_serves_the_entry_and_failed_when_quarantined() {
     let mut p = Pipeline::start().await;
     p.cfg.render.upstream_ca_file = "/nonexistent/ca-certificates.crt".into();
-    p.register(&entry("ops", "base", &["/base"])).await;
+    p.register(entry("ops", "base", &["/base"])).await;
     p.reconcile().await;
+    let client = p.registry_client().await;
     let reg = |wait: u64| {
-        DynamoRegistry::new(p.registry_client(), p.registry.table(), DOMAIN)
+        DynamoRegistry::new(client.clone(), p.registry.table(), DOMAIN)
             .with_policy(Policy::new(DOMAIN, true))
             .with_publish_wait(Duration::from_secs(wait), Duration::from_millis(200))
             .with_bundles(p.store.clone())
@@ -410,7 +356,7 @@ async fn wait_for_serving_answers_once_every_proxy_serves_the_entry_and_failed_w
     );
 
     // Without the bundle bucket, `serving` is refused before anything is stored.
-    let blind = DynamoRegistry::new(p.registry_client(), p.registry.table(), DOMAIN)
+    let blind = DynamoRegistry::new(client.clone(), p.registry.table(), DOMAIN)
         .with_policy(Policy::new(DOMAIN, true));
     let later = entry("billing", "later", &["/later"]);
     let body = answer_while_reconciling(&p, &blind, create("", "r3", &later, "serving")).await;
@@ -431,8 +377,9 @@ async fn wait_for_serving_answers_once_every_proxy_serves_the_entry_and_failed_w
 }
 
 impl Pipeline {
-    fn registry_client(&self) -> aws_sdk_dynamodb::Client {
-        gateway_adapters::aws::dynamodb_client(&self.conf)
+    /// A DynamoDB client with the registry's own retry and timeout settings.
+    async fn registry_client(&self) -> aws_sdk_dynamodb::Client {
+        gateway_adapters::aws::dynamodb_client(&self.moto.sdk_config().await)
     }
 }
 
@@ -455,7 +402,7 @@ fn broken_dynamodb(hang: bool) -> StubServer {
 #[tokio::test]
 async fn delivery_goes_on_while_the_table_hangs_or_throttles() {
     let p = Pipeline::start().await;
-    p.register(&entry("billing", "invoices", &["/invoices"]))
+    p.register(entry("billing", "invoices", &["/invoices"]))
         .await;
     p.reconcile().await;
     for hang in [true, false] {
@@ -484,7 +431,7 @@ async fn delivery_goes_on_while_the_table_hangs_or_throttles() {
             "{what}: the sidecar tried to report"
         );
         let service = format!("svc-{what}");
-        p.register(&entry("billing", &service, &["/x"])).await;
+        p.register(entry("billing", &service, &["/x"])).await;
         assert!(matches!(p.reconcile().await, Outcome::Published { .. }));
         let next = p.live_hash().await;
         proxy

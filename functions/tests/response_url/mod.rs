@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use gateway_testkit::stub::{Answer, StubServer};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 /// One request received by the stand-in ResponseURL.
@@ -45,4 +45,28 @@ async fn response_url_with(answer: Answer) -> (String, mpsc::UnboundedReceiver<C
         drop(server);
     });
     (url, rx)
+}
+
+/// CloudFormation's Create of the custom resource for `entry` (a string property) from a team's
+/// stack, to be answered at `url`; `wait_for` is the construct's `WaitFor`, when set.
+pub fn cfn_create_waiting(
+    url: &str,
+    request_id: &str,
+    entry: &gateway_render::Entry,
+    wait_for: Option<&str>,
+) -> Value {
+    let mut props = json!({ "Entry": serde_json::to_string(entry).expect("json") });
+    if let Some(w) = wait_for {
+        props["WaitFor"] = json!(w);
+    }
+    json!({
+        "RequestType": "Create",
+        "ServiceToken": "arn:aws:lambda:us-east-1:123456789012:function:gateway-register",
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/team/guid",
+        "RequestId": request_id,
+        "ResourceType": "Custom::GatewayRoute",
+        "LogicalResourceId": "Expose",
+        "ResourceProperties": props,
+    })
 }

@@ -1,7 +1,8 @@
-//! A generated registry at scale, loaded straight into moto's table: what the memory envelope
-//! and the scale bench (`sidecar/benches/scale.rs`) measure.
+//! A generated registry at scale (loaded straight into moto's table by the functions tests'
+//! `support::load_entries`): what the memory envelope (`tests/tests/envelope.rs`) and the scale
+//! bench (`tests/benches/scale.rs`) measure.
 
-use aws_sdk_dynamodb::types::{AttributeValue as A, PutRequest, WriteRequest};
+use gateway_render::bounds::Bounds;
 use gateway_render::Entry;
 use serde_json::json;
 
@@ -37,40 +38,30 @@ pub fn generated(i: usize, routes: usize) -> Entry {
     .expect("a generated entry parses")
 }
 
-/// Writes the entries straight into the table in batches, as the entry rows the register
-/// function writes (its own path is timed separately; moto's server leaks memory on
-/// transactions, so a large registry is loaded this way). The host guard rows a registration
-/// also writes (one per host, a quarter of the entry rows here) are not; the reconcile run's
-/// scan filters them out.
-pub async fn load(dynamo: &aws_sdk_dynamodb::Client, table: &str, entries: &[Entry]) {
-    for chunk in entries.chunks(25) {
-        let mut requests: Vec<WriteRequest> = chunk
-            .iter()
-            .map(|e| {
-                let put = PutRequest::builder()
-                    .item("pk", A::S(format!("ENTRY#{}", e.id())))
-                    .item("sk", A::S("ENTRY".into()))
-                    .item("entry", A::S(serde_json::to_string(e).expect("entry json")))
-                    .item("revision", A::N("1".into()))
-                    .item("updated_at", A::N("0".into()))
-                    .build()
-                    .expect("put request");
-                WriteRequest::builder().put_request(put).build()
-            })
-            .collect();
-        while !requests.is_empty() {
-            let out = dynamo
-                .batch_write_item()
-                .request_items(table, requests)
-                .send()
-                .await
-                .expect("batch write");
-            requests = out
-                .unprocessed_items
-                .and_then(|mut m| m.remove(table))
-                .unwrap_or_default();
-        }
+/// The registry's caps raised for a generated registry of up to a million routes, as an
+/// operator raising GATEWAY_MAX_ROUTES would.
+pub fn generous_bounds() -> Bounds {
+    Bounds {
+        max_routes: 1_000_000,
+        max_clusters: 1_000_000,
+        max_bundle_bytes: 1 << 30,
+        ..Bounds::default()
     }
+}
+
+/// A CA file holding one certificate (the first of the system bundle): what an operator's own
+/// private CA looks like to Envoy, and what infra's `upstreamCa` is for.
+pub fn one_certificate_ca() -> String {
+    let system = std::fs::read_to_string(gateway_render::renderer::DEFAULT_UPSTREAM_CA_FILE)
+        .expect("the system CA bundle");
+    let end = "-----END CERTIFICATE-----";
+    let first = &system[..system.find(end).expect("a certificate") + end.len()];
+    let start = first
+        .find("-----BEGIN CERTIFICATE-----")
+        .expect("a certificate");
+    let path = std::env::temp_dir().join(gateway_testkit::unique_name("one-ca"));
+    std::fs::write(&path, format!("{}\n", &first[start..])).expect("write the CA file");
+    path.display().to_string()
 }
 
 /// A kibibyte figure from `/proc/PID/status` (`VmRSS`, `VmHWM`).

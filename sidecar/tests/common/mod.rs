@@ -55,6 +55,27 @@ pub fn rendered(entries: &[Entry]) -> Rendered {
         .unwrap_or_else(|e| panic!("rendering test entries: {e}"))
 }
 
+/// Billing's `invoices` on host `billing`, served by `backend`, with one method-less route per
+/// path: the bundle most delivery tests publish.
+pub fn billing(backend: &str, paths: &[&str]) -> Vec<Entry> {
+    let routes = paths.iter().map(|p| route(p, None, vec![])).collect();
+    vec![entry("billing", "invoices", "billing", backend, routes)]
+}
+
+/// The metrics named `metric` in namespace `Gateway` on `moto`'s CloudWatch.
+pub async fn gateway_metrics(
+    moto: &MotoServer,
+    metric: &str,
+) -> aws_sdk_cloudwatch::operation::list_metrics::ListMetricsOutput {
+    aws_sdk_cloudwatch::Client::new(&moto.sdk_config().await)
+        .list_metrics()
+        .namespace("Gateway")
+        .metric_name(metric)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("list_metrics {metric}: {e}"))
+}
+
 /// A versioned bucket in moto.
 pub struct Bucket {
     pub store: S3Store,
@@ -155,6 +176,14 @@ impl Dirs {
     }
 
     /// Names in a directory, sorted.
+    /// Fails the test unless neither watched directory holds a file.
+    pub fn assert_nothing_written(&self) {
+        assert!(
+            Dirs::list(&self.clusters).is_empty() && Dirs::list(&self.routes).is_empty(),
+            "nothing written"
+        );
+    }
+
     pub fn list(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|it| {
@@ -246,6 +275,20 @@ impl SidecarProcess {
         None
     }
 
+    /// Waits (bounded) for the process to exit; fails the test, showing the log, unless it exits
+    /// with `code`. Returns the log.
+    pub fn assert_exits(&mut self, within: Duration, code: i32) -> String {
+        let exited = self.wait_exit(within);
+        let log = self.log_text();
+        assert_eq!(exited, Some(code), "{log}");
+        log
+    }
+
+    /// A sidecar with `args` run to its exit (`--once`), which must be `code`; its log.
+    pub fn run_to_exit(moto: &MotoServer, args: &[String], within: Duration, code: i32) -> String {
+        SidecarProcess::start(moto, args).assert_exits(within, code)
+    }
+
     pub async fn healthz(&self) -> Option<u16> {
         let url = format!("http://{}/healthz", self.listen);
         client()
@@ -293,6 +336,14 @@ impl SidecarProcess {
         );
     }
 
+    /// Waits until the sidecar's last error names `needle` (a refused version); that status.
+    pub async fn wait_error_naming(&self, needle: &str, what: &str) -> Value {
+        self.wait_status(Duration::from_secs(30), what, |s| {
+            last_error(s).contains(needle)
+        })
+        .await
+    }
+
     /// Waits until the sidecar reports `hash` live.
     pub async fn wait_live(&self, hash: &str, within: Duration) -> Value {
         self.wait_status(within, &format!("live hash {hash}"), |s| {
@@ -302,11 +353,30 @@ impl SidecarProcess {
     }
 }
 
+/// The message of `/status`'s last error; empty when there is none.
+pub fn last_error(status: &Value) -> &str {
+    status["last_error"]["message"].as_str().unwrap_or_default()
+}
+
 impl Drop for SidecarProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Arguments of a rate-limit-mode sidecar: only the rules file, polled every second.
+pub fn ratelimit_mode_args(bucket: &str, dirs: &Dirs) -> Vec<String> {
+    [
+        "--bucket",
+        bucket,
+        "--ratelimit-dir",
+        &dirs.ratelimit.display().to_string(),
+        "--interval",
+        "1",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// Arguments of an Envoy-mode sidecar.
@@ -461,6 +531,33 @@ pub async fn wait_files(dirs: &Dirs, within: Duration) {
     panic!("the sidecar did not write the watched files within {within:?}");
 }
 
+/// A bucket and watched directories on the shared moto server for an Envoy-mode sidecar whose
+/// admin address nothing listens on: for what the sidecar refuses before it would ask Envoy.
+pub struct NoEnvoy {
+    pub moto: &'static MotoServer,
+    pub bucket: Bucket,
+    pub dirs: Dirs,
+    pub admin: String,
+}
+
+impl NoEnvoy {
+    pub async fn new() -> NoEnvoy {
+        let moto = shared_moto();
+        NoEnvoy {
+            moto,
+            bucket: Bucket::create(moto).await,
+            dirs: Dirs::new(),
+            admin: format!("http://{}", EnvoyPorts::free().admin),
+        }
+    }
+
+    /// The sidecar on this bucket and these directories, with `extra` arguments.
+    pub fn sidecar(&self, extra: &[&str]) -> SidecarProcess {
+        let args = envoy_mode_args(&self.bucket.name, &self.dirs, &self.admin, extra);
+        SidecarProcess::start(self.moto, &args)
+    }
+}
+
 /// A bucket with a first bundle, a sidecar that delivered it before Envoy started, and Envoy
 /// started from the delivered files.
 pub struct Gateway {
@@ -481,14 +578,27 @@ impl Gateway {
     /// As `start`, with more sidecar arguments (`--metrics-interval 1`).
     pub async fn start_with(moto: &MotoServer, entries: &[Entry], extra: &[&str]) -> Gateway {
         let bucket = Bucket::create(moto).await;
-        let (first_version, first_hash) = bucket.publish(entries).await;
-        let dirs = Dirs::new();
+        let first = bucket.publish(entries).await;
+        Gateway::deliver(moto, bucket, first, Dirs::new(), extra, start_envoy).await
+    }
+
+    /// An Envoy-mode sidecar (with `extra` arguments) delivers `bucket`'s live bundle (`first`:
+    /// version id, hash) into `dirs` before Envoy runs; then `envoy` starts Envoy from the
+    /// delivered files.
+    pub async fn deliver(
+        moto: &MotoServer,
+        bucket: Bucket,
+        (first_version, first_hash): (String, String),
+        dirs: Dirs,
+        extra: &[&str],
+        envoy: impl FnOnce(&Dirs, EnvoyPorts) -> EnvoyProcess,
+    ) -> Gateway {
         let ports = EnvoyPorts::free();
         let admin = format!("http://{}", ports.admin);
         let sidecar =
             SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, extra));
         wait_files(&dirs, Duration::from_secs(30)).await;
-        let envoy = start_envoy(&dirs, ports);
+        let envoy = envoy(&dirs, ports);
         sidecar
             .wait_live(&first_hash, Duration::from_secs(30))
             .await;
@@ -516,6 +626,23 @@ impl Gateway {
         send(&self.client, self.listener(), method, host, path).await
     }
 
+    /// Waits (bounded) until `path` on `host` is answered by the backend named `backend`; how
+    /// long that took.
+    pub async fn wait_served_by(
+        &self,
+        host: &str,
+        path: &str,
+        backend: &str,
+        within: Duration,
+    ) -> Duration {
+        wait_backend(&self.client, self.listener(), host, path, backend, within).await
+    }
+
+    /// The status code of `method` `path` on `host`; fails the test when nothing answers.
+    pub async fn code(&self, method: &str, host: &str, path: &str) -> u16 {
+        self.send(method, host, path).await.expect("answer").0
+    }
+
     pub async fn backend_answer(
         &self,
         method: &str,
@@ -523,6 +650,42 @@ impl Gateway {
         path: &str,
     ) -> Result<Value, String> {
         backend_answer(&self.client, self.listener(), method, host, path).await
+    }
+
+    /// Fails the test unless `method` `path` on `host` reaches the backend named `host` (the
+    /// tests name each backend after its team's host) with that request.
+    pub async fn assert_reaches_backend(&self, method: &str, host: &str, path: &str) {
+        let answer = self
+            .backend_answer(method, host, path)
+            .await
+            .unwrap_or_else(|e| panic!("{method} {host}{path}: {e}"));
+        assert_eq!(
+            answer,
+            gateway_testkit::backend::expected_body(host, method, path)
+        );
+    }
+
+    /// GETs `path` on host `billing` until the sidecar reports rate-limiter errors (bounded);
+    /// every request must pass, since a down limiter must not block. How many were sent, and
+    /// the sidecar's status then.
+    pub async fn pass_until_limiter_errors_reported(&self, path: &str) -> (u64, Value) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut passed = 0;
+        loop {
+            let (code, body) = self.send("GET", "billing", path).await.expect("answer");
+            assert_eq!(code, 200, "a down limiter must not block: {body}");
+            passed += 1;
+            let status = self.sidecar.status().await.expect("sidecar status");
+            if status["ratelimit_errors_reported"].as_u64().unwrap_or(0) > 0 {
+                return (passed, status);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "RateLimiterErrors never reported; /status {status}\n{}",
+                self.sidecar.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
 
     /// An admin stat's value (`/stats?filter=^name$`).

@@ -30,6 +30,46 @@ impl Tally {
     pub fn samples(&self) -> Vec<String> {
         self.samples.lock().map(|s| s.clone()).unwrap_or_default()
     }
+
+    /// Fails the test, with the samples, when any request on `route` failed.
+    pub fn assert_none_failed(&self, route: &str) {
+        assert_eq!(
+            self.failed(),
+            0,
+            "failed requests on {route}: {:?}",
+            self.samples()
+        );
+    }
+}
+
+/// Traffic loops (see [`traffic`]) that stop together.
+#[derive(Default)]
+pub struct Loops {
+    stop: Arc<AtomicBool>,
+    running: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Loops {
+    /// One more loop on `host` `path` through `listener`, counted into `tally`.
+    pub fn start(
+        &mut self,
+        listener: std::net::SocketAddr,
+        host: &'static str,
+        path: &'static str,
+        tally: &Arc<Tally>,
+    ) {
+        let stop = self.stop.clone();
+        self.running
+            .push(traffic(listener, host, path, stop, tally.clone()));
+    }
+
+    /// Stops every loop and waits for each to end.
+    pub async fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for running in self.running {
+            running.await.expect("traffic loop");
+        }
+    }
 }
 
 /// A loop sending `GET {path}` with `Host: {host}` through `listener` every 2 ms until `stop`.
