@@ -22,7 +22,7 @@ fn accepts_a_valid_entry() {
 fn rejects_with_every_problem_one_per_line_from_stdin() {
     let bad =
         r#"{"team": "Billing", "service": "x", "host": "h", "backend": "ftp://x", "routes": []}"#;
-    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], bad);
+    let r = check_stdin(&[], bad);
     assert_eq!(r.code, 1, "stdout: {}", r.stdout);
     let lines: Vec<&str> = r.stderr.lines().collect();
     assert!(lines.len() >= 3, "{}", r.stderr);
@@ -31,39 +31,22 @@ fn rejects_with_every_problem_one_per_line_from_stdin() {
         "{}",
         r.stderr
     );
-    assert!(
-        lines.iter().any(|l| l.starts_with("<stdin>: team: ")),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        lines.iter().any(|l| l.starts_with("<stdin>: backend: ")),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        lines.iter().any(|l| l.starts_with("<stdin>: routes")),
-        "{}",
-        r.stderr
-    );
+    for field in ["<stdin>: team: ", "<stdin>: backend: ", "<stdin>: routes"] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(field)),
+            "{field}: {}",
+            r.stderr
+        );
+    }
 }
 
 #[test]
 fn loopback_backends_need_the_flag_or_the_variable() {
     let one = r#"{"team": "shipping", "service": "tracker", "host": "track", "backend": "http://127.0.0.1:9000", "routes": [{"path": "/track"}]}"#;
-    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], one);
+    let r = check_stdin(&[], one);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("backend"), "{}", r.stderr);
-    let r = run_with_stdin(
-        &[
-            "check",
-            "-",
-            "--domain",
-            "api.example.com",
-            "--allow-loopback-backends",
-        ],
-        one,
-    );
+    let r = check_stdin(&["--allow-loopback-backends"], one);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let mut cmd = command(&["check", "-"]);
     cmd.env("GATEWAY_DOMAIN", "api.example.com")
@@ -131,10 +114,8 @@ fn a_backend_name_is_judged_by_what_it_resolves_to() {
     // localhost resolves through /etc/hosts on every machine; --require-resolvable makes sure
     // the lookup really happened for a name that does not.
     for name in loopback_names_in_etc_hosts() {
-        let r = run_with_stdin(
-            &["check", "-", "--domain", "api.example.com"],
-            &with_backend(&format!("http://{name}:9901")),
-        );
+        let backend = with_backend(&format!("http://{name}:9901"));
+        let r = check_stdin(&[], &backend);
         assert_eq!(r.code, 1, "{name}: {}", r.stdout);
         assert!(
             r.stderr
@@ -146,26 +127,17 @@ fn a_backend_name_is_judged_by_what_it_resolves_to() {
         );
         assert!(r.stderr.contains("loopback"), "{}", r.stderr);
         // Local runs allow loopback.
-        let ok = run_with_stdin(
-            &[
-                "check",
-                "-",
-                "--domain",
-                "api.example.com",
-                "--allow-loopback-backends",
-            ],
-            &with_backend(&format!("http://{name}:9901")),
-        );
+        let ok = check_stdin(&["--allow-loopback-backends"], &backend);
         assert_eq!(ok.code, 0, "{}", ok.stderr);
     }
     let nowhere = with_backend("http://no-such-name.invalid");
-    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], &nowhere);
+    let r = check_stdin(&[], &nowhere);
     assert_eq!(
         r.code, 0,
         "an unresolvable name passes by default: {}",
         r.stderr
     );
-    let mut must = command(&["check", "-", "--domain", "api.example.com"]);
+    let mut must = check_command(&[]);
     must.env("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS", "true");
     let r = run_command_with_stdin(must, &nowhere);
     assert_eq!(r.code, 1);
@@ -179,53 +151,35 @@ fn a_backend_name_is_judged_by_what_it_resolves_to() {
 
 #[test]
 fn operator_domains_and_cidrs_are_enforced_and_bad_lists_are_usage_errors() {
-    let r = run_with_stdin(
-        &[
-            "check",
-            "-",
-            "--domain",
-            "api.example.com",
+    // (flag, its value, the entry's backend, exit code, what stderr names)
+    let cases = [
+        (
             "--backend-domains",
             "corp.example",
-        ],
-        &with_backend("https://invoices.other.example"),
-    );
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("GATEWAY_BACKEND_DOMAINS: corp.example"),
-        "{}",
-        r.stderr
-    );
-    let r = run_with_stdin(
-        &[
-            "check",
-            "-",
-            "--domain",
-            "api.example.com",
+            "https://invoices.other.example",
+            1,
+            "GATEWAY_BACKEND_DOMAINS: corp.example",
+        ),
+        (
             "--backend-cidrs",
             "10.0.0.0/8",
-        ],
-        &with_backend("http://192.168.1.1"),
-    );
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("GATEWAY_BACKEND_CIDRS: 10.0.0.0/8"),
-        "{}",
-        r.stderr
-    );
-    let r = run_with_stdin(
-        &[
-            "check",
-            "-",
-            "--domain",
-            "api.example.com",
+            "http://192.168.1.1",
+            1,
+            "GATEWAY_BACKEND_CIDRS: 10.0.0.0/8",
+        ),
+        (
             "--backend-cidrs",
             "10.0.0.0/99",
-        ],
-        &with_backend("http://10.1.1.1"),
-    );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("GATEWAY_BACKEND_CIDRS"), "{}", r.stderr);
+            "http://10.1.1.1",
+            2,
+            "GATEWAY_BACKEND_CIDRS",
+        ),
+    ];
+    for (flag, value, backend, code, named) in cases {
+        let r = check_stdin(&[flag, value], &with_backend(backend));
+        assert_eq!(r.code, code, "{flag} {value}: {}", r.stderr);
+        assert!(r.stderr.contains(named), "{}", r.stderr);
+    }
 }
 
 #[test]
@@ -235,7 +189,7 @@ fn operator_route_bounds_come_from_flags_or_environment() {
         "routes": [{"path": "/invoices", "methods": ["GET"], "timeout": "90s",
                     "retries": {"attempts": 5, "on": ["5xx"]}}]})
     .to_string();
-    let r = run_with_stdin(&["check", "-", "--domain", "api.example.com"], &entry);
+    let r = check_stdin(&[], &entry);
     assert_eq!(r.code, 1);
     assert!(
         r.stderr.contains("routes[0].timeout: is 90s; at most 60s (the operators' maximum route timeout)")
@@ -243,14 +197,11 @@ fn operator_route_bounds_come_from_flags_or_environment() {
         "{}",
         r.stderr
     );
-    let mut raised = command(&["check", "-", "--domain", "api.example.com", "--max-retry-attempts", "5"]);
+    let mut raised = check_command(&["--max-retry-attempts", "5"]);
     raised.env("GATEWAY_MAX_ROUTE_TIMEOUT", "2m");
     let r = run_command_with_stdin(raised, &entry);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = run_with_stdin(
-        &["check", "-", "--domain", "api.example.com", "--max-route-timeout", "1h"],
-        &entry,
-    );
+    let r = check_stdin(&["--max-route-timeout", "1h"], &entry);
     assert_eq!(r.code, 2, "a bad bound is a usage error: {}", r.stderr);
     assert!(r.stderr.contains("GATEWAY_MAX_ROUTE_TIMEOUT"), "{}", r.stderr);
 }

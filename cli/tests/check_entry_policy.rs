@@ -13,8 +13,7 @@ const ENTRY: &str = r#"{"team": "billing", "service": "invoices-api", "host": "i
 
 #[test]
 fn canary_and_health_check_follow_the_operators_settings() {
-    let base = ["check", "-", "--domain", "api.example.com"];
-    let r = run_with_stdin(&base, ENTRY);
+    let r = check_stdin(&[], ENTRY);
     assert_eq!(r.code, 1, "stdout: {}", r.stdout);
     let lines: Vec<&str> = r.stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{}", r.stderr);
@@ -28,23 +27,18 @@ fn canary_and_health_check_follow_the_operators_settings() {
         "<stdin>: health_check.interval: is 2s; at least 5s (the operators' minimum health-check interval)"
     );
     let local = [
-        &base[..],
-        &[
-            "--allow-loopback-backends",
-            "--min-health-check-interval",
-            "2s",
-        ],
-    ]
-    .concat();
-    let r = run_with_stdin(&local, ENTRY);
+        "--allow-loopback-backends",
+        "--min-health-check-interval",
+        "2s",
+    ];
+    let r = check_stdin(&local, ENTRY);
     assert_eq!(r.code, 0, "stderr: {}", r.stderr);
     assert!(
         r.stdout.starts_with("accepted billing/invoices-api"),
         "{}",
         r.stdout
     );
-    let bad = [&base[..], &["--min-health-check-interval", "0s"]].concat();
-    let r = run_with_stdin(&bad, ENTRY);
+    let r = check_stdin(&["--min-health-check-interval", "0s"], ENTRY);
     assert_eq!(r.code, 2, "a bad setting is a usage error: {}", r.stderr);
     assert!(
         r.stderr.contains("GATEWAY_MIN_HEALTH_CHECK_INTERVAL"),

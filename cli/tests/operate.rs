@@ -8,14 +8,13 @@ use gateway_testkit::envoy::EnvoyProcess;
 use gateway_testkit::{envoy_bin, free_port, http, unique_name, MotoServer};
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+mod common;
+
+use common::{finish, Run};
 
 struct Gateway {
     moto: MotoServer,
@@ -39,23 +38,20 @@ impl Gateway {
     }
 
     fn ctl(&self, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
-            .env_clear()
-            .args(args)
-            .envs(self.moto.aws_env())
-            .env("GATEWAY_TABLE", &self.table)
-            .env("GATEWAY_BUCKET", &self.bucket)
-            .env("GATEWAY_DOMAIN", "api.example.com")
-            .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
-            .env("ENVOY_BIN", envoy_bin())
-            .stdin(Stdio::null())
-            .output()
-            .expect("gatewayctl runs");
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        finish(
+            Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+                .env_clear()
+                .args(args)
+                .envs(self.moto.aws_env())
+                .env("GATEWAY_TABLE", &self.table)
+                .env("GATEWAY_BUCKET", &self.bucket)
+                .env("GATEWAY_DOMAIN", "api.example.com")
+                .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
+                .env("ENVOY_BIN", envoy_bin())
+                .stdin(Stdio::null())
+                .output()
+                .expect("gatewayctl runs"),
+        )
     }
 
     fn ok(&self, args: &[&str]) -> String {
@@ -72,6 +68,15 @@ impl Gateway {
         let out = self.ok(args);
         serde_json::from_str(&out)
             .unwrap_or_else(|e| panic!("gatewayctl {args:?} --json: {e}: {out}"))
+    }
+
+    /// The live bundle's version id and hash, as `status --json` shows them.
+    fn live(&self) -> (String, String) {
+        let live = self.json(&["status", "--json"])["live"].clone();
+        (
+            live["version_id"].as_str().expect("version").to_string(),
+            live["hash"].as_str().expect("hash").to_string(),
+        )
     }
 
     fn entry(&self, team: &str, service: &str, paths: &[&str]) -> String {
@@ -265,15 +270,49 @@ fn wait_status(addr: SocketAddr, want: u16) -> Option<u16> {
     )
 }
 
-#[test]
-fn runtime_kill_switch_flips_a_running_envoy() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
+/// CDS and RDS watched directories under `dir` holding the bundle of an empty registry (the
+/// catch-all's 404 for every host).
+fn empty_watched_dirs(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cds, rds) = (dir.join("cds"), dir.join("rds"));
     std::fs::create_dir_all(&cds).expect("cds dir");
     std::fs::create_dir_all(&rds).expect("rds dir");
     let rendered = render(&[], &RenderConfig::new("api.example.com")).expect("render");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
+    (cds, rds)
+}
+
+/// `gatewayctl ARGS` with an empty environment (the runtime kill switch needs no AWS).
+fn bare_ctl(args: &[&str]) -> Run {
+    finish(
+        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .args(args)
+            .output()
+            .expect("gatewayctl runs"),
+    )
+}
+
+/// The runtime kill switch through `admin`: on, every request to `addr` fails fast; off, the
+/// catch-all's 404 is back. The run that turned it on.
+fn kill_switch_on_and_off(admin: &str, addr: SocketAddr) -> Run {
+    let on = bare_ctl(&["kill-switch", "--runtime", "--admin", admin]);
+    assert_eq!(on.code, 0, "{}", on.stderr);
+    assert_eq!(
+        wait_status(addr, 503),
+        Some(503),
+        "every request fails fast"
+    );
+    let off = bare_ctl(&["kill-switch", "--runtime", "--admin", admin, "--off"]);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
+    on
+}
+
+#[test]
+fn runtime_kill_switch_flips_a_running_envoy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (cds, rds) = empty_watched_dirs(dir.path());
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start(
         |ports| {
@@ -296,43 +335,17 @@ fn runtime_kill_switch_flips_a_running_envoy() {
         "the catch-all answers before the switch"
     );
 
-    let ctl = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
-            .env_clear()
-            .args(args)
-            .output()
-            .expect("gatewayctl runs")
-    };
-    let admin = envoy.admin_url();
-    let on = ctl(&["kill-switch", "--runtime", "--admin", &admin]);
-    assert!(
-        on.status.success(),
-        "{}",
-        String::from_utf8_lossy(&on.stderr)
-    );
-    assert!(String::from_utf8_lossy(&on.stdout).contains("ON"));
-    assert_eq!(
-        wait_status(addr, 503),
-        Some(503),
-        "every request fails fast"
-    );
+    let on = kill_switch_on_and_off(&envoy.admin_url(), addr);
+    assert!(on.stdout.contains("ON"), "{}", on.stdout);
 
-    let off = ctl(&["kill-switch", "--runtime", "--admin", &admin, "--off"]);
-    assert!(
-        off.status.success(),
-        "{}",
-        String::from_utf8_lossy(&off.stderr)
-    );
-    assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
-
-    let nowhere = ctl(&[
+    let nowhere = bare_ctl(&[
         "kill-switch",
         "--runtime",
         "--admin",
         &format!("http://127.0.0.1:{}", free_port()),
     ]);
-    assert_eq!(nowhere.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&nowhere.stderr).contains("is Envoy's admin listening there?"));
+    assert_eq!(nowhere.code, 1);
+    assert!(nowhere.stderr.contains("is Envoy's admin listening there?"));
 }
 
 /// Production shape: admin on a Unix socket; `--admin unix:PATH` reaches it (operators run it
@@ -340,12 +353,7 @@ fn runtime_kill_switch_flips_a_running_envoy() {
 #[test]
 fn runtime_kill_switch_over_the_admin_unix_socket() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
-    std::fs::create_dir_all(&cds).expect("cds dir");
-    std::fs::create_dir_all(&rds).expect("rds dir");
-    let rendered = render(&[], &RenderConfig::new("api.example.com")).expect("render");
-    std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
-    std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
+    let (cds, rds) = empty_watched_dirs(dir.path());
     let socket = dir.path().join("admin.sock");
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start_with_admin_socket(
@@ -363,35 +371,10 @@ fn runtime_kill_switch_over_the_admin_unix_socket() {
     );
     let addr = envoy.listener_addr();
     assert_eq!(wait_status(addr, 404), Some(404));
-    let admin = format!("unix:{}", socket.display());
-    let ctl = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
-            .env_clear()
-            .args(args)
-            .output()
-            .expect("gatewayctl runs")
-    };
-    let on = ctl(&["kill-switch", "--runtime", "--admin", &admin]);
-    assert!(
-        on.status.success(),
-        "{}",
-        String::from_utf8_lossy(&on.stderr)
-    );
-    assert_eq!(
-        wait_status(addr, 503),
-        Some(503),
-        "every request fails fast"
-    );
-    let off = ctl(&["kill-switch", "--runtime", "--admin", &admin, "--off"]);
-    assert!(
-        off.status.success(),
-        "{}",
-        String::from_utf8_lossy(&off.stderr)
-    );
-    assert_eq!(wait_status(addr, 404), Some(404), "traffic is back");
-    let relative = ctl(&["kill-switch", "--runtime", "--admin", "unix:admin.sock"]);
-    assert_eq!(relative.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&relative.stderr).contains("absolute"));
+    kill_switch_on_and_off(&format!("unix:{}", socket.display()), addr);
+    let relative = bare_ctl(&["kill-switch", "--runtime", "--admin", "unix:admin.sock"]);
+    assert_eq!(relative.code, 2);
+    assert!(relative.stderr.contains("absolute"));
 }
 
 #[test]
@@ -471,22 +454,14 @@ fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
     g.ok(&["seed"]);
     g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
     g.ok(&["reconcile"]);
-    let first = g.json(&["status", "--json"])["live"].clone();
-    let (v1, h1) = (
-        first["version_id"].as_str().expect("version").to_string(),
-        first["hash"].as_str().expect("hash").to_string(),
-    );
+    let (v1, h1) = g.live();
     let none = g.json(&["status", "billing/invoices", "--json"]);
     assert_eq!(none["serving"]["reporting"], 0, "{none}");
     assert!(g.ok(&["status", "billing/invoices"]).contains("serving:    no proxy is reporting"));
 
     g.ok(&["register", &g.entry("billing", "invoices", &["/invoices", "/receipts"])]);
     g.ok(&["reconcile"]);
-    let second = g.json(&["status", "--json"])["live"].clone();
-    let (v2, h2) = (
-        second["version_id"].as_str().expect("version").to_string(),
-        second["hash"].as_str().expect("hash").to_string(),
-    );
+    let (v2, h2) = g.live();
     let now = gateway_adapters::registry::proxies::unix_now();
     report_proxy(&g, "task-new", &h2, &v2, now, 300);
     report_proxy(&g, "task-old", &h1, &v1, now, 300);

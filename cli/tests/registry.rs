@@ -1,37 +1,8 @@
 //! `gatewayctl init | register | deregister | list` against moto's server: outputs and exit codes.
 
-use gateway_testkit::{unique_name, MotoServer};
-use std::process::Command;
-use std::sync::OnceLock;
+mod common;
 
-fn moto() -> &'static MotoServer {
-    static SERVER: OnceLock<MotoServer> = OnceLock::new();
-    SERVER.get_or_init(MotoServer::start)
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// `gatewayctl ARGS` against moto, on `table`, with nothing from the caller's environment.
-fn gatewayctl(table: &str, args: &[&str]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayctl"));
-    cmd.env_clear()
-        .args(args)
-        .envs(moto().aws_env())
-        .env("GATEWAY_DOMAIN", "api.example.com");
-    if !table.is_empty() {
-        cmd.env("GATEWAY_TABLE", table);
-    }
-    let out = cmd.output().expect("gatewayctl runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use common::on_moto::{assert_register_refused, gatewayctl, list_json};
 
 fn entry_file(
     dir: &tempfile::TempDir,
@@ -52,11 +23,7 @@ fn entry_file(
 }
 
 fn new_table() -> String {
-    let table = unique_name("cli");
-    let run = gatewayctl(&table, &["init"]);
-    assert_eq!(run.code, 0, "init: {}", run.stderr);
-    assert!(run.stdout.contains("created table"), "{}", run.stdout);
-    table
+    common::on_moto::new_table("cli")
 }
 
 #[test]
@@ -112,9 +79,7 @@ fn register_list_deregister() {
         "owned by the operator who ran it: {cells:?}"
     );
 
-    let run = gatewayctl(&table, &["list", "--json"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("list --json is JSON");
+    let doc = list_json(&table);
     assert_eq!(doc["entries"][0]["id"], "billing/invoices-api");
     assert_eq!(doc["entries"][0]["revision"], 1);
     assert_eq!(doc["entries"][0]["owner"]["kind"], "operator");
@@ -142,9 +107,7 @@ fn register_list_deregister() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
 
-    let run = gatewayctl(&table, &["list", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
-    assert_eq!(doc["entries"], serde_json::json!([]));
+    assert_eq!(list_json(&table)["entries"], serde_json::json!([]));
 }
 
 #[test]
@@ -155,19 +118,16 @@ fn conflicts_and_rejections_exit_1_with_the_reason() {
     assert_eq!(gatewayctl(&table, &["register", &held]).code, 0);
 
     let other_team = entry_file(&dir, "other.json", "payments", "pay", "/pay");
-    let run = gatewayctl(&table, &["register", &other_team]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr.trim(),
-        "host invoices.api.example.com is held by billing"
+    assert_register_refused(
+        &table,
+        &other_team,
+        "host invoices.api.example.com is held by billing",
     );
-
     let same_path = entry_file(&dir, "same.json", "billing", "invoices-v2", "/invoices");
-    let run = gatewayctl(&table, &["register", &same_path]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr.trim(),
-        "path /invoices on invoices.api.example.com is held by billing/invoices-api"
+    assert_register_refused(
+        &table,
+        &same_path,
+        "path /invoices on invoices.api.example.com is held by billing/invoices-api",
     );
 
     let bad = dir.path().join("bad.json");
@@ -177,8 +137,7 @@ fn conflicts_and_rejections_exit_1_with_the_reason() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("routes[0].path"), "{}", run.stderr);
 
-    let run = gatewayctl(&table, &["list", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let doc = list_json(&table);
     assert_eq!(
         doc["entries"].as_array().map(Vec::len),
         Some(1),

@@ -1,45 +1,13 @@
 //! `gatewayctl grant | revoke | grants | adopt` and hosts inside hosts, against moto's server:
 //! outputs, exit codes, and races between gatewayctl processes.
 
-use gateway_testkit::{unique_name, MotoServer};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+mod common;
 
-fn moto() -> &'static MotoServer {
-    static SERVER: OnceLock<MotoServer> = OnceLock::new();
-    SERVER.get_or_init(MotoServer::start)
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn command(table: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gatewayctl"));
-    cmd.env_clear()
-        .args(args)
-        .envs(moto().aws_env())
-        .env("GATEWAY_DOMAIN", "api.example.com")
-        .env("GATEWAY_TABLE", table);
-    cmd
-}
-
-fn gatewayctl(table: &str, args: &[&str]) -> Run {
-    let out = command(table, args).output().expect("gatewayctl runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use common::on_moto::{assert_register_refused, command, gatewayctl, list_json};
+use std::process::Stdio;
 
 fn new_table() -> String {
-    let table = unique_name("tenancy");
-    let run = gatewayctl(&table, &["init"]);
-    assert_eq!(run.code, 0, "init: {}", run.stderr);
-    table
+    common::on_moto::new_table("tenancy")
 }
 
 fn entry_file(
@@ -175,8 +143,7 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
         "{}",
         run.stdout
     );
-    let run = gatewayctl(&table, &["list", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let doc = list_json(&table);
     assert_eq!(
         doc["entries"][0]["owner"],
         serde_json::json!({ "kind": "stack", "stack": STACK, "resource": "Expose" })
@@ -193,11 +160,10 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
 
     // Now the stack owns it: an operator's register or deregister is refused, saying how to take it back.
     let changed = entry_file(&dir, "billing", "invoices-api", "invoices", "/bills");
-    let run = gatewayctl(&table, &["register", &changed]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr.trim(),
-        format!("entry billing/invoices-api is held by stack {STACK} (resource Expose); to change it from here, first take it over: gatewayctl adopt billing/invoices-api --operator")
+    assert_register_refused(
+        &table,
+        &changed,
+        &format!("entry billing/invoices-api is held by stack {STACK} (resource Expose); to change it from here, first take it over: gatewayctl adopt billing/invoices-api --operator"),
     );
     assert_eq!(
         gatewayctl(&table, &["deregister", "billing/invoices-api"]).code,
@@ -248,21 +214,19 @@ fn a_host_inside_or_around_another_teams_host_is_refused_naming_the_holder() {
     assert_eq!(gatewayctl(&table, &["register", &billing]).code, 0);
 
     let inside = entry_file(&dir, "payments", "pay", "x.invoices", "/pay");
-    let run = gatewayctl(&table, &["register", &inside]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr.trim(),
-        "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing"
+    assert_register_refused(
+        &table,
+        &inside,
+        "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing",
     );
 
     let deep = entry_file(&dir, "search", "query", "a.b.c", "/q");
     assert_eq!(gatewayctl(&table, &["register", &deep]).code, 0);
     let around = entry_file(&dir, "payments", "pay", "c", "/pay");
-    let run = gatewayctl(&table, &["register", &around]);
-    assert_eq!(run.code, 1);
-    assert_eq!(
-        run.stderr.trim(),
-        "host a.b.c.api.example.com (inside c.api.example.com) is held by search"
+    assert_register_refused(
+        &table,
+        &around,
+        "host a.b.c.api.example.com (inside c.api.example.com) is held by search",
     );
     // The same team nests freely, and once search leaves, c is free.
     let own = entry_file(&dir, "search", "suggest", "b.c", "/s");
@@ -324,8 +288,7 @@ fn twenty_processes_race_for_a_host_and_its_subdomain_and_one_team_wins() {
             "{team} names the winner {winner}: {stderr}"
         );
     }
-    let run = gatewayctl(&table, &["list", "--json"]);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let doc = list_json(&table);
     let ids: Vec<&str> = doc["entries"]
         .as_array()
         .map(|a| a.iter().filter_map(|e| e["id"].as_str()).collect())

@@ -1,6 +1,8 @@
 //! Runs the built `gatewayctl` binary.
 #![allow(dead_code)]
 
+pub mod on_moto;
+
 use gateway_testkit::envoy_bin;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +14,8 @@ pub struct Run {
     pub stderr: String,
 }
 
-fn finish(out: Output) -> Run {
+/// The exit code and output of a finished `gatewayctl`.
+pub fn finish(out: Output) -> Run {
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -41,6 +44,16 @@ pub fn run(args: &[&str]) -> Run {
 
 pub fn run_with_stdin(args: &[&str], stdin: &str) -> Run {
     run_command_with_stdin(command(args), stdin)
+}
+
+/// `gatewayctl check - --domain api.example.com FLAGS` with `entry` on stdin.
+pub fn check_stdin(flags: &[&str], entry: &str) -> Run {
+    run_command_with_stdin(check_command(flags), entry)
+}
+
+/// The `check_stdin` command, for a test to add environment variables.
+pub fn check_command(flags: &[&str]) -> Command {
+    command(&[&["check", "-", "--domain", "api.example.com"][..], flags].concat())
 }
 
 /// A prepared `command` (extra variables set) with `stdin` written to it.
