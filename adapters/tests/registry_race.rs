@@ -34,6 +34,47 @@ async fn race(
     results
 }
 
+/// A round's results split into the winners (each `named`) and the holders every conflict names;
+/// `check_what` judges each conflict's subject (racer index, its entry, the subject). Any other
+/// error fails the test.
+fn winners_and_holders(
+    round: usize,
+    results: Vec<(Entry, Result<RegisterOutcome, RegistryError>)>,
+    named: impl Fn(&Entry) -> String,
+    check_what: impl Fn(usize, &Entry, &str),
+) -> (Vec<String>, Vec<String>) {
+    let mut winners = Vec::new();
+    let mut holders = Vec::new();
+    for (i, (e, result)) in results.into_iter().enumerate() {
+        match result {
+            Ok(_) => winners.push(named(&e)),
+            Err(RegistryError::Conflict { what, holder }) => {
+                check_what(i, &e, &what);
+                holders.push(holder);
+            }
+            Err(other) => {
+                panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
+            }
+        }
+    }
+    (winners, holders)
+}
+
+/// One team won the round, every other racer lost to a conflict naming it, and the registry
+/// holds the winner's entry alone.
+async fn assert_one_team_holds_it(
+    reg: &DynamoRegistry,
+    round: usize,
+    winners: &[String],
+    holders: &[String],
+) {
+    assert_one_winner_named_by_every_loser(round, winners, holders);
+    assert_eq!(holders.len(), RACERS - 1, "round {round}");
+    let snapshot = reg.list().await.expect("list");
+    assert_eq!(snapshot.entries.len(), 1, "round {round}");
+    assert_eq!(snapshot.entries[0].entry.team, winners[0]);
+}
+
 /// Exactly one racer won, and every loser that was told of a conflict names it.
 fn assert_one_winner_named_by_every_loser(round: usize, winners: &[String], holders: &[String]) {
     assert_eq!(
@@ -55,25 +96,16 @@ async fn one_team_wins_a_host_and_every_loser_names_it() {
         let racers = (0..RACERS)
             .map(|i| entry(&format!("team{i}"), "api", &host, &["/api"]))
             .collect();
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
-        for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
-            match result {
-                Ok(_) => winners.push(format!("team{i}")),
-                Err(RegistryError::Conflict { what, holder }) => {
-                    assert_eq!(what, format!("host {host}.api.example.com"));
-                    holders.push(holder);
-                }
-                Err(other) => {
-                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
-                }
-            }
-        }
-        assert_one_winner_named_by_every_loser(round, &winners, &holders);
-        assert_eq!(holders.len(), RACERS - 1);
-        let snapshot = reg.list().await.expect("list");
-        assert_eq!(snapshot.entries.len(), 1);
-        assert_eq!(snapshot.entries[0].entry.team, winners[0]);
+        let results = race(&reg, racers).await;
+        let (winners, holders) = winners_and_holders(
+            round,
+            results,
+            |e| e.team.clone(),
+            |_, _, what| {
+                assert_eq!(what, format!("host {host}.api.example.com"));
+            },
+        );
+        assert_one_team_holds_it(&reg, round, &winners, &holders).await;
     }
 }
 
@@ -84,23 +116,18 @@ async fn one_service_wins_a_path_and_every_loser_names_it() {
         let racers = (0..RACERS)
             .map(|i| entry("billing", &format!("svc{i}"), "invoices", &["/invoices"]))
             .collect();
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
-        for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
-            match result {
-                Ok(_) => winners.push(format!("billing/svc{i}")),
-                Err(RegistryError::Conflict { what, holder }) => {
-                    assert!(
-                        what.starts_with("path /invoices on invoices.api.example.com"),
-                        "{what}"
-                    );
-                    holders.push(holder);
-                }
-                Err(other) => {
-                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
-                }
-            }
-        }
+        let results = race(&reg, racers).await;
+        let (winners, holders) = winners_and_holders(
+            round,
+            results,
+            |e| e.id(),
+            |_, _, what| {
+                assert!(
+                    what.starts_with("path /invoices on invoices.api.example.com"),
+                    "{what}"
+                );
+            },
+        );
         assert_one_winner_named_by_every_loser(round, &winners, &holders);
         let snapshot = reg.list().await.expect("list");
         assert_eq!(
@@ -287,30 +314,21 @@ async fn one_team_wins_a_host_or_its_subdomain_and_every_loser_names_it() {
                 entry(&format!("team{i}"), "api", host, &["/api"])
             })
             .collect();
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
-        for (i, (e, result)) in race(&reg, racers).await.into_iter().enumerate() {
-            match result {
-                Ok(_) => winners.push(format!("team{i}")),
-                Err(RegistryError::Conflict { what, holder }) => {
-                    let fqdn = format!("{}.api.example.com", e.host);
-                    assert!(
-                        what.starts_with("host ") && what.contains(&fqdn)
-                            || what.contains(&format!("{outer}.api.example.com")),
-                        "round {round}: racer {i} on {fqdn}: {what}"
-                    );
-                    holders.push(holder);
-                }
-                Err(other) => {
-                    panic!("round {round}: racer {i} got {other:?}, expected a win or a conflict")
-                }
-            }
-        }
-        assert_one_winner_named_by_every_loser(round, &winners, &holders);
-        assert_eq!(holders.len(), RACERS - 1);
-        let snapshot = reg.list().await.expect("list");
-        assert_eq!(snapshot.entries.len(), 1, "round {round}");
-        assert_eq!(snapshot.entries[0].entry.team, winners[0]);
+        let results = race(&reg, racers).await;
+        let (winners, holders) = winners_and_holders(
+            round,
+            results,
+            |e| e.team.clone(),
+            |i, e, what| {
+                let fqdn = format!("{}.api.example.com", e.host);
+                assert!(
+                    what.starts_with("host ") && what.contains(&fqdn)
+                        || what.contains(&format!("{outer}.api.example.com")),
+                    "round {round}: racer {i} on {fqdn}: {what}"
+                );
+            },
+        );
+        assert_one_team_holds_it(&reg, round, &winners, &holders).await;
     }
 }
 
