@@ -7,11 +7,10 @@
 
 mod common;
 
-use common::traffic::{Loops, Tally};
+use common::traffic::MovingAndUnchanged;
 use common::*;
 use gateway_render::Entry;
 use gateway_testkit::backend::Backend;
-use std::sync::Arc;
 use std::time::Duration;
 
 const CDS_UPDATES: &str = "cluster_manager.cds.update_success";
@@ -88,14 +87,10 @@ fn steps(gw: &Gateway, hash: &str) -> Vec<String> {
         .collect()
 }
 
-/// Publishes `entries`, waits until `backend` answers `/invoices` and the sidecar reports the
-/// bundle live; the CDS and RDS updates Envoy counted meanwhile and the sidecar's step lines.
-async fn deliver(gw: &Gateway, entries: &[Entry], backend: &str) -> (u64, u64, Vec<String>) {
-    deliver_to(gw, entries, ("billing", "/invoices/7", backend)).await
-}
-
-/// As [`deliver`], waiting for `(host, path)` to be answered by `backend`.
-async fn deliver_to(
+/// Publishes `entries` and waits until `(host, path)` is answered by `backend` and the sidecar
+/// reports the bundle live; the CDS and RDS updates Envoy counted meanwhile and the sidecar's
+/// step lines.
+async fn deliver(
     gw: &Gateway,
     entries: &[Entry],
     (host, path, backend): (&str, &str, &str),
@@ -119,93 +114,67 @@ async fn make_before_break_skips_the_steps_that_change_nothing() {
     let c = Backend::start("billing-c");
     let shop = Backend::start("shop");
     let gw = Gateway::start(shared_moto(), &entries("invoices-a", &a, &a, &shop)).await;
-    gw.wait_served_by(
-        "billing",
-        "/invoices/7",
-        "billing-a",
-        Duration::from_secs(10),
-    )
-    .await;
+    let traffic = MovingAndUnchanged::start(&gw, "billing-a", 1).await;
 
-    let moving = Arc::new(Tally::default());
-    let unchanged = Arc::new(Tally::default());
-    let mut loops = Loops::default();
-    loops.start(gw.listener(), "billing", "/invoices/7", &moving);
-    loops.start(gw.listener(), "shop", "/cart", &unchanged);
-
-    // /invoices moves to a new cluster; invoices-a keeps /legacy, so no cluster goes away.
-    let (cds, rds, added) = deliver(&gw, &entries("invoices-b", &b, &a, &shop), "billing-b").await;
-    assert_eq!(
-        added,
-        [
-            "step 1: new clusters (no cluster goes away, no union)",
-            "step 2: routes",
-            "step 3: skipped, the new clusters are in"
-        ],
-        "the sidecar's steps for a bundle that removes no cluster"
-    );
-    assert_eq!(
-        cds, 1,
-        "one clusters reload, no union, for a bundle that removes no cluster"
-    );
-    assert_eq!(rds, 1, "one routes reload");
-    let legacy = gw
-        .backend_answer("GET", "billing", "/legacy/1")
-        .await
-        .expect("/legacy still answered");
-    assert_eq!(legacy["backend"], "billing-a", "{legacy}");
-
-    // /invoices moves to another new cluster (invoices-c, backend c) and invoices-b goes away
-    // with its cluster: the union is still used.
-    let (cds, rds, removed) =
-        deliver(&gw, &entries("invoices-c", &c, &a, &shop), "billing-c").await;
-    assert_eq!(
-        removed,
-        [
-            "step 1: clusters union of live and new",
-            "step 2: routes",
-            "step 3: clusters"
-        ],
-        "the sidecar's steps for a bundle that removes a cluster"
-    );
-    assert_eq!(cds, 2, "the union, then the new clusters alone");
-    assert_eq!(rds, 1, "one routes reload");
-
-    // Only routes change (shop gains a route): no cluster step, the unchanged clusters file
-    // goes in with the routes.
-    let (cds, rds, routes_only) = deliver_to(
-        &gw,
-        &entries_with("invoices-c", &c, &a, &shop, &["/cart", "/orders"]),
-        ("shop", "/orders/1", "shop"),
-    )
-    .await;
-    assert_eq!(
-        routes_only,
-        [
-            "step 1: skipped, the clusters are the live ones",
-            "step 2: routes, with the unchanged clusters",
-            "step 3: skipped, no cluster changes"
-        ],
-        "the sidecar's steps for a bundle that changes only routes"
-    );
-    assert_eq!(cds, 1, "the clusters file's new version, read once");
-    assert_eq!(rds, 1, "one routes reload");
+    // (the bundle, who then answers what, the sidecar's steps, CDS and RDS reloads, why)
+    let deliveries = [
+        (
+            // /invoices moves to a new cluster; invoices-a keeps /legacy, so no cluster goes
+            // away.
+            entries("invoices-b", &b, &a, &shop),
+            ("billing", "/invoices/7", "billing-b"),
+            [
+                "step 1: new clusters (no cluster goes away, no union)",
+                "step 2: routes",
+                "step 3: skipped, the new clusters are in",
+            ],
+            (1, 1),
+            "a bundle that removes no cluster: one clusters reload, no union",
+        ),
+        (
+            // /invoices moves to another new cluster (invoices-c, backend c) and invoices-b goes
+            // away with its cluster: the union is still used.
+            entries("invoices-c", &c, &a, &shop),
+            ("billing", "/invoices/7", "billing-c"),
+            [
+                "step 1: clusters union of live and new",
+                "step 2: routes",
+                "step 3: clusters",
+            ],
+            (2, 1),
+            "a bundle that removes a cluster: the union, then the new clusters alone",
+        ),
+        (
+            // Only routes change (shop gains a route): no cluster step, the unchanged clusters
+            // file goes in with the routes.
+            entries_with("invoices-c", &c, &a, &shop, &["/cart", "/orders"]),
+            ("shop", "/orders/1", "shop"),
+            [
+                "step 1: skipped, the clusters are the live ones",
+                "step 2: routes, with the unchanged clusters",
+                "step 3: skipped, no cluster changes",
+            ],
+            (1, 1),
+            "a bundle that changes only routes: the clusters file's new version, read once",
+        ),
+    ];
+    for (bundle, answered, expected, reloads, what) in deliveries {
+        let (cds, rds, steps) = deliver(&gw, &bundle, answered).await;
+        assert_eq!(steps, expected, "the sidecar's steps for {what}");
+        assert_eq!((cds, rds), reloads, "CDS and RDS reloads for {what}");
+        let legacy = gw
+            .backend_answer("GET", "billing", "/legacy/1")
+            .await
+            .expect("/legacy still answered");
+        assert_eq!(legacy["backend"], "billing-a", "{legacy}");
+    }
     let ready = gw.sidecar.ready().await.expect("/ready answers");
     assert_eq!(
         ready.0, 200,
         "Envoy runs the live bundle's clusters and routes: {ready:?}"
     );
 
-    loops.stop().await;
-    println!(
-        "moving route: {} ok, {} failed; unchanged route: {} ok, {} failed",
-        moving.ok(),
-        moving.failed(),
-        unchanged.ok(),
-        unchanged.failed()
-    );
-    moving.assert_none_failed("the moving route");
-    unchanged.assert_none_failed("the unchanged route");
+    let (moving, unchanged) = traffic.stop().await;
     assert!(
         moving.ok() > 10 && unchanged.ok() > 10,
         "traffic was steady"

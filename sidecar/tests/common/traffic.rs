@@ -72,6 +72,55 @@ impl Loops {
     }
 }
 
+/// Steady traffic on the route the delivery tests move between clusters (`billing`
+/// `/invoices/7`) and on one that never changes (`shop` `/cart`).
+pub struct MovingAndUnchanged {
+    pub moving: Arc<Tally>,
+    pub unchanged: Arc<Tally>,
+    loops: Loops,
+}
+
+impl MovingAndUnchanged {
+    /// Once `first_backend` answers the moving route, `per_route` loops on each route.
+    pub async fn start(gw: &super::Gateway, first_backend: &str, per_route: usize) -> Self {
+        gw.wait_served_by(
+            "billing",
+            "/invoices/7",
+            first_backend,
+            Duration::from_secs(10),
+        )
+        .await;
+        let mut traffic = MovingAndUnchanged {
+            moving: Arc::default(),
+            unchanged: Arc::default(),
+            loops: Loops::default(),
+        };
+        for _ in 0..per_route {
+            let listener = gw.listener();
+            let loops = &mut traffic.loops;
+            loops.start(listener, "billing", "/invoices/7", &traffic.moving);
+            loops.start(listener, "shop", "/cart", &traffic.unchanged);
+        }
+        traffic
+    }
+
+    /// Stops the loops and prints the counts; fails the test when any request failed.
+    pub async fn stop(self) -> (Arc<Tally>, Arc<Tally>) {
+        self.loops.stop().await;
+        let (moving, unchanged) = (self.moving, self.unchanged);
+        println!(
+            "moving route: {} ok, {} failed; unchanged route: {} ok, {} failed",
+            moving.ok(),
+            moving.failed(),
+            unchanged.ok(),
+            unchanged.failed()
+        );
+        moving.assert_none_failed("the moving route");
+        unchanged.assert_none_failed("the unchanged route");
+        (moving, unchanged)
+    }
+}
+
 /// A loop sending `GET {path}` with `Host: {host}` through `listener` every 2 ms until `stop`.
 pub fn traffic(
     listener: std::net::SocketAddr,
