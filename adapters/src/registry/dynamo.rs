@@ -669,6 +669,14 @@ impl Registry for DynamoRegistry {
         self.put_statuses(rows).await
     }
 
+    async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        self.reader.statuses_digest().await
+    }
+
+    async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
+        self.put_statuses_digest(digest).await
+    }
+
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.reader.read_all_entries().await
     }

@@ -133,6 +133,19 @@ pub trait Registry {
         &self,
         rows: &[EntryStatus],
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// The digest of what the status rows were last brought in line with, if recorded
+    /// (docs/design.md#entry-status).
+    fn read_statuses_digest(
+        &self,
+    ) -> impl Future<Output = Result<Option<String>, RegistryError>> + Send;
+
+    /// Records that digest; `None` clears it, before status rows are written, so rows written
+    /// only in part are never taken to be in line.
+    fn record_statuses_digest(
+        &self,
+        digest: Option<&str>,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 
 /// The reconciler's last recorded publish: what operators' read-only commands (`status`,
