@@ -10,7 +10,7 @@ use registry_support::{registry, row};
 const ROWS: usize = 263;
 
 fn status(i: usize, revision: u64) -> EntryStatus {
-    let quarantine = (i % 7 == 0).then(|| QuarantineStatus {
+    let quarantine = i.is_multiple_of(7).then(|| QuarantineStatus {
         revision: revision + 1,
         stage: "validation (envoy)".into(),
         reason: format!("entry {i} refused\nsecond line"),

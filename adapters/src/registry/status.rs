@@ -230,6 +230,8 @@ impl DynamoRegistry {
     /// Writes each row (whole-row puts: the reconciler is their only writer), 25 to a
     /// `BatchWriteItem` request with several requests in flight; puts DynamoDB leaves
     /// unprocessed are sent again. When an id appears twice, its last row is the one written.
+    /// A failed request ends the write: returning drops the set, which cancels the batches still
+    /// in flight (the caller clears the status digest before writing, so a part-write is known).
     pub async fn put_statuses(&self, rows: &[EntryStatus]) -> Result<(), RegistryError> {
         let batches = put_batches(rows)?;
         let total: usize = batches.iter().map(Vec::len).sum();
