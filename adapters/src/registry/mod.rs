@@ -11,17 +11,20 @@ mod grants;
 mod host;
 mod keys;
 mod owner;
+mod pages;
 mod plan;
 pub mod proxies;
 mod status;
+mod table;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
-pub use error::RegistryError;
+pub use error::{Cause, RegistryError};
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
+pub use table::create_table_if_absent;
 
 use gateway_render::Entry;
 use std::future::Future;

@@ -8,6 +8,7 @@
 
 use super::error::{build_error, from_sdk};
 use super::keys::{self, get_n, get_s, Item};
+use super::pages::scan_prefix;
 use super::{DynamoRegistry, RegistryError, RegistryReader};
 use crate::retry::Backoff;
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
@@ -168,37 +169,18 @@ impl EntryStatus {
 impl RegistryReader {
     /// Every status row, by id.
     pub async fn statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
-        let mut out = BTreeMap::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client()
-                .scan()
-                .table_name(self.table())
-                .consistent_read(true)
-                .filter_expression("begins_with(#pk, :status)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":status", keys::s(STATUS_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| {
-                    from_sdk(
-                        &format!("scanning table {} for status rows", self.table()),
-                        e,
-                    )
-                })?;
-            for item in page.items() {
-                if let Some(s) = EntryStatus::from_item(item) {
-                    out.insert(s.id.clone(), s);
-                }
-            }
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
-            }
-        }
-        Ok(out)
+        let items = scan_prefix(
+            self.client(),
+            self.table(),
+            STATUS_PREFIX,
+            &format!("scanning table {} for status rows", self.table()),
+        )
+        .await?;
+        Ok(items
+            .iter()
+            .filter_map(EntryStatus::from_item)
+            .map(|s| (s.id.clone(), s))
+            .collect())
     }
 
     /// One entry's status row.
