@@ -6,7 +6,7 @@
 //! Beside them, `STATE` / `STATUSES` holds a digest of what the rows were last brought in line
 //! with, so an unchanged run can tell without reading them all.
 
-use super::error::{build_error, from_sdk};
+use super::error::{build_error, from_sdk, Cause};
 use super::keys::{self, get_n, get_s, Item};
 use super::pages::scan_prefix;
 use super::{DynamoRegistry, RegistryError, RegistryReader};
@@ -237,7 +237,8 @@ impl DynamoRegistry {
                  unprocessed through {} sends",
                 self.table(),
                 UNPROCESSED_SENDS.attempts
-            )));
+            )
+            .into()));
         }
         Ok(())
     }
@@ -329,8 +330,9 @@ fn batch_outcome(
     match done {
         Ok(outcome) => outcome,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(RegistryError::Aws(format!(
-            "a status-row batch did not finish: {e}"
+        Err(e) => Err(RegistryError::Aws(Cause::new(
+            format!("a status-row batch did not finish: {e}"),
+            e,
         ))),
     }
 }
