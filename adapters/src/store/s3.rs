@@ -217,7 +217,39 @@ pub struct FetchedVersion {
 /// [`S3Store::open_version`]), not yet parsed or verified.
 pub struct OpenedVersion {
     pub head: BundleHead,
-    pub body: super::encoding::Decoder,
+    pub body: VersionBody,
+}
+
+/// A version's canonical bytes as a blocking reader. Decoding starts at the first read (telling
+/// gzip from plain JSON takes the body's first bytes), on the reading thread.
+pub struct VersionBody(BodyState);
+
+enum BodyState {
+    Opened {
+        body: BlockingBody,
+        max: usize,
+    },
+    Decoding(super::encoding::Decoder),
+    /// Telling the encoding failed; that error was returned.
+    Failed,
+}
+
+impl std::io::Read for VersionBody {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if matches!(self.0, BodyState::Opened { .. }) {
+            if let BodyState::Opened { body, max } =
+                std::mem::replace(&mut self.0, BodyState::Failed)
+            {
+                self.0 = BodyState::Decoding(super::encoding::decoder(body, max)?);
+            }
+        }
+        match &mut self.0 {
+            BodyState::Decoding(decoder) => decoder.read(buf),
+            BodyState::Opened { .. } | BodyState::Failed => {
+                Err(std::io::Error::other("bundle.json: read after an error"))
+            }
+        }
+    }
 }
 
 /// A version's body, chunk by chunk: at most `cap` bytes (one byte past the cap whatever the
@@ -396,9 +428,13 @@ impl S3Store {
             chunk: Vec::new(),
             at: 0,
         };
-        let body =
-            super::encoding::decoder(body, self.max_bundle_bytes).map_err(ReadError::from_io)?;
-        Ok(OpenedVersion { head, body })
+        Ok(OpenedVersion {
+            head,
+            body: VersionBody(BodyState::Opened {
+                body,
+                max: self.max_bundle_bytes,
+            }),
+        })
     }
 
     /// The GET of one version: its metadata and its body, the stored bytes bounded.
