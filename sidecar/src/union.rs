@@ -153,7 +153,7 @@ fn for_each_resource(
     };
     let mut de = serde_json::Deserializer::from_reader(BufReader::new(reader));
     let read = de
-        .deserialize_any(Top(&mut each))
+        .deserialize_map(Top(&mut each))
         .and_then(|found| de.end().map(|()| found));
     if let Some(e) = each.failed {
         return Err(e);
@@ -175,7 +175,8 @@ struct Each<'w, F> {
     failed: Option<SidecarError>,
 }
 
-/// The top-level object: `true` when it has a `resources` list.
+/// The top-level object: `true` when it has a `resources` list (anything else there is an
+/// error that says what it found).
 struct Top<'e, 'w, F>(&'e mut Each<'w, F>);
 
 impl<'de, F> Visitor<'de> for Top<'_, '_, F>
@@ -185,7 +186,7 @@ where
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a clusters file")
+        f.write_str("a clusters file (a JSON object)")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
@@ -199,38 +200,9 @@ where
         }
         Ok(found)
     }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
 }
 
-/// The `resources` value: `true` when it is a list, each item handed to the callback.
+/// The `resources` list, each item handed to the callback.
 struct Resources<'e, 'w, F>(&'e mut Each<'w, F>);
 
 impl<'de, F> DeserializeSeed<'de> for Resources<'_, '_, F>
@@ -240,7 +212,7 @@ where
     type Value = bool;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(ResourceList(self.0))
+        d.deserialize_seq(ResourceList(self.0))
     }
 }
 
@@ -253,7 +225,7 @@ where
     type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of clusters")
+        write!(f, "a {CLUSTERS_FILE} resources list")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
@@ -274,35 +246,6 @@ where
             at += 1;
         }
         Ok(true)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
     }
 }
 
