@@ -5,7 +5,8 @@
 //!
 //! `first_delivery_memory` (ignored) is a measurement, not a check: the sidecar binary's peak
 //! and idle RSS on the first delivery of a generated registry, sizes from `STREAMING_ROUTES`
-//! (default `10000`); run it with
+//! (default `10000`), and with `STREAMING_UNION=1` its peak on a next delivery through a union
+//! to a real Envoy; run it with
 //! `cargo test -p gateway-sidecar --test streaming -- --ignored --nocapture`.
 
 mod common;
@@ -187,6 +188,42 @@ async fn first_delivery_memory() {
             took.as_secs_f64(),
             peak as f64 / 1024.0,
             idle as f64 / 1024.0
+        );
+        if std::env::var("STREAMING_UNION").is_err() {
+            continue;
+        }
+        // A bundle without the first entry and with another's backend moved removes a cluster and
+        // changes one: all three steps, a union.
+        drop(sidecar);
+        let ports = EnvoyPorts::free();
+        let admin = format!("http://{}", ports.admin);
+        let mut args = envoy_mode_args(&bucket.name, &dirs, &admin, &[]);
+        let at = args
+            .iter()
+            .position(|a| a == "--apply-timeout")
+            .expect("flag");
+        args[at + 1] = "300".into();
+        let envoy = start_envoy(&dirs, ports);
+        let sidecar = SidecarProcess::start(moto, &args);
+        sidecar.wait_live(&hash, Duration::from_secs(600)).await;
+        let mut changed = entries[1..].to_vec();
+        changed[0].backend = changed[0].backend.replace(":8443", ":9443");
+        let rendered =
+            gateway_render::render(&changed, &RenderConfig::new(DOMAIN)).expect("renders");
+        let next = Bundle::new(&rendered, &changed);
+        drop(rendered);
+        let (_, next_hash) = bucket.put(&next, Writer::Reconciler).await;
+        drop(next);
+        sidecar
+            .wait_live(&next_hash, Duration::from_secs(900))
+            .await;
+        let log = sidecar.log_text();
+        assert!(log.contains("step 1: clusters union"), "{log}");
+        let peak = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
+        println!(
+            "{routes} routes: delivery with a union, peak {:.1} MiB (Envoy {:.0} MiB)",
+            peak as f64 / 1024.0,
+            status_kib(envoy.pid(), "VmRSS").unwrap_or(0) as f64 / 1024.0
         );
     }
 }
