@@ -286,6 +286,21 @@ mod tests {
         )
     }
 
+    /// Each cluster's name and port, in the file's order.
+    fn names_and_ports(doc: &Value) -> Vec<(&str, u64)> {
+        doc["resources"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().expect("name"),
+                    r["port"].as_u64().expect("port"),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn union_keeps_live_clusters_and_new_definitions_win() {
         let live = file(&[("a", 1), ("b", 2)], "sha256:old");
@@ -296,17 +311,7 @@ mod tests {
         };
         let doc: Value = serde_json::from_str(&union).expect("json");
         assert_eq!(union, to_json_bytes(&doc), "written in canonical form");
-        let names: Vec<(&str, u64)> = doc["resources"]
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(|r| {
-                (
-                    r["name"].as_str().expect("name"),
-                    r["port"].as_u64().expect("port"),
-                )
-            })
-            .collect();
+        let names = names_and_ports(&doc);
         assert_eq!(names, [("a", 1), ("b", 3), ("c", 4)]);
         assert_eq!(doc["version_info"], "union:sha256:new");
     }
@@ -362,17 +367,7 @@ mod tests {
         // The live cluster going away first, then the new ones; of one name the last counts,
         // as in a map.
         let doc: Value = serde_json::from_str(&union.expect("a union")).expect("json");
-        let names: Vec<(&str, u64)> = doc["resources"]
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(|r| {
-                (
-                    r["name"].as_str().expect("name"),
-                    r["port"].as_u64().expect("port"),
-                )
-            })
-            .collect();
+        let names = names_and_ports(&doc);
         assert_eq!(names, [("b", 2), ("c", 3), ("a", 2)]);
         let empty = file(&[], "sha256:old");
         let (_, union) = step(&live, &empty, "sha256:new").expect("valid");
