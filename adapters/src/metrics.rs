@@ -114,15 +114,9 @@ impl MetricsSink for CloudWatchMetrics {
         if data.is_empty() {
             return Ok(());
         }
-        let datums: Vec<MetricDatum> = data
+        let datums = data
             .iter()
-            .map(|(metric, value)| {
-                MetricDatum::builder()
-                    .metric_name(metric.name())
-                    .value(*value)
-                    .unit(metric.unit())
-                    .build()
-            })
+            .map(|(metric, value)| datum(*metric, *value).build())
             .collect();
         self.put(datums).await
     }
@@ -135,22 +129,27 @@ impl MetricsSink for CloudWatchMetrics {
         if per_team.is_empty() {
             return Ok(());
         }
-        let datums: Vec<MetricDatum> = per_team
+        let datums = per_team
             .iter()
             .map(|(team, value)| {
-                MetricDatum::builder()
-                    .metric_name(metric.name())
+                datum(metric, *value)
                     .dimensions(
                         aws_sdk_cloudwatch::types::Dimension::builder()
                             .name("Team")
                             .value(team)
                             .build(),
                     )
-                    .value(*value)
-                    .unit(metric.unit())
                     .build()
             })
             .collect();
         self.put(datums).await
     }
+}
+
+/// One value of `metric`, in its unit.
+fn datum(metric: Metric, value: f64) -> aws_sdk_cloudwatch::types::builders::MetricDatumBuilder {
+    MetricDatum::builder()
+        .metric_name(metric.name())
+        .value(value)
+        .unit(metric.unit())
 }

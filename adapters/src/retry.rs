@@ -1,7 +1,8 @@
 //! The one retry schedule for the project's own retry loops: the registry's transaction rounds
 //! (a transaction cancelled because the host changed since it was read, or because DynamoDB
 //! throttled or conflicted one of its items; the SDK retries whole calls itself, but these
-//! cancellations are not SDK errors) and the custom resource's answer to CloudFormation.
+//! cancellations are not SDK errors), the status-row puts a `BatchWriteItem` left unprocessed
+//! (also not an SDK error) and the custom resource's answer to CloudFormation.
 //!
 //! A loop keeps its own body, and with it which outcomes end it and which try again; the
 //! schedule says how many attempts there are and how long to wait before each:

@@ -140,16 +140,18 @@ fn render_config_with(
 mod tests {
     use super::{policy_from, render_config_with};
 
+    /// An environment holding only `pairs`.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
     #[test]
     fn backend_rules_come_from_the_environment_and_bad_lists_name_the_setting() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let p = policy_from(
             "api.example.com",
             &env(&[
@@ -187,14 +189,6 @@ mod tests {
 
     #[test]
     fn route_bounds_come_from_the_environment_and_bad_values_name_the_setting() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
         let unset = policy_from("api.example.com", &env(&[])).expect("valid");
         assert_eq!((unset.max_route_timeout_ms, unset.max_retry_attempts), (60_000, 3));
         let set = policy_from(

@@ -7,6 +7,19 @@ pub mod reconcile;
 pub mod register;
 pub mod serving;
 
+/// A Lambda binary's `main`: JSON logs, then `run` (settings, clients, the runtime's loop). A bad
+/// setting stops the function at init with a sentence naming the function, not a debug dump.
+pub async fn lambda_main<E: std::fmt::Display>(
+    function: &str,
+    run: impl std::future::Future<Output = Result<(), E>>,
+) {
+    gateway_adapters::logs::init_json();
+    if let Err(e) = run.await {
+        eprintln!("{function}: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// A value whose `Serialize` is derived (string keys, no custom failures) as JSON. With
 /// serde_json's default maps its keys come out sorted, as every JSON document of this crate's
 /// answers and of gatewayctl's `--json` has always been written.

@@ -3,7 +3,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
 import { checkEntry, EntryRejected } from './entry-checks';
-import { Canary, Entry, entryKey, HealthCheck, Protocol, Route } from './entry';
+import { Entry, entryKey, HealthCheck } from './entry';
 
 /** The CloudFormation type of a registration; the register function answers for it. */
 export const REGISTRATION_RESOURCE_TYPE = 'Custom::GatewayRoute';
@@ -27,20 +27,10 @@ export interface GatewayRegistrationTopics {
  */
 export type GatewayServiceToken = string | lambda.IFunction | sns.ITopic | GatewayRegistrationTopics;
 
-export interface ExposeOnGatewayProps {
-  readonly team: string;
-  readonly service: string;
-  /** DNS labels in front of the gateway's base domain. */
-  readonly host: string;
-  /** `http://` or `https://` URL with host and optional port. */
-  readonly backend: string;
-  /** Upstream protocol (default `http1`). */
-  readonly protocol?: Protocol;
-  /** A canary backend with its weight and optional cohort header. */
-  readonly canary?: Canary;
+/** The entry's own fields (`health_check` spelled `healthCheck`, as props are), and how to register it. */
+export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
   /** Active HTTP health checking of the backend(s). */
   readonly healthCheck?: HealthCheck;
-  readonly routes: Route[];
   /**
    * The register function (ARN or construct; the gateway account's own stacks), or the
    * registration topics (`GatewayRegistrationTopics`, from the gateway stack's outputs

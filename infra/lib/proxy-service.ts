@@ -174,6 +174,34 @@ export class ProxyService extends Construct {
    * repointed later (DNS rebinding). The network closes that: the tasks reach the backend CIDRs,
    * Redis, S3 (its gateway endpoint's prefix list) and the interface endpoints, nothing else.
    */
+  /**
+   * HTTPS egress to the AWS `service` (`s3`, `dynamodb`) through its gateway endpoint: the
+   * region's managed prefix list, looked up by a custom resource with construct id `id`.
+   */
+  private allowGatewayEndpoint(id: string, service: string, name: string, description: string): void {
+    const region = Stack.of(this).region;
+    const prefixList = new cr.AwsCustomResource(this, id, {
+      onUpdate: {
+        service: 'EC2',
+        action: 'describeManagedPrefixLists',
+        parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${region}.${service}`] }] },
+        physicalResourceId: cr.PhysicalResourceId.of(`${service}-prefix-list-${region}`),
+        outputPaths: ['PrefixLists.0.PrefixListId'],
+      },
+      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
+      installLatestAwsSdk: false,
+    });
+    this.taskSecurityGroup.addEgressRule(
+      ec2.Peer.prefixList(prefixList.getResponseField('PrefixLists.0.PrefixListId')),
+      ec2.Port.tcp(443),
+      description,
+    );
+    Validations.of(prefixList).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: `ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the ${name} prefix list id.`,
+    });
+  }
+
   private restrictEgress(props: ProxyServiceProps): void {
     const sg = this.taskSecurityGroup;
     for (const cidr of ProxyService.backendCidrs(props)) {
@@ -182,48 +210,14 @@ export class ProxyService extends Construct {
     }
     sg.addEgressRule(this.redis.securityGroup, ec2.Port.tcp(RateLimitRedis.PORT), 'rate-limit Redis');
 
-    const region = Stack.of(this).region;
-    const s3PrefixList = new cr.AwsCustomResource(this, 'S3PrefixList', {
-      onUpdate: {
-        service: 'EC2',
-        action: 'describeManagedPrefixLists',
-        parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${region}.s3`] }] },
-        physicalResourceId: cr.PhysicalResourceId.of(`s3-prefix-list-${region}`),
-        outputPaths: ['PrefixLists.0.PrefixListId'],
-      },
-      policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
-      installLatestAwsSdk: false,
-    });
-    sg.addEgressRule(
-      ec2.Peer.prefixList(s3PrefixList.getResponseField('PrefixLists.0.PrefixListId')),
-      ec2.Port.tcp(443),
-      'S3 (the bundle, image layers) through the gateway endpoint',
-    );
-    Validations.of(s3PrefixList).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the S3 prefix list id.',
-    });
+    this.allowGatewayEndpoint('S3PrefixList', 's3', 'S3', 'S3 (the bundle, image layers) through the gateway endpoint');
     if (props.table) {
-      const dynamoPrefixList = new cr.AwsCustomResource(this, 'DynamoDbPrefixList', {
-        onUpdate: {
-          service: 'EC2',
-          action: 'describeManagedPrefixLists',
-          parameters: { Filters: [{ Name: 'prefix-list-name', Values: [`com.amazonaws.${region}.dynamodb`] }] },
-          physicalResourceId: cr.PhysicalResourceId.of(`dynamodb-prefix-list-${region}`),
-          outputPaths: ['PrefixLists.0.PrefixListId'],
-        },
-        policy: cr.AwsCustomResourcePolicy.fromSdkCalls({ resources: cr.AwsCustomResourcePolicy.ANY_RESOURCE }),
-        installLatestAwsSdk: false,
-      });
-      sg.addEgressRule(
-        ec2.Peer.prefixList(dynamoPrefixList.getResponseField('PrefixLists.0.PrefixListId')),
-        ec2.Port.tcp(443),
+      this.allowGatewayEndpoint(
+        'DynamoDbPrefixList',
+        'dynamodb',
+        'DynamoDB',
         'DynamoDB (proxy reports) through the gateway endpoint',
       );
-      Validations.of(dynamoPrefixList).acknowledge({
-        id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'ec2:DescribeManagedPrefixLists has no resource-level permissions; it reads the DynamoDB prefix list id.',
-      });
     }
     // The custom resource's function is a stack-wide singleton.
     const provider = Stack.of(this).node.tryFindChild('AWS679f53fac002430cb0da5b7982bd2287');

@@ -127,7 +127,8 @@ export class ReconcileFunction extends Construct {
     fn.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'WriteEntryStatus',
-        actions: ['dynamodb:PutItem'],
+        // Status rows go 25 to a BatchWriteItem; the condition holds for every item in a batch.
+        actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem'],
         resources: [props.table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`${STATUS_PK_PREFIX}*`] } },
       }),

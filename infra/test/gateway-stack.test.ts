@@ -229,7 +229,7 @@ describe('reconcile function', () => {
     );
     expect(statements).toContainEqual(
       expect.objectContaining({
-        Action: 'dynamodb:PutItem',
+        Action: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem'],
         Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['STATUS#*'] } },
       }),
     );

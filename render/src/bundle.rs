@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+mod stream;
+pub use stream::{read_bundle, StreamError, StreamedBundle};
+
 /// Fields are declared in key order, so the derived `Serialize` writes them sorted, as the
 /// canonical form wants.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -55,9 +55,23 @@ impl FilesHasher {
     }
 
     fn file(&mut self, name: &str, bytes: impl FnOnce(&mut Sha256)) {
+        self.begin(name);
+        bytes(&mut self.0);
+        self.end();
+    }
+
+    /// Starts file `name`, whose bytes then arrive in pieces through `update` (a file read as a
+    /// stream); `end` closes it.
+    pub(crate) fn begin(&mut self, name: &str) {
         self.0.update(name.as_bytes());
         self.0.update([0u8]);
-        bytes(&mut self.0);
+    }
+
+    pub(crate) fn update(&mut self, piece: &[u8]) {
+        self.0.update(piece);
+    }
+
+    pub(crate) fn end(&mut self) {
         self.0.update([0u8]);
     }
 

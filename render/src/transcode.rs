@@ -30,6 +30,153 @@ pub(crate) fn top_level(text: &str) -> Option<(Members, Option<String>)> {
 
 const VERSION_INFO: &str = "version_info";
 
+/// What [`stream_top_level`] found in one document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Streamed {
+    /// The top-level object's `version_info`, when it is a string.
+    pub(crate) version_info: Option<String>,
+    /// Every object's keys arrived in strictly increasing order; when not, the bytes written are
+    /// not the canonical form (a `Value` would have sorted them, and kept the last of two).
+    pub(crate) keys_in_order: bool,
+    /// The document is a JSON object.
+    pub(crate) is_object: bool,
+}
+
+/// Reads one JSON document from `reader` and writes its canonical bytes as they are read:
+/// all of them to `whole`, and to `hashed` the same without the top-level `version_info`
+/// member (what `Members::for_each_piece` gives once `version_info` is removed: the hash
+/// input). Nothing but the current token is held, so a file of any size costs the same.
+/// An error is serde_json's: not JSON, or the reader's own (`Category::Io`).
+pub(crate) fn stream_top_level<R: std::io::Read>(
+    reader: R,
+    whole: &mut dyn FnMut(&[u8]),
+    hashed: &mut dyn FnMut(&[u8]),
+) -> Result<Streamed, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut out = Both {
+        whole,
+        hashed,
+        keys_in_order: true,
+    };
+    let found = de.deserialize_any(StreamTop { out: &mut out })?;
+    de.end()?;
+    Ok(Streamed {
+        version_info: found.version_info,
+        keys_in_order: out.keys_in_order,
+        is_object: found.is_object,
+    })
+}
+
+/// The two outputs of a streaming read; a member's bytes go to both unless it is `version_info`.
+struct Both<'a> {
+    whole: &'a mut dyn FnMut(&[u8]),
+    hashed: &'a mut dyn FnMut(&[u8]),
+    keys_in_order: bool,
+}
+
+impl Out for Both<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        (self.whole)(bytes);
+        (self.hashed)(bytes);
+    }
+
+    fn keys_out_of_order<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        self.keys_in_order = false;
+        Ok(())
+    }
+}
+
+struct StreamTop<'b, 'a> {
+    out: &'b mut Both<'a>,
+}
+
+struct TopFound {
+    version_info: Option<String>,
+    is_object: bool,
+}
+
+impl TopFound {
+    const NOT_AN_OBJECT: TopFound = TopFound {
+        version_info: None,
+        is_object: false,
+    };
+}
+
+impl<'de> Visitor<'de> for StreamTop<'_, '_> {
+    type Value = TopFound;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopFound, A::Error> {
+        let out = self.out;
+        let mut last: Option<String> = None;
+        let mut version_info = None;
+        // Separate "first member" flags: `hashed` may have one member fewer.
+        let (mut whole_first, mut hashed_first) = (true, true);
+        while let Some(key) = map.next_key_seed(Key)? {
+            if last.as_deref().is_some_and(|last| last >= key.as_ref()) {
+                out.keys_out_of_order::<A::Error>()?;
+            }
+            (out.whole)(if whole_first { b"{\n  " } else { b",\n  " });
+            whole_first = false;
+            if key == VERSION_INFO {
+                // Small, and its decoded string is wanted too.
+                let value: Value = map.next_value()?;
+                version_info = value.as_str().map(str::to_string);
+                (out.whole)(&member(&key, &value));
+            } else {
+                (out.hashed)(if hashed_first { b"{\n  " } else { b",\n  " });
+                hashed_first = false;
+                write_str(out, &key);
+                out.put(b": ");
+                map.next_value_seed(Emit {
+                    out: &mut *out,
+                    depth: 1,
+                })?;
+            }
+            last = Some(key.into_owned());
+        }
+        (out.whole)(if whole_first { b"{}\n" } else { b"\n}\n" });
+        (out.hashed)(if hashed_first { b"{}\n" } else { b"\n}\n" });
+        Ok(TopFound {
+            version_info,
+            is_object: true,
+        })
+    }
+
+    // Anything else is read to its end, so that text which is not JSON is reported as such.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopFound, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_unit<E>(self) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<TopFound, E> {
+        Ok(TopFound::NOT_AN_OBJECT)
+    }
+}
+
 struct Top;
 
 impl<'de> Visitor<'de> for Top {
@@ -97,13 +244,33 @@ impl<'de> Visitor<'de> for Key {
     }
 }
 
+/// Where [`Emit`] writes: a buffer, or the digests of a streaming check.
+pub(crate) trait Out {
+    fn put(&mut self, bytes: &[u8]);
+
+    /// An object's keys arrived out of order or repeated. A buffer stops the parse (its callers
+    /// take the `Value` path, which decides); a streaming check notes it and reads on, so that a
+    /// syntax error further on is still the error reported.
+    fn keys_out_of_order<E: serde::de::Error>(&mut self) -> Result<(), E>;
+}
+
+impl Out for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn keys_out_of_order<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        Err(E::custom("keys out of order"))
+    }
+}
+
 /// Writes the value being read at `depth`, exactly as serde_json's pretty printer writes a `Value`.
-struct Emit<'o> {
-    out: &'o mut Vec<u8>,
+struct Emit<'o, O: Out> {
+    out: &'o mut O,
     depth: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for Emit<'_> {
+impl<'de, O: Out> DeserializeSeed<'de> for Emit<'_, O> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -111,7 +278,7 @@ impl<'de> DeserializeSeed<'de> for Emit<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Emit<'_> {
+impl<'de, O: Out> Visitor<'de> for Emit<'_, O> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -119,13 +286,12 @@ impl<'de> Visitor<'de> for Emit<'_> {
     }
 
     fn visit_unit<E>(self) -> Result<(), E> {
-        self.out.extend_from_slice(b"null");
+        self.out.put(b"null");
         Ok(())
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<(), E> {
-        self.out
-            .extend_from_slice(if v { b"true" as &[u8] } else { b"false" });
+        self.out.put(if v { b"true" as &[u8] } else { b"false" });
         Ok(())
     }
 
@@ -153,44 +319,40 @@ impl<'de> Visitor<'de> for Emit<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let out = self.out;
         let depth = self.depth;
-        out.push(b'[');
+        out.put(b"[");
         let mut first = true;
-        loop {
-            // The separator goes out before we know whether an item follows; taken back if not.
-            let mark = out.len();
-            out.extend_from_slice(if first { b"\n" } else { b",\n" });
-            indent(out, depth + 1);
-            let item = Emit {
+        // The item writes its separator only once it is known to exist.
+        while seq
+            .next_element_seed(Item {
                 out: &mut *out,
                 depth: depth + 1,
-            };
-            if seq.next_element_seed(item)?.is_none() {
-                out.truncate(mark);
-                break;
-            }
+                first,
+            })?
+            .is_some()
+        {
             first = false;
         }
         if !first {
-            out.push(b'\n');
+            out.put(b"\n");
             indent(out, depth);
         }
-        out.push(b']');
+        out.put(b"]");
         Ok(())
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let out = self.out;
         let depth = self.depth;
-        out.push(b'{');
+        out.put(b"{");
         let mut last: Option<Cow<'de, str>> = None;
         while let Some(key) = map.next_key_seed(Key)? {
             if last.as_ref().is_some_and(|last| *last >= key) {
-                return Err(A::Error::custom("keys out of order"));
+                out.keys_out_of_order()?;
             }
-            out.extend_from_slice(if last.is_none() { b"\n" } else { b",\n" });
+            out.put(if last.is_none() { b"\n" } else { b",\n" });
             indent(out, depth + 1);
             write_str(out, &key);
-            out.extend_from_slice(b": ");
+            out.put(b": ");
             map.next_value_seed(Emit {
                 out: &mut *out,
                 depth: depth + 1,
@@ -198,27 +360,61 @@ impl<'de> Visitor<'de> for Emit<'_> {
             last = Some(key);
         }
         if last.is_some() {
-            out.push(b'\n');
+            out.put(b"\n");
             indent(out, depth);
         }
-        out.push(b'}');
+        out.put(b"}");
         Ok(())
     }
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
+/// An array item at `depth`: its separator and indent, then the item.
+struct Item<'o, O: Out> {
+    out: &'o mut O,
+    depth: usize,
+    first: bool,
+}
+
+impl<'de, O: Out> DeserializeSeed<'de> for Item<'_, O> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.out.put(if self.first { b"\n" } else { b",\n" });
+        indent(self.out, self.depth);
+        d.deserialize_any(Emit {
+            out: self.out,
+            depth: self.depth,
+        })
+    }
+}
+
+fn write_str<O: Out>(out: &mut O, s: &str) {
     write_serde(out, s);
 }
 
 /// Strings and numbers as serde_json writes them (its escaping, itoa and ryu).
-fn write_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
-    // Writing a string or a number into a Vec cannot fail.
-    serde_json::to_writer(out, value).expect("a JSON scalar always serialises");
+fn write_serde<O: Out, T: Serialize + ?Sized>(out: &mut O, value: &T) {
+    // Writing a string or a number into an `Out` cannot fail.
+    serde_json::to_writer(OutWriter(out), value).expect("a JSON scalar always serialises");
 }
 
-fn indent(out: &mut Vec<u8>, depth: usize) {
+/// An [`Out`] as an `io::Write`, for serde_json's writer.
+struct OutWriter<'o, O: Out>(&'o mut O);
+
+impl<O: Out> std::io::Write for OutWriter<'_, O> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.put(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn indent<O: Out>(out: &mut O, depth: usize) {
     for _ in 0..depth {
-        out.extend_from_slice(b"  ");
+        out.put(b"  ");
     }
 }
 
@@ -286,6 +482,37 @@ mod tests {
                 prop_assert!(members.equals(&to_json_bytes(&parsed)));
             }
         }
+
+        /// Read as a stream, a document gives its canonical bytes, and the same without
+        /// `version_info` (the hash input), as the buffered path does.
+        #[test]
+        fn streaming_gives_the_canonical_bytes_and_the_hash_input(
+            members in prop::collection::btree_map(any::<String>(), json(), 0..5),
+            version in prop::option::of(any::<String>()),
+        ) {
+            let mut value = Value::Object(members.into_iter().collect());
+            if let Some(v) = &version {
+                value["version_info"] = Value::String(v.clone());
+            }
+            let canonical = to_json_bytes(&value);
+            let compact = serde_json::to_string(&value).expect("serialises");
+            for text in [canonical.as_str(), compact.as_str()] {
+                let (mut whole, mut hashed) = (Vec::new(), Vec::new());
+                let streamed = stream_top_level(
+                    text.as_bytes(),
+                    &mut |b: &[u8]| whole.extend_from_slice(b),
+                    &mut |b: &[u8]| hashed.extend_from_slice(b),
+                )
+                .expect("JSON");
+                prop_assert!(streamed.is_object && streamed.keys_in_order);
+                prop_assert_eq!(streamed.version_info.as_ref(), version.as_ref());
+                let parsed: Value = serde_json::from_str(text).expect("valid JSON");
+                let mut members = Members::of(&parsed).expect("an object");
+                prop_assert_eq!(String::from_utf8(whole).expect("utf-8"), members.to_bytes());
+                members.remove("version_info");
+                prop_assert_eq!(String::from_utf8(hashed).expect("utf-8"), members.to_bytes());
+            }
+        }
     }
 
     #[test]
@@ -294,6 +521,25 @@ mod tests {
         assert_eq!(v.as_deref(), Some("sha256:x"));
         let (_, v) = top_level(r#"{"version_info":7}"#).expect("ordered");
         assert_eq!(v, None);
+    }
+
+    #[test]
+    fn streaming_notes_what_is_not_an_ordered_object() {
+        let read =
+            |text: &str| stream_top_level(text.as_bytes(), &mut |_: &[u8]| {}, &mut |_: &[u8]| {});
+        for text in [
+            r#"{"b":1,"a":2}"#,
+            r#"{"a":{"y":1,"x":2}}"#,
+            r#"{"a":[{"k":1,"k":1}]}"#,
+        ] {
+            assert!(!read(text).expect("JSON").keys_in_order, "{text}");
+        }
+        for text in [r#"[1,{"a":2}]"#, r#""s""#, "7", "null"] {
+            assert!(!read(text).expect("JSON").is_object, "{text}");
+        }
+        for text in [r#"{"b":1,"a":"#, r#"{"a":1} x"#, r#"[1"#, ""] {
+            assert!(read(text).is_err(), "{text}");
+        }
     }
 
     #[test]

@@ -13,14 +13,20 @@
 //!
 //! A refused file is rolled back on disk to what Envoy still runs, so a restart of Envoy starts
 //! from the config it was serving, never from a file it refused.
+//!
+//! Every file comes from disk: the bundle's were staged beside their targets while it was read
+//! ([`Staged`]), the union is written from the live and new clusters files, and a replaced file is
+//! held open until its step is confirmed, for the rollback. No file is held in memory.
 
 use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
 use crate::error::SidecarError;
-use crate::files;
-use crate::union::{clusters_first, union_version, ClustersFirst};
+use crate::files::{self, Previous, TempFile};
+use crate::staged::Staged;
+use crate::union::{clusters_first, union_version, write_union, ClustersFirst, ClustersIndex};
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
-use gateway_render::Bundle;
-use serde_json::Value;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use std::fs::File;
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -117,16 +123,33 @@ impl Target {
         }
     }
 
-    pub async fn deliver(&self, bundle: &Bundle) -> Result<Delivered, SidecarError> {
+    /// Where a bundle's files are staged while it is read: the files this target delivers, each
+    /// beside its target.
+    pub fn staging(&self) -> Staged {
         match self {
-            Target::Envoy(t) => t.deliver(bundle).await,
+            Target::Envoy(t) => Staged::new(vec![
+                (CLUSTERS_FILE, t.clusters_dir.clone()),
+                (ROUTES_FILE, t.routes_dir.clone()),
+            ]),
+            Target::RateLimit { dir } => Staged::new(vec![(RATE_LIMIT_FILE, dir.clone())]),
+        }
+    }
+
+    /// Delivers the verified bundle `hash` whose files are `staged`.
+    pub async fn deliver(
+        &self,
+        staged: &mut Staged,
+        hash: &str,
+    ) -> Result<Delivered, SidecarError> {
+        match self {
+            Target::Envoy(t) => t.deliver(staged, hash).await,
             Target::RateLimit { dir } => {
-                let rules = bundle_file(bundle, RATE_LIMIT_FILE)?;
-                if files::read(dir, RATE_LIMIT_FILE)?.as_deref() != Some(rules.as_bytes()) {
-                    files::write_atomic(dir, RATE_LIMIT_FILE, rules.as_bytes())?;
-                    tracing::info!(hash = %bundle.hash, dir = %dir.display(), "wrote {RATE_LIMIT_FILE}");
+                let rules = staged_file(staged, RATE_LIMIT_FILE, hash)?;
+                if !files::same_content(rules.path(), &dir.join(RATE_LIMIT_FILE))? {
+                    rules.put_in_place(dir, RATE_LIMIT_FILE)?;
+                    tracing::info!(hash, dir = %dir.display(), "wrote {RATE_LIMIT_FILE}");
                 } else {
-                    tracing::info!(hash = %bundle.hash, "{RATE_LIMIT_FILE} unchanged");
+                    tracing::info!(hash, "{RATE_LIMIT_FILE} unchanged");
                 }
                 Ok(Delivered::Applied)
             }
@@ -135,120 +158,108 @@ impl Target {
 }
 
 impl EnvoyTarget {
-    async fn deliver(&self, bundle: &Bundle) -> Result<Delivered, SidecarError> {
-        let clusters = bundle_file(bundle, CLUSTERS_FILE)?;
-        let routes = bundle_file(bundle, ROUTES_FILE)?;
-        let live_clusters = files::read(&self.clusters_dir, CLUSTERS_FILE)?;
-        let live_routes = files::read(&self.routes_dir, ROUTES_FILE)?;
-        let (Some(live_clusters), Some(live_routes)) = (live_clusters, live_routes) else {
+    async fn deliver(&self, staged: &mut Staged, hash: &str) -> Result<Delivered, SidecarError> {
+        let clusters = staged_file(staged, CLUSTERS_FILE, hash)?;
+        let routes = staged_file(staged, ROUTES_FILE, hash)?;
+        if !files::exists(&self.clusters_dir, CLUSTERS_FILE)
+            || !files::exists(&self.routes_dir, ROUTES_FILE)
+        {
             // Envoy exits at start when a watched file is missing, so none is running from
-            // these directories: write the files for it to start from.
-            files::write_atomic(&self.clusters_dir, CLUSTERS_FILE, clusters.as_bytes())?;
-            files::write_atomic(&self.routes_dir, ROUTES_FILE, routes.as_bytes())?;
-            tracing::info!(hash = %bundle.hash, "first delivery: wrote {CLUSTERS_FILE} and {ROUTES_FILE} for Envoy to start from");
+            // these directories: put the files in for it to start from.
+            clusters.put_in_place(&self.clusters_dir, CLUSTERS_FILE)?;
+            routes.put_in_place(&self.routes_dir, ROUTES_FILE)?;
+            tracing::info!(
+                hash,
+                "first delivery: wrote {CLUSTERS_FILE} and {ROUTES_FILE} for Envoy to start from"
+            );
             return Ok(Delivered::First);
-        };
+        }
 
         // 1. Make: every cluster the new routes need, next to the ones the live routes use.
-        let step1 = clusters_first(&live_clusters, clusters, &bundle.hash)?;
-        match &step1 {
-            ClustersFirst::Union(union) => {
-                tracing::info!(hash = %bundle.hash, "step 1: clusters union of live and new");
-                self.apply(
-                    Subscription::Cds,
-                    union.as_bytes(),
-                    &live_clusters,
-                    &union_version(&bundle.hash),
-                )
-                .await?;
+        let live_clusters = self.clusters_dir.join(CLUSTERS_FILE);
+        let live_index = ClustersIndex::read(open(&live_clusters)?, "live clusters.json")?;
+        let new_index = ClustersIndex::read(open(clusters.path())?, "new clusters.json")?;
+        let step1 = clusters_first(&live_index, &new_index);
+        match step1 {
+            ClustersFirst::Union => {
+                tracing::info!(hash, "step 1: clusters union of live and new");
+                let union = TempFile::create(&self.clusters_dir, CLUSTERS_FILE)?;
+                let mut out = union.writer()?;
+                write_union(
+                    (open(&live_clusters)?, &live_index),
+                    (open(clusters.path())?, &new_index),
+                    hash,
+                    &mut out,
+                )?;
+                out.flush()
+                    .map_err(|e| SidecarError::file(union.path(), "writing", e))?;
+                drop((out, live_index, new_index));
+                self.apply(Subscription::Cds, &union, &union_version(hash))
+                    .await?;
             }
             ClustersFirst::NewClusters => {
                 // The new clusters file holds every live cluster: it is the union, and once it
                 // is in, nothing is left for a step 3.
-                tracing::info!(hash = %bundle.hash, "step 1: new clusters (no cluster goes away, no union)");
-                self.apply(
-                    Subscription::Cds,
-                    clusters.as_bytes(),
-                    &live_clusters,
-                    &bundle.hash,
-                )
-                .await?;
+                tracing::info!(
+                    hash,
+                    "step 1: new clusters (no cluster goes away, no union)"
+                );
+                self.apply(Subscription::Cds, &clusters, hash).await?;
             }
             ClustersFirst::Nothing => {
-                tracing::info!(hash = %bundle.hash, "step 1: every new cluster is already live")
+                tracing::info!(hash, "step 1: every new cluster is already live")
             }
             ClustersFirst::Same => {
                 // No cluster changes, so the order of the two files does not matter: both go in
                 // with one wait (the clusters file still carries the new `version_info`, which
                 // `/ready` and a restart read).
-                tracing::info!(hash = %bundle.hash, "step 1: skipped, the clusters are the live ones");
-                tracing::info!(hash = %bundle.hash, "step 2: routes, with the unchanged clusters");
+                tracing::info!(hash, "step 1: skipped, the clusters are the live ones");
+                tracing::info!(hash, "step 2: routes, with the unchanged clusters");
                 self.apply_all(&[
                     Step {
                         sub: Subscription::Rds,
-                        bytes: routes.as_bytes(),
-                        previous: &live_routes,
-                        version: &bundle.hash,
+                        file: &routes,
+                        version: hash,
                     },
                     Step {
                         sub: Subscription::Cds,
-                        bytes: clusters.as_bytes(),
-                        previous: &live_clusters,
-                        version: &bundle.hash,
+                        file: &clusters,
+                        version: hash,
                     },
                 ])
                 .await?;
-                tracing::info!(hash = %bundle.hash, "step 3: skipped, no cluster changes");
+                tracing::info!(hash, "step 3: skipped, no cluster changes");
                 return Ok(Delivered::Applied);
             }
         }
-        let clusters_now = files::read(&self.clusters_dir, CLUSTERS_FILE)?.unwrap_or_default();
         // 2. Switch the routes.
-        tracing::info!(hash = %bundle.hash, "step 2: routes");
-        self.apply(
-            Subscription::Rds,
-            routes.as_bytes(),
-            &live_routes,
-            &bundle.hash,
-        )
-        .await?;
+        tracing::info!(hash, "step 2: routes");
+        self.apply(Subscription::Rds, &routes, hash).await?;
         if step1 == ClustersFirst::NewClusters {
-            tracing::info!(hash = %bundle.hash, "step 3: skipped, the new clusters are in");
+            tracing::info!(hash, "step 3: skipped, the new clusters are in");
             return Ok(Delivered::Applied);
         }
         // 3. Break: the new clusters alone.
-        tracing::info!(hash = %bundle.hash, "step 3: clusters");
-        self.apply(
-            Subscription::Cds,
-            clusters.as_bytes(),
-            &clusters_now,
-            &bundle.hash,
-        )
-        .await?;
+        tracing::info!(hash, "step 3: clusters");
+        self.apply(Subscription::Cds, &clusters, hash).await?;
         Ok(Delivered::Applied)
     }
 
-    /// Puts `bytes` in place (unless they are there already) and waits until Envoy reports
-    /// `version`, or refuses the file (then `previous` goes back on disk), or the time is up.
+    /// Puts `file` in place (unless its bytes are there already) and waits until Envoy reports
+    /// `version`, or refuses the file (then the file it replaced goes back on disk), or the time
+    /// is up.
     async fn apply(
         &self,
         sub: Subscription,
-        bytes: &[u8],
-        previous: &[u8],
+        file: &TempFile,
         version: &str,
     ) -> Result<(), SidecarError> {
-        self.apply_all(&[Step {
-            sub,
-            bytes,
-            previous,
-            version,
-        }])
-        .await
+        self.apply_all(&[Step { sub, file, version }]).await
     }
 
     /// [`Self::apply`] for several files at once (each of its own subscription): all are put in
     /// place, then one wait until Envoy reports every version. When Envoy refuses one, or the
-    /// time is up, every file this call rewrote goes back to its `previous`.
+    /// time is up, every file this call replaced goes back.
     async fn apply_all(&self, steps: &[Step<'_>]) -> Result<(), SidecarError> {
         let before = self.admin.stats().await?;
         let rejected_before: Vec<u64> = steps.iter().map(|s| s.sub.rejected(&before)).collect();
@@ -256,17 +267,26 @@ impl EnvoyTarget {
         for step in steps {
             let file = step.sub.file();
             let version = step.version;
-            if step.previous == step.bytes {
-                tracing::debug!(file, version, "file unchanged, not rewritten");
-                continue;
-            }
             let dir = self.dir(step.sub);
-            if let Err(e) = files::write_atomic(dir, file, step.bytes) {
-                roll_back_all(&written, self);
-                return Err(e);
+            let put = files::same_content(step.file.path(), &dir.join(file)).and_then(|same| {
+                if same {
+                    return Ok(None);
+                }
+                let previous = Previous::open(dir, file)?;
+                step.file.put_in_place(dir, file)?;
+                Ok(Some(previous))
+            });
+            match put {
+                Ok(None) => tracing::debug!(file, version, "file unchanged, not rewritten"),
+                Ok(Some(previous)) => {
+                    written.push(previous);
+                    tracing::info!(file, version, dir = %dir.display(), "renamed into the watched directory");
+                }
+                Err(e) => {
+                    roll_back_all(&written);
+                    return Err(e);
+                }
             }
-            written.push(step);
-            tracing::info!(file, version, dir = %dir.display(), "renamed into the watched directory");
         }
         let deadline = Instant::now() + self.apply_timeout;
         let mut last = before;
@@ -283,7 +303,7 @@ impl EnvoyTarget {
             for (step, rejected_before) in steps.iter().zip(&rejected_before) {
                 let rejected_now = step.sub.rejected(&last);
                 if rejected_now > *rejected_before {
-                    roll_back_all(&written, self);
+                    roll_back_all(&written);
                     return Err(SidecarError::Rejected {
                         file: step.sub.file(),
                         hash: step.version.to_string(),
@@ -301,7 +321,7 @@ impl EnvoyTarget {
                 if steps.len() > 1 {
                     // A lone step's file stays for Envoy to pick up late, as it always did;
                     // files put in together go back together.
-                    roll_back_all(&written, self);
+                    roll_back_all(&written);
                 }
                 return Err(SidecarError::ApplyTimeout {
                     file: step.sub.file(),
@@ -328,44 +348,76 @@ impl EnvoyTarget {
     }
 }
 
-/// One file of a delivery step: what goes in, what Envoy runs now, the version to wait for.
+/// One file of a delivery step: what goes in, and the version to wait for.
 struct Step<'a> {
     sub: Subscription,
-    bytes: &'a [u8],
-    previous: &'a [u8],
+    file: &'a TempFile,
     version: &'a str,
 }
 
-fn roll_back_all(written: &[&Step<'_>], target: &EnvoyTarget) {
-    for step in written {
-        rollback(target.dir(step.sub), step.sub.file(), step.previous);
+/// Puts back the files Envoy still runs. Envoy reloads each, finds the config it already has,
+/// and (for a clusters file it applied in part) re-adds what the refused file removed.
+fn roll_back_all(written: &[Option<Previous>]) {
+    for previous in written.iter().flatten() {
+        match previous.restore() {
+            Ok(()) => tracing::warn!(
+                file = previous.name(),
+                "refused file rolled back to the one Envoy runs"
+            ),
+            Err(e) => {
+                tracing::error!(file = previous.name(), error = %e, "rolling back a refused file failed")
+            }
+        }
     }
 }
 
-/// Puts back the file Envoy still runs. Envoy reloads it, finds the config it already has, and
-/// (for a clusters file it applied in part) re-adds what the refused file removed.
-fn rollback(dir: &Path, file: &'static str, previous: &[u8]) {
-    match files::write_atomic(dir, file, previous) {
-        Ok(()) => tracing::warn!(file, "refused file rolled back to the one Envoy runs"),
-        Err(e) => tracing::error!(file, error = %e, "rolling back a refused file failed"),
-    }
+/// A file of the staged bundle; verification made sure it has every file.
+fn staged_file(
+    staged: &mut Staged,
+    name: &'static str,
+    hash: &str,
+) -> Result<TempFile, SidecarError> {
+    staged.take(name).ok_or_else(|| SidecarError::Unverified {
+        version_id: hash.to_string(),
+        reason: format!("bundle has no {name}"),
+    })
 }
 
-fn bundle_file<'b>(bundle: &'b Bundle, name: &'static str) -> Result<&'b str, SidecarError> {
-    bundle
-        .files
-        .get(name)
-        .map(String::as_str)
-        .ok_or_else(|| SidecarError::Unverified {
-            version_id: bundle.hash.clone(),
-            reason: format!("bundle has no {name}"),
-        })
+fn open(path: &Path) -> Result<BufReader<File>, SidecarError> {
+    File::open(path)
+        .map(BufReader::new)
+        .map_err(|e| SidecarError::file(path, "opening", e))
 }
 
+/// The top-level `version_info` of a watched JSON file, read through without holding it.
 fn version_info_of(dir: &Path, file: &str) -> Option<String> {
-    let bytes = files::read(dir, file).ok()??;
-    let doc: Value = serde_json::from_slice(&bytes).ok()?;
-    doc.get("version_info")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let reader = open(&dir.join(file)).ok()?;
+    serde_json::Deserializer::from_reader(reader)
+        .deserialize_map(VersionInfo)
+        .ok()?
+}
+
+struct VersionInfo;
+
+impl<'de> Visitor<'de> for VersionInfo {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "version_info" {
+                found = map
+                    .next_value::<serde_json::Value>()?
+                    .as_str()
+                    .map(str::to_string);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
 }

@@ -13,6 +13,7 @@ pub mod probe;
 pub mod report;
 pub mod run;
 pub mod source;
+pub mod staged;
 pub mod state;
 pub mod traffic;
 pub mod union;

@@ -4,9 +4,10 @@
 
 use crate::deliver::{Delivered, Target};
 use crate::error::SidecarError;
-use crate::source::{BundleSource, Head};
+use crate::source::BundleSource;
 use crate::state::{now, Event, LiveState, SharedStatus};
 use gateway_adapters::metrics::{Metric, MetricsSink};
+use gateway_adapters::store::LiveHead;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -131,9 +132,9 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
     /// HEAD, and on a new version: download, verify, deliver, remember.
     pub async fn round(&mut self) -> Result<PollOutcome, SidecarError> {
         let live = match self.source.head(self.etag.as_deref()).await? {
-            Head::Unchanged => return Ok(PollOutcome::Unchanged),
-            Head::Absent => return Ok(PollOutcome::NoBundle),
-            Head::Live(live) => live,
+            LiveHead::Unchanged => return Ok(PollOutcome::Unchanged),
+            LiveHead::Absent => return Ok(PollOutcome::NoBundle),
+            LiveHead::Live(live) => live,
         };
         let (delivered_version, rejected_version) = {
             let status = self.status.lock();
@@ -156,9 +157,9 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
             });
         }
         tracing::info!(version_id = %live.version_id, "new bundle version");
-        let verified = self.source.download(&live).await?;
-        let hash = verified.bundle.hash.clone();
-        match self.target.deliver(&verified.bundle).await {
+        let mut verified = self.source.download(&live, self.target.staging()).await?;
+        let hash = verified.hash.clone();
+        match self.target.deliver(&mut verified.staged, &hash).await {
             Ok(delivered) => {
                 let delivered_at = now();
                 // Lag is measured for bundles published while this sidecar runs (a new task's

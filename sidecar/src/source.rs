@@ -1,11 +1,17 @@
 //! The versioned bucket, as the sidecar sees it: a cheap conditional HEAD each round, and a GET
-//! of one exact version that is parsed and verified before anything is written.
+//! of one exact version that is read as a stream, verified, and staged beside its targets before
+//! anything is put in place (docs/design.md#delivery).
 
 use crate::error::SidecarError;
+use crate::staged::Staged;
 use aws_sdk_s3::error::DisplayErrorContext;
-use gateway_adapters::store::{LiveHead, ReadError, S3Store};
+use gateway_adapters::store::{BundleHead, LiveHead, ReadError, S3Store};
+use gateway_render::bundle::{read_bundle, StreamError};
 use gateway_render::contract::BUNDLE_OBJECT;
-use gateway_render::Bundle;
+use std::io::BufReader;
+
+/// How much of the decompressed bundle is read at a time.
+const READ_BUFFER: usize = 64 * 1024;
 
 /// The store's read side (`gateway_adapters::store`), bounded by the sidecar's byte cap both on
 /// the wire and decompressed.
@@ -14,28 +20,14 @@ pub struct BundleSource {
     store: S3Store,
 }
 
-/// What the live `bundle.json` is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Head {
-    /// `If-None-Match` held: same object as last time.
-    Unchanged,
-    /// Nothing published yet.
-    Absent,
-    Live(LiveObject),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveObject {
-    pub version_id: String,
-    pub etag: String,
-}
-
-/// A bundle that parsed, verified, and matches the hash its object metadata states.
-#[derive(Debug, Clone)]
+/// A bundle that was read, verified, and matches the hash its object metadata states; its files
+/// staged beside their targets, not yet in place.
+#[derive(Debug)]
 pub struct Verified {
     pub version_id: String,
     pub etag: String,
-    pub bundle: Bundle,
+    pub hash: String,
+    pub staged: Staged,
     /// The object's LastModified (unix seconds): when this version was published.
     pub last_modified: Option<u64>,
 }
@@ -58,53 +50,68 @@ impl BundleSource {
     }
 
     /// HEAD `bundle.json`, with `If-None-Match: etag` when one is known (a 304 is `Unchanged`).
-    pub async fn head(&self, if_none_match: Option<&str>) -> Result<Head, SidecarError> {
-        match self.store.head_live_unless(if_none_match).await {
-            Ok(LiveHead::Unchanged) => Ok(Head::Unchanged),
-            Ok(LiveHead::Absent) => Ok(Head::Absent),
-            Ok(LiveHead::Live(head)) => Ok(Head::Live(LiveObject {
-                version_id: head.version_id,
-                etag: head.etag,
-            })),
-            Err(e) => Err(self.read_error(format!("HEAD {BUNDLE_OBJECT}"), "", e)),
-        }
+    pub async fn head(&self, if_none_match: Option<&str>) -> Result<LiveHead, SidecarError> {
+        self.store
+            .head_live_unless(if_none_match)
+            .await
+            .map_err(|e| self.read_error(format!("HEAD {BUNDLE_OBJECT}"), "", e))
     }
 
-    /// GET that exact version, then refuse anything short, unparsable, unverified, or whose
-    /// stated hash is not the object's `hash` metadata.
-    pub async fn download(&self, live: &LiveObject) -> Result<Verified, SidecarError> {
-        let action = format!("GET {BUNDLE_OBJECT} version {}", live.version_id);
+    /// GET that exact version and read it into `staged` as it arrives; refuse anything short,
+    /// unparsable, unverified, or whose stated hash is not the object's `hash` metadata (then
+    /// the staged files are dropped, removed with them).
+    pub async fn download(
+        &self,
+        live: &BundleHead,
+        staged: Staged,
+    ) -> Result<Verified, SidecarError> {
+        let version_id = &live.version_id;
+        let action = format!("GET {BUNDLE_OBJECT} version {version_id}");
         let max = self.store.max_bundle_bytes();
-        let fetched = self
+        let opened = self
             .store
-            .fetch_version(&live.version_id, Some(max))
+            .open_version(version_id, Some(max))
             .await
-            .map_err(|e| self.read_error(action, &live.version_id, e))?;
+            .map_err(|e| self.read_error(action.clone(), version_id, e))?;
         let unverified = |reason: String| SidecarError::Unverified {
-            version_id: live.version_id.clone(),
+            version_id: version_id.clone(),
             reason,
         };
-        let bundle = Bundle::parse(&fetched.bytes).map_err(|e| unverified(e.to_string()))?;
-        bundle.verify().map_err(|e| unverified(e.to_string()))?;
-        match fetched.head.hash {
-            Some(h) if h == bundle.hash => {}
+        let body = opened.body;
+        // The body blocks on the download, and reading is CPU work: off the async threads.
+        let (read, staged) = tokio::task::spawn_blocking(move || {
+            let mut staged = staged;
+            let body = BufReader::with_capacity(READ_BUFFER, body);
+            let read = read_bundle(body, |name| staged.create(name));
+            (read, staged)
+        })
+        .await
+        .map_err(|e| unverified(format!("reading it stopped: {e}")))?;
+        let streamed = read.map_err(|e| match e {
+            StreamError::Bundle(e) => unverified(e.to_string()),
+            StreamError::Read(e) => self.read_error(action, version_id, ReadError::from_io(e)),
+            StreamError::Write { file, source } => Staged::error(&file, source),
+        })?;
+        match opened.head.hash {
+            Some(h) if h == streamed.hash => {}
             Some(h) => {
                 return Err(unverified(format!(
                     "object metadata hash {h} differs from the bundle's hash {}",
-                    bundle.hash
+                    streamed.hash
                 )))
             }
             None => return Err(unverified("object has no hash metadata".into())),
         }
-        let etag = match fetched.head.etag {
+        let etag = match opened.head.etag {
             e if e.is_empty() => live.etag.clone(),
             e => e,
         };
         Ok(Verified {
-            version_id: live.version_id.clone(),
+            version_id: version_id.clone(),
             etag,
-            bundle,
-            last_modified: fetched
+            hash: streamed.hash,
+            staged,
+            last_modified: opened
                 .head
                 .last_modified
                 .and_then(|t| u64::try_from(t).ok()),

@@ -126,6 +126,16 @@ impl Registry for TimedRegistry<'_> {
             .time(REGISTRY_WRITES, self.inner.write_statuses(rows))
             .await
     }
+    async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.read_statuses_digest())
+            .await
+    }
+    async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
+        self.clock
+            .time(REGISTRY_WRITES, self.inner.record_statuses_digest(digest))
+            .await
+    }
 }
 
 /// The bucket, every call timed.

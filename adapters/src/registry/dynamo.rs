@@ -1,9 +1,10 @@
 //! The DynamoDB registry: registration transactions, consistent reads, the reconciler's state.
 
-use super::error::{build_error, from_sdk};
+use super::error::from_sdk;
 use super::host::{enclosing_hosts, read_guard, read_host};
 use super::keys::{self, Item};
 use super::owner::{Actor, Owner};
+use super::pages::scan_prefix;
 use super::plan::{self, Current, Enclosing};
 use super::write::{transact, Written};
 use super::{
@@ -12,19 +13,11 @@ use super::{
 };
 use crate::resolve::BackendLookup;
 use crate::retry::Backoff;
-use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    StreamSpecification, StreamViewType, TableStatus,
-};
 use gateway_render::check::{check_entry, check_entry_value, Policy};
 use gateway_render::{Bounds, Entry, Problem, Rejection};
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// How long `create_table_if_absent` waits for a new table to become ACTIVE.
-const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Rounds of read → plan → write before a registration gives up with `Retryable`, and the
 /// jittered wait between them (20 ms doubling per round, so 40 ms before the second, at most 1 s).
@@ -86,33 +79,21 @@ impl RegistryReader {
 
     /// Every entry, read consistently, sorted by id; rows that do not parse are reported apart.
     pub async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
+        let items = scan_prefix(
+            &self.client,
+            &self.table,
+            keys::ENTRY_PREFIX,
+            &format!("scanning table {}", self.table),
+        )
+        .await?;
         let mut snapshot = RegistrySnapshot::default();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client
-                .scan()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .filter_expression("begins_with(#pk, :entry)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":entry", keys::s(keys::ENTRY_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| from_sdk(&format!("scanning table {}", self.table), e))?;
-            for item in page.items() {
-                match stored_entry(item) {
-                    Ok(stored) => snapshot.entries.push(stored),
-                    Err(e) => {
-                        let pk = keys::get_s(item, keys::PK).unwrap_or("?").to_string();
-                        snapshot.unreadable.push((pk, e.to_string()));
-                    }
+        for item in &items {
+            match stored_entry(item) {
+                Ok(stored) => snapshot.entries.push(stored),
+                Err(e) => {
+                    let pk = keys::get_s(item, keys::PK).unwrap_or("?").to_string();
+                    snapshot.unreadable.push((pk, e.to_string()));
                 }
-            }
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
             }
         }
         snapshot.entries.sort_by_key(|s| s.entry.id());
@@ -274,83 +255,10 @@ impl DynamoRegistry {
         &self.policy.base_domain
     }
 
-    /// Creates the table (pk/sk strings, on-demand, stream NEW_AND_OLD_IMAGES) unless it exists,
-    /// and waits until it is ACTIVE. True when it was created now.
+    /// Creates the table unless it exists and waits until it is ACTIVE (see
+    /// [`super::create_table_if_absent`]). True when it was created now.
     pub async fn create_table_if_absent(&self) -> Result<bool, RegistryError> {
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .map_err(|e| build_error("the key schema", e))
-        };
-        let attr = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(|e| build_error("the attribute definitions", e))
-        };
-        let stream = StreamSpecification::builder()
-            .stream_enabled(true)
-            .stream_view_type(StreamViewType::NewAndOldImages)
-            .build()
-            .map_err(|e| build_error("the stream specification", e))?;
-        let created = self
-            .client()
-            .create_table()
-            .table_name(self.reader.table())
-            .attribute_definitions(attr(keys::PK)?)
-            .attribute_definitions(attr(keys::SK)?)
-            .key_schema(key(keys::PK, KeyType::Hash)?)
-            .key_schema(key(keys::SK, KeyType::Range)?)
-            .billing_mode(BillingMode::PayPerRequest)
-            .stream_specification(stream)
-            .send()
-            .await;
-        let created = match created {
-            Ok(_) => true,
-            Err(e)
-                if matches!(
-                    e.as_service_error(),
-                    Some(CreateTableError::ResourceInUseException(_))
-                ) =>
-            {
-                false
-            }
-            Err(e) => {
-                return Err(from_sdk(
-                    &format!("creating table {}", self.reader.table()),
-                    e,
-                ))
-            }
-        };
-        self.wait_active().await?;
-        Ok(created)
-    }
-
-    async fn wait_active(&self) -> Result<(), RegistryError> {
-        let deadline = std::time::Instant::now() + TABLE_ACTIVE_TIMEOUT;
-        loop {
-            let described = self
-                .client()
-                .describe_table()
-                .table_name(self.reader.table())
-                .send()
-                .await
-                .map_err(|e| from_sdk(&format!("describing table {}", self.reader.table()), e))?;
-            let status = described.table().and_then(|t| t.table_status());
-            if status == Some(&TableStatus::Active) {
-                return Ok(());
-            }
-            if std::time::Instant::now() > deadline {
-                return Err(RegistryError::Retryable(format!(
-                    "table {} is not ACTIVE after {TABLE_ACTIVE_TIMEOUT:?} (status {status:?})",
-                    self.reader.table()
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
+        super::table::create_table_if_absent(self.client(), self.table()).await
     }
 
     /// Entries per team, routes and backend clusters in the registry, counted on a consistent read
@@ -523,9 +431,9 @@ impl DynamoRegistry {
                 Written::Retry(why) => last = why,
             }
         }
-        Err(RegistryError::Retryable(format!(
-            "registering {id}: {last}, {MAX_ROUNDS} times; try again"
-        )))
+        Err(RegistryError::Retryable(
+            format!("registering {id}: {last}, {MAX_ROUNDS} times; try again").into(),
+        ))
     }
 
     /// Removes an entry and its guards in one transaction, releasing the host when this was the
@@ -572,9 +480,9 @@ impl DynamoRegistry {
                 Written::Retry(why) => last = why,
             }
         }
-        Err(RegistryError::Retryable(format!(
-            "deregistering {id}: {last}, {MAX_ROUNDS} times; try again"
-        )))
+        Err(RegistryError::Retryable(
+            format!("deregistering {id}: {last}, {MAX_ROUNDS} times; try again").into(),
+        ))
     }
 
     /// One entry, read consistently.
@@ -667,6 +575,14 @@ impl Registry for DynamoRegistry {
 
     async fn write_statuses(&self, rows: &[super::EntryStatus]) -> Result<(), RegistryError> {
         self.put_statuses(rows).await
+    }
+
+    async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        self.reader.statuses_digest().await
+    }
+
+    async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
+        self.put_statuses_digest(digest).await
     }
 
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {

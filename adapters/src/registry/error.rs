@@ -17,12 +17,13 @@ pub enum RegistryError {
     Forbidden(String),
     /// Throttling, an outage or a lost race that persisted through every retry: try again later.
     #[error("temporarily unable to complete: {0}")]
-    Retryable(String),
+    Retryable(#[source] Cause),
     /// Another reconcile run recorded its publish first.
     #[error("the published state changed since it was read: another reconcile run recorded first")]
     StateConflict,
+    /// Any other SDK failure (or a transaction cancelled for a reason the registry does not act on).
     #[error("{0}")]
-    Aws(String),
+    Aws(#[source] Cause),
     /// A stored row the registry cannot interpret (missing attribute, unparseable entry JSON).
     #[error("corrupt registry row: {0}")]
     Corrupt(String),
@@ -45,6 +46,59 @@ impl RegistryError {
     /// Whether the caller may simply try again later.
     pub fn is_retryable(&self) -> bool {
         matches!(self, RegistryError::Retryable(_))
+    }
+}
+
+/// What went wrong, said once (`doing X: the SDK's whole error context`), and the error that
+/// caused it, when there was one, kept so `source()` chains reach the SDK error. Its Display is
+/// the text alone: the registry's messages read the same with or without a cause behind them.
+#[derive(Debug)]
+pub struct Cause {
+    text: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Cause {
+    /// A failure described by `text`, caused by `source`.
+    pub fn new(
+        text: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Cause {
+        Cause {
+            text: text.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// What went wrong, as the message says it.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// A failure the registry found itself (a table never became ACTIVE, a write lost every round):
+/// no error lies behind it.
+impl From<String> for Cause {
+    fn from(text: String) -> Cause {
+        Cause { text, source: None }
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(text: &str) -> Cause {
+        Cause::from(text.to_string())
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
     }
 }
 
@@ -76,14 +130,47 @@ where
         }
         _ => false,
     };
-    let text = format!("{doing}: {}", DisplayErrorContext(&err));
+    let cause = Cause::new(format!("{doing}: {}", DisplayErrorContext(&err)), err);
     if transient {
-        RegistryError::Retryable(text)
+        RegistryError::Retryable(cause)
     } else {
-        RegistryError::Aws(text)
+        RegistryError::Aws(cause)
     }
 }
 
 pub(crate) fn build_error(what: &str, err: aws_sdk_dynamodb::error::BuildError) -> RegistryError {
-    RegistryError::Aws(format!("building {what}: {err}"))
+    RegistryError::Aws(Cause::new(format!("building {what}: {err}"), err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::operation::get_item::GetItemError;
+    use std::error::Error;
+
+    #[test]
+    fn a_transient_sdk_failure_keeps_its_text_and_its_cause() {
+        let sdk: SdkError<GetItemError> = SdkError::timeout_error("deadline passed");
+        let expected = format!(
+            "temporarily unable to complete: reading entry a/b: {}",
+            DisplayErrorContext(&sdk)
+        );
+        let err = from_sdk("reading entry a/b", sdk);
+        assert!(err.is_retryable());
+        assert_eq!(err.kind(), "retryable");
+        assert_eq!(err.to_string(), expected);
+        let cause = err
+            .source()
+            .and_then(|c| c.source())
+            .expect("the SDK error");
+        assert!(cause.downcast_ref::<SdkError<GetItemError>>().is_some());
+    }
+
+    #[test]
+    fn a_failure_the_registry_found_itself_has_no_cause_behind_it() {
+        let err = RegistryError::Aws("a put was cancelled: ValidationError".into());
+        assert_eq!(err.kind(), "aws");
+        assert_eq!(err.to_string(), "a put was cancelled: ValidationError");
+        assert!(err.source().and_then(|c| c.source()).is_none());
+    }
 }

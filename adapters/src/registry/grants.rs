@@ -6,7 +6,8 @@
 
 use super::dynamo::DynamoRegistry;
 use super::error::from_sdk;
-use super::keys::{self, Item};
+use super::keys;
+use super::pages::scan_prefix;
 use super::write::not_granted;
 use super::RegistryError;
 use aws_sdk_dynamodb::types::ReturnValue;
@@ -96,43 +97,31 @@ impl DynamoRegistry {
 
     /// Every grant, sorted by team then account.
     pub async fn grants(&self) -> Result<Vec<Grant>, RegistryError> {
+        let items = scan_prefix(
+            self.client(),
+            self.table(),
+            keys::GRANT_PREFIX,
+            &format!("scanning table {} for grants", self.table()),
+        )
+        .await?;
         let mut grants = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let page = self
-                .client()
-                .scan()
-                .table_name(self.table())
-                .consistent_read(true)
-                .filter_expression("begins_with(#pk, :grant)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":grant", keys::s(keys::GRANT_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| from_sdk(&format!("scanning table {} for grants", self.table()), e))?;
-            for item in page.items() {
-                let pk = keys::need_s(item, keys::PK)?;
-                let sk = keys::need_s(item, keys::SK)?;
-                let (Some(team), Some(account)) = (
-                    pk.strip_prefix(keys::GRANT_PREFIX),
-                    sk.strip_prefix(keys::ACCOUNT_PREFIX),
-                ) else {
-                    continue;
-                };
-                grants.push(Grant {
-                    team: team.to_string(),
-                    account: account.to_string(),
-                    granted_by: keys::get_s(item, keys::ATTR_GRANTED_BY)
-                        .unwrap_or("")
-                        .to_string(),
-                    granted_at: keys::get_n(item, keys::ATTR_GRANTED_AT).unwrap_or(0),
-                });
-            }
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
-            }
+        for item in &items {
+            let pk = keys::need_s(item, keys::PK)?;
+            let sk = keys::need_s(item, keys::SK)?;
+            let (Some(team), Some(account)) = (
+                pk.strip_prefix(keys::GRANT_PREFIX),
+                sk.strip_prefix(keys::ACCOUNT_PREFIX),
+            ) else {
+                continue;
+            };
+            grants.push(Grant {
+                team: team.to_string(),
+                account: account.to_string(),
+                granted_by: keys::get_s(item, keys::ATTR_GRANTED_BY)
+                    .unwrap_or("")
+                    .to_string(),
+                granted_at: keys::get_n(item, keys::ATTR_GRANTED_AT).unwrap_or(0),
+            });
         }
         grants.sort_by(|a, b| (&a.team, &a.account).cmp(&(&b.team, &b.account)));
         Ok(grants)

@@ -17,6 +17,7 @@
 //! rows fit the transaction.
 
 use super::keys::{self, Item};
+use super::pages::query_partition;
 use super::{error::from_sdk, RegistryError};
 use std::collections::BTreeMap;
 
@@ -179,33 +180,24 @@ pub(crate) async fn read_host(
         guard: None,
         paths: BTreeMap::new(),
     };
-    let mut start: Option<Item> = None;
-    loop {
-        let page = client
-            .query()
-            .table_name(table)
-            .consistent_read(true)
-            .key_condition_expression("#pk = :pk")
-            .expression_attribute_names("#pk", keys::PK)
-            .expression_attribute_values(":pk", keys::s(keys::host_pk(fqdn)))
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(|e| from_sdk(&format!("reading the guards of host {fqdn}"), e))?;
-        for item in page.items() {
-            let sk = keys::need_s(item, keys::SK)?;
-            if sk == keys::HOST_SK {
-                view.guard = Some(HostGuard::from_item(item)?);
-            } else if let Some(prefix) = sk.strip_prefix(keys::PATH_PREFIX) {
-                let holder = keys::need_s(item, keys::ATTR_SERVICE)?;
-                view.paths.insert(prefix.to_string(), holder.to_string());
-            }
-        }
-        match page.last_evaluated_key() {
-            Some(k) if !k.is_empty() => start = Some(k.clone()),
-            _ => return Ok(view),
+    let items = query_partition(
+        client,
+        table,
+        &keys::host_pk(fqdn),
+        None,
+        &format!("reading the guards of host {fqdn}"),
+    )
+    .await?;
+    for item in &items {
+        let sk = keys::need_s(item, keys::SK)?;
+        if sk == keys::HOST_SK {
+            view.guard = Some(HostGuard::from_item(item)?);
+        } else if let Some(prefix) = sk.strip_prefix(keys::PATH_PREFIX) {
+            let holder = keys::need_s(item, keys::ATTR_SERVICE)?;
+            view.paths.insert(prefix.to_string(), holder.to_string());
         }
     }
+    Ok(view)
 }
 
 #[cfg(test)]

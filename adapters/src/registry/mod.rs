@@ -11,17 +11,20 @@ mod grants;
 mod host;
 mod keys;
 mod owner;
+mod pages;
 mod plan;
 pub mod proxies;
 mod status;
+mod table;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
-pub use error::RegistryError;
+pub use error::{Cause, RegistryError};
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
+pub use table::create_table_if_absent;
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -132,6 +135,19 @@ pub trait Registry {
     fn write_statuses(
         &self,
         rows: &[EntryStatus],
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// The digest of what the status rows were last brought in line with, if recorded
+    /// (docs/design.md#entry-status).
+    fn read_statuses_digest(
+        &self,
+    ) -> impl Future<Output = Result<Option<String>, RegistryError>> + Send;
+
+    /// Records that digest; `None` clears it, before status rows are written, so rows written
+    /// only in part are never taken to be in line.
+    fn record_statuses_digest(
+        &self,
+        digest: Option<&str>,
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 

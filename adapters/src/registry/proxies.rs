@@ -6,6 +6,7 @@
 
 use super::error::from_sdk;
 use super::keys::{self, get_n, get_s, Item};
+use super::pages::query_partition;
 use super::RegistryError;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -151,39 +152,19 @@ impl ProxyTable {
     /// Every proxy whose row has not expired at `now`, sorted by proxy id. Rows past
     /// `expires_at` are dropped here even while DynamoDB still holds them.
     pub async fn current(&self, now: u64) -> Result<Vec<ProxyReport>, RegistryError> {
-        let mut out = Vec::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .consistent_read(true)
-                .key_condition_expression("#pk = :pk AND begins_with(#sk, :proxy)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_names("#sk", keys::SK)
-                .expression_attribute_values(":pk", keys::s(PROXIES_PK))
-                .expression_attribute_values(":proxy", keys::s(PROXY_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| {
-                    from_sdk(
-                        &format!("reading proxy reports from table {}", self.table),
-                        e,
-                    )
-                })?;
-            out.extend(
-                page.items()
-                    .iter()
-                    .filter_map(ProxyReport::from_item)
-                    .filter(|r| r.is_current(now)),
-            );
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
-            }
-        }
+        let items = query_partition(
+            &self.client,
+            &self.table,
+            PROXIES_PK,
+            Some(PROXY_PREFIX),
+            &format!("reading proxy reports from table {}", self.table),
+        )
+        .await?;
+        let mut out: Vec<ProxyReport> = items
+            .iter()
+            .filter_map(ProxyReport::from_item)
+            .filter(|r| r.is_current(now))
+            .collect();
         out.sort_by(|a, b| a.proxy_id.cmp(&b.proxy_id));
         Ok(out)
     }

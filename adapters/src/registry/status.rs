@@ -1,17 +1,45 @@
 //! Per-entry status rows (`STATUS#{team}/{service}` / `STATUS`): which revision of an entry the
 //! reconciler published, in which bundle, and whether it is quarantined and why
-//! (docs/design.md#entry-status). Written only by the reconciler, only when they change; the
-//! table stream's filter (`ENTRY#` keys) never wakes a run for them.
+//! (docs/design.md#entry-status). Written only by the reconciler, only when they change, in
+//! batches; the table stream's filter (`ENTRY#` keys) never wakes a run for them.
+//!
+//! Beside them, `STATE` / `STATUSES` holds a digest of what the rows were last brought in line
+//! with, so an unchanged run can tell without reading them all.
 
-use super::error::from_sdk;
+use super::error::{build_error, from_sdk, Cause};
 use super::keys::{self, get_n, get_s, Item};
+use super::pages::scan_prefix;
 use super::{DynamoRegistry, RegistryError, RegistryReader};
+use crate::retry::Backoff;
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::task::{JoinError, JoinSet};
 
 pub const STATUS_PREFIX: &str = "STATUS#";
 pub const STATUS_SK: &str = "STATUS";
 /// Longest reason stored (Envoy's stderr can be long); the full text is under `failed/`.
 pub const MAX_REASON_BYTES: usize = 8 * 1024;
+
+/// The digest row's sort key, under the reconciler's `STATE` partition key (its role may write
+/// only there and under `STATUS#`).
+pub const STATUS_DIGEST_SK: &str = "STATUSES";
+const ATTR_DIGEST: &str = "digest";
+
+/// Puts per `BatchWriteItem` request: DynamoDB's limit.
+const PUTS_PER_BATCH: usize = 25;
+/// Batch requests in flight at once: enough to hide the round trips of a first publish (400
+/// batches at 10k entries), few enough that a fresh on-demand table does not throttle them all.
+const BATCHES_IN_FLIGHT: usize = 8;
+/// Sends of one batch while DynamoDB leaves some of its puts unprocessed (throttling): the first
+/// at once, then a jittered wait from 50 ms doubling up to 2 s (about 5 s in all).
+const UNPROCESSED_SENDS: Backoff = Backoff {
+    attempts: 8,
+    first: Duration::from_millis(50),
+    factor: 2,
+    cap: Duration::from_secs(2),
+    jitter: true,
+};
 
 /// Why and since which revision an entry is quarantined.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,37 +169,18 @@ impl EntryStatus {
 impl RegistryReader {
     /// Every status row, by id.
     pub async fn statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
-        let mut out = BTreeMap::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .client()
-                .scan()
-                .table_name(self.table())
-                .consistent_read(true)
-                .filter_expression("begins_with(#pk, :status)")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_values(":status", keys::s(STATUS_PREFIX))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| {
-                    from_sdk(
-                        &format!("scanning table {} for status rows", self.table()),
-                        e,
-                    )
-                })?;
-            for item in page.items() {
-                if let Some(s) = EntryStatus::from_item(item) {
-                    out.insert(s.id.clone(), s);
-                }
-            }
-            match page.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => break,
-            }
-        }
-        Ok(out)
+        let items = scan_prefix(
+            self.client(),
+            self.table(),
+            STATUS_PREFIX,
+            &format!("scanning table {} for status rows", self.table()),
+        )
+        .await?;
+        Ok(items
+            .iter()
+            .filter_map(EntryStatus::from_item)
+            .map(|s| (s.id.clone(), s))
+            .collect())
     }
 
     /// One entry's status row.
@@ -200,17 +209,170 @@ impl DynamoRegistry {
         self.reader().status(id).await
     }
 
-    /// Writes each row (whole-row puts: the reconciler is their only writer).
+    /// Writes each row (whole-row puts: the reconciler is their only writer), 25 to a
+    /// `BatchWriteItem` request with several requests in flight; puts DynamoDB leaves
+    /// unprocessed are sent again. When an id appears twice, its last row is the one written.
+    /// A failed request ends the write: returning drops the set, which cancels the batches still
+    /// in flight (the caller clears the status digest before writing, so a part-write is known).
     pub async fn put_statuses(&self, rows: &[EntryStatus]) -> Result<(), RegistryError> {
-        for row in rows {
-            self.client()
-                .put_item()
-                .table_name(self.table())
-                .set_item(Some(row.to_item()))
-                .send()
-                .await
-                .map_err(|e| from_sdk(&format!("writing the status of {}", row.id), e))?;
+        let batches = put_batches(rows)?;
+        let total: usize = batches.iter().map(Vec::len).sum();
+        let mut in_flight = JoinSet::new();
+        let mut unwritten = 0;
+        for batch in batches {
+            if in_flight.len() == BATCHES_IN_FLIGHT {
+                if let Some(done) = in_flight.join_next().await {
+                    unwritten += batch_outcome(done)?;
+                }
+            }
+            let (client, table) = (self.client().clone(), self.table().to_string());
+            in_flight.spawn(send_batch(client, table, batch));
+        }
+        while let Some(done) = in_flight.join_next().await {
+            unwritten += batch_outcome(done)?;
+        }
+        if unwritten > 0 {
+            return Err(RegistryError::Retryable(format!(
+                "{unwritten} of {total} status rows in table {} not written: DynamoDB left them \
+                 unprocessed through {} sends",
+                self.table(),
+                UNPROCESSED_SENDS.attempts
+            )
+            .into()));
         }
         Ok(())
+    }
+
+    /// Records the digest of what the status rows were brought in line with; `None` clears it
+    /// (the row stays, without a digest).
+    pub async fn put_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
+        let mut row = keys::key(keys::STATE_PK.to_string(), STATUS_DIGEST_SK);
+        if let Some(digest) = digest {
+            row.insert(ATTR_DIGEST.into(), keys::s(digest));
+        }
+        self.client()
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(row))
+            .send()
+            .await
+            .map_err(|e| from_sdk("recording the status rows' digest", e))?;
+        Ok(())
+    }
+}
+
+impl RegistryReader {
+    /// The digest of what the status rows were last brought in line with, if one is recorded.
+    pub async fn statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        let row = self
+            .get_item(keys::STATE_PK.to_string(), STATUS_DIGEST_SK)
+            .await?;
+        Ok(row
+            .as_ref()
+            .and_then(|r| get_s(r, ATTR_DIGEST))
+            .map(str::to_string))
+    }
+}
+
+/// The rows as batches of puts, one put per id: DynamoDB refuses a batch that names a key twice.
+/// The last row given for an id wins, as it would with one put after another.
+fn put_batches(rows: &[EntryStatus]) -> Result<Vec<Vec<WriteRequest>>, RegistryError> {
+    let last: BTreeMap<&str, &EntryStatus> = rows.iter().map(|r| (r.id.as_str(), r)).collect();
+    let puts = last
+        .into_values()
+        .map(|row| {
+            let put = PutRequest::builder()
+                .set_item(Some(row.to_item()))
+                .build()
+                .map_err(|e| build_error(&format!("the status-row put of {}", row.id), e))?;
+            Ok(WriteRequest::builder().put_request(put).build())
+        })
+        .collect::<Result<Vec<_>, RegistryError>>()?;
+    Ok(puts.chunks(PUTS_PER_BATCH).map(<[_]>::to_vec).collect())
+}
+
+/// Sends one batch until DynamoDB has processed all of it or the sends run out; returns how many
+/// puts it still left unprocessed.
+async fn send_batch(
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    mut puts: Vec<WriteRequest>,
+) -> Result<usize, RegistryError> {
+    for attempt in UNPROCESSED_SENDS.attempts() {
+        UNPROCESSED_SENDS.pause(attempt).await;
+        let sending = puts.len();
+        let out = client
+            .batch_write_item()
+            .request_items(&table, std::mem::take(&mut puts))
+            .send()
+            .await
+            .map_err(|e| {
+                from_sdk(
+                    &format!("writing {sending} status rows to table {table}"),
+                    e,
+                )
+            })?;
+        puts = out
+            .unprocessed_items
+            .and_then(|mut left| left.remove(&table))
+            .unwrap_or_default();
+        if puts.is_empty() {
+            return Ok(0);
+        }
+    }
+    Ok(puts.len())
+}
+
+/// A finished batch's unprocessed count; a panic in it is the caller's panic.
+fn batch_outcome(
+    done: Result<Result<usize, RegistryError>, JoinError>,
+) -> Result<usize, RegistryError> {
+    match done {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(RegistryError::Aws(Cause::new(
+            format!("a status-row batch did not finish: {e}"),
+            e,
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, revision: u64) -> EntryStatus {
+        EntryStatus {
+            id: id.to_string(),
+            revision_published: Some(revision),
+            ..Default::default()
+        }
+    }
+
+    fn pk(put: &WriteRequest) -> String {
+        let item = put.put_request().expect("a put").item();
+        get_s(item, keys::PK).expect("pk").to_string()
+    }
+
+    #[test]
+    fn batches_hold_at_most_25_puts_and_never_one_key_twice_and_the_last_row_wins() {
+        // 60 ids, each given twice (revision 1, then 2), and once more out of order.
+        let mut rows: Vec<EntryStatus> = (0..60).map(|i| row(&format!("t/s{i:02}"), 1)).collect();
+        rows.extend((0..60).rev().map(|i| row(&format!("t/s{i:02}"), 2)));
+        let batches = put_batches(&rows).expect("batches");
+        assert_eq!(
+            batches.iter().map(Vec::len).collect::<Vec<_>>(),
+            [25, 25, 10]
+        );
+        let mut seen = std::collections::BTreeSet::new();
+        for batch in &batches {
+            for put in batch {
+                assert!(seen.insert(pk(put)), "{} put twice", pk(put));
+                let item = put.put_request().expect("a put").item();
+                assert_eq!(get_n(item, "revision_published"), Some(2), "{}", pk(put));
+            }
+        }
+        assert_eq!(seen.len(), 60);
+        assert!(put_batches(&[]).expect("none").is_empty());
     }
 }

@@ -78,10 +78,9 @@ fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Writt
         }
         if code != "ConditionalCheckFailed" {
             let message = reason.message().unwrap_or("");
-            return Err(RegistryError::Aws(format!(
-                "{} was cancelled: {code} {message}",
-                describe(action)
-            )));
+            return Err(RegistryError::Aws(
+                format!("{} was cancelled: {code} {message}", describe(action)).into(),
+            ));
         }
         let old = reason.item();
         match action {

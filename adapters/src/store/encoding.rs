@@ -6,7 +6,7 @@
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use std::io::{Read, Write};
+use std::io::{self, Read, Write};
 
 /// The object's `Content-Encoding`.
 pub const CONTENT_ENCODING: &str = "gzip";
@@ -52,6 +52,101 @@ pub fn decode(stored: Vec<u8>, max: usize) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
+/// [`decode`] for a stream: the canonical bytes of an object as stored, read as they arrive and
+/// never more than `max` of them decompressed. The reader's own errors come through as they
+/// were; decoding's are `io::Error`s that carry a [`DecodeError`] (see [`decode_error`]).
+pub fn decoder<R: Read + Send + 'static>(mut stored: R, max: usize) -> io::Result<Decoder> {
+    // The first two bytes tell gzip from plain JSON, however the body is cut into pieces.
+    let mut magic = Vec::with_capacity(GZIP_MAGIC.len());
+    while magic.len() < GZIP_MAGIC.len() {
+        let mut byte = [0u8];
+        if stored.read(&mut byte)? == 0 {
+            break;
+        }
+        magic.push(byte[0]);
+    }
+    let whole = io::Cursor::new(magic.clone()).chain(Marked(stored));
+    Ok(if is_compressed(&magic) {
+        Decoder::Gzip {
+            gz: Box::new(GzDecoder::new(whole)),
+            read: 0,
+            max,
+        }
+    } else {
+        Decoder::Plain(Box::new(whole))
+    })
+}
+
+/// What [`decoder`] gives.
+pub enum Decoder {
+    Plain(Box<dyn Read + Send>),
+    Gzip {
+        gz: Box<dyn Read + Send>,
+        /// Decompressed bytes so far.
+        read: u64,
+        max: usize,
+    },
+}
+
+impl Read for Decoder {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Decoder::Plain(plain) => plain
+                .read(buf)
+                .map_err(|e| stored_error(e).unwrap_or_else(|other| other)),
+            Decoder::Gzip { gz, read, max } => {
+                let n = gz.read(buf).map_err(|e| match stored_error(e) {
+                    Ok(stored) => stored,
+                    Err(corrupt) => io::Error::other(DecodeError::Corrupt(corrupt)),
+                })?;
+                *read += n as u64;
+                if *read > *max as u64 {
+                    return Err(io::Error::other(DecodeError::TooLarge { max: *max }));
+                }
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// The [`DecodeError`] an error of a [`Decoder`] carries, if it is one of decoding's.
+pub fn decode_error(e: io::Error) -> Result<DecodeError, io::Error> {
+    if e.get_ref().is_some_and(|inner| inner.is::<DecodeError>()) {
+        if let Some(Ok(decode)) = e.into_inner().map(|inner| inner.downcast::<DecodeError>()) {
+            return Ok(*decode);
+        }
+        unreachable!("checked to be a DecodeError");
+    }
+    Err(e)
+}
+
+/// The stored reader, its errors marked as its own: gzip passes an error of the reader under it
+/// through, and those must not read as corrupt gzip.
+struct Marked<R>(R);
+
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+struct StoredError(io::Error);
+
+impl<R: Read> Read for Marked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), StoredError(e)))
+    }
+}
+
+/// The stored reader's error as it was, or `Err` with an error of gzip's own.
+fn stored_error(e: io::Error) -> Result<io::Error, io::Error> {
+    if !e.get_ref().is_some_and(|inner| inner.is::<StoredError>()) {
+        return Err(e);
+    }
+    match e.into_inner().map(|inner| inner.downcast::<StoredError>()) {
+        Some(Ok(stored)) => Ok(stored.0),
+        _ => unreachable!("checked to be a StoredError"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +178,50 @@ mod tests {
             decode(truncated, 100),
             Err(DecodeError::Corrupt(_))
         ));
+    }
+
+    /// A reader that hands out one byte at a time, then fails if told to.
+    struct Trickle(Vec<u8>, usize, bool);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match self.0.get(self.1) {
+                Some(&b) if !buf.is_empty() => {
+                    buf[0] = b;
+                    self.1 += 1;
+                    Ok(1)
+                }
+                _ if self.2 => Err(io::Error::new(io::ErrorKind::ConnectionReset, "body broke")),
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn stream(stored: Vec<u8>, max: usize, fails: bool) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        decoder(Trickle(stored, 0, fails), max)?.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn the_stream_decodes_as_decode_does_and_keeps_the_readers_errors() {
+        let json = br#"{"entries":[],"format":1}"#.repeat(100);
+        assert_eq!(
+            stream(compress(&json), json.len(), false).expect("gzip"),
+            json
+        );
+        assert_eq!(stream(json.clone(), 1, false).expect("plain"), json);
+        let bomb = compress(&vec![b' '; 8 << 20]);
+        let err = stream(bomb, 1 << 20, false).expect_err("bounded");
+        assert!(matches!(decode_error(err), Ok(DecodeError::TooLarge { max }) if max == 1 << 20));
+        let truncated = compress(b"{}")[..10].to_vec();
+        let err = stream(truncated, 100, false).expect_err("truncated");
+        assert!(matches!(decode_error(err), Ok(DecodeError::Corrupt(_))));
+        for stored in [compress(&json), json.clone()] {
+            let err = stream(stored[..40].to_vec(), 1 << 20, true).expect_err("broken");
+            let err = decode_error(err).expect_err("the reader's own error");
+            assert_eq!(err.kind(), io::ErrorKind::ConnectionReset, "{err}");
+            assert_eq!(err.to_string(), "body broke");
+        }
     }
 }

@@ -4,7 +4,9 @@
 pub mod encoding;
 mod s3;
 
-pub use s3::{s3_client, FetchedVersion, LiveHead, ReadError, S3CallError, S3Failure, S3Store};
+pub use s3::{
+    s3_client, FetchedVersion, LiveHead, OpenedVersion, ReadError, S3CallError, S3Failure, S3Store,
+};
 
 use std::future::Future;
 

@@ -213,6 +213,112 @@ pub struct FetchedVersion {
     pub bytes: Vec<u8>,
 }
 
+/// One version being read: its metadata, and its canonical bytes as a blocking reader (see
+/// [`S3Store::open_version`]), not yet parsed or verified.
+pub struct OpenedVersion {
+    pub head: BundleHead,
+    pub body: VersionBody,
+}
+
+/// A version's canonical bytes as a blocking reader. Decoding starts at the first read (telling
+/// gzip from plain JSON takes the body's first bytes), on the reading thread.
+pub struct VersionBody(BodyState);
+
+enum BodyState {
+    Opened {
+        body: BlockingBody,
+        max: usize,
+    },
+    Decoding(super::encoding::Decoder),
+    /// Telling the encoding failed; that error was returned.
+    Failed,
+}
+
+impl std::io::Read for VersionBody {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if matches!(self.0, BodyState::Opened { .. }) {
+            if let BodyState::Opened { body, max } =
+                std::mem::replace(&mut self.0, BodyState::Failed)
+            {
+                self.0 = BodyState::Decoding(super::encoding::decoder(body, max)?);
+            }
+        }
+        match &mut self.0 {
+            BodyState::Decoding(decoder) => decoder.read(buf),
+            BodyState::Opened { .. } | BodyState::Failed => {
+                Err(std::io::Error::other("bundle.json: read after an error"))
+            }
+        }
+    }
+}
+
+/// A version's body, chunk by chunk: at most `cap` bytes (one byte past the cap whatever the
+/// length header said), and exactly `Content-Length` of them.
+struct BoundedBody {
+    body: ByteStream,
+    read: usize,
+    cap: usize,
+    expected_len: Option<i64>,
+}
+
+impl BoundedBody {
+    /// Appends the next chunk to `out`; `false` at the end of the body.
+    async fn next_chunk_into(&mut self, out: &mut Vec<u8>) -> Result<bool, ReadError> {
+        match self.body.next().await {
+            Some(chunk) => {
+                let chunk = chunk.map_err(ReadError::Body)?;
+                self.read += chunk.len();
+                if self.read > self.cap {
+                    return Err(ReadError::TooLarge {
+                        bytes: self.read,
+                        max: self.cap,
+                    });
+                }
+                out.extend_from_slice(&chunk);
+                Ok(true)
+            }
+            None => match self.expected_len {
+                Some(len) if usize::try_from(len).ok() != Some(self.read) => {
+                    Err(ReadError::Truncated {
+                        got: self.read,
+                        expected: len,
+                    })
+                }
+                _ => Ok(false),
+            },
+        }
+    }
+}
+
+/// [`BoundedBody`] as a blocking `io::Read`, each chunk awaited on the runtime.
+struct BlockingBody {
+    body: BoundedBody,
+    runtime: tokio::runtime::Handle,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl std::io::Read for BlockingBody {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.chunk.len() {
+            self.chunk.clear();
+            self.at = 0;
+            match self
+                .runtime
+                .block_on(self.body.next_chunk_into(&mut self.chunk))
+            {
+                Ok(true) => {}
+                Ok(false) => return Ok(0),
+                Err(e) => return Err(std::io::Error::other(e)),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Why reading the bucket failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -230,6 +336,24 @@ pub enum ReadError {
     Truncated { got: usize, expected: i64 },
     #[error(transparent)]
     Encoding(super::encoding::DecodeError),
+}
+
+impl ReadError {
+    /// The error an [`OpenedVersion`]'s body failed with: the download's or decoding's.
+    pub fn from_io(e: std::io::Error) -> ReadError {
+        let e = match super::encoding::decode_error(e) {
+            Ok(decode) => return ReadError::Encoding(decode),
+            Err(e) => e,
+        };
+        if e.get_ref().is_some_and(|inner| inner.is::<ReadError>()) {
+            if let Some(Ok(read)) = e.into_inner().map(|inner| inner.downcast::<ReadError>()) {
+                return *read;
+            }
+            unreachable!("checked to be a ReadError");
+        }
+        // Neither: only the body's chunks and decoding fail, so this is a broken stream.
+        ReadError::Encoding(super::encoding::DecodeError::Corrupt(e))
+    }
 }
 
 /// The read side of the bucket, shared by the store's own reads and the sidecar's delivery
@@ -278,6 +402,47 @@ impl S3Store {
         version_id: &str,
         stored_at_most: Option<usize>,
     ) -> Result<FetchedVersion, ReadError> {
+        let (head, mut body) = self.get_version_body(version_id, stored_at_most).await?;
+        let mut bytes = Vec::new();
+        while body.next_chunk_into(&mut bytes).await? {}
+        // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
+        // for what a version decompresses to, so a gzip bomb stops at max_bundle_bytes.
+        let bytes =
+            super::encoding::decode(bytes, self.max_bundle_bytes).map_err(ReadError::Encoding)?;
+        Ok(FetchedVersion { head, bytes })
+    }
+
+    /// [`Self::fetch_version`] as a stream: the version's canonical bytes as they arrive, with
+    /// the same bounds and refusals, never the whole body in memory. The reader blocks on the
+    /// download: read it on a blocking thread (`tokio::task::spawn_blocking`) of this runtime.
+    /// Its errors carry a [`ReadError`] ([`ReadError::from_io`]).
+    pub async fn open_version(
+        &self,
+        version_id: &str,
+        stored_at_most: Option<usize>,
+    ) -> Result<OpenedVersion, ReadError> {
+        let (head, body) = self.get_version_body(version_id, stored_at_most).await?;
+        let body = BlockingBody {
+            body,
+            runtime: tokio::runtime::Handle::current(),
+            chunk: Vec::new(),
+            at: 0,
+        };
+        Ok(OpenedVersion {
+            head,
+            body: VersionBody(BodyState::Opened {
+                body,
+                max: self.max_bundle_bytes,
+            }),
+        })
+    }
+
+    /// The GET of one version: its metadata and its body, the stored bytes bounded.
+    async fn get_version_body(
+        &self,
+        version_id: &str,
+        stored_at_most: Option<usize>,
+    ) -> Result<(BundleHead, BoundedBody), ReadError> {
         let out = self
             .client
             .get_object()
@@ -303,31 +468,13 @@ impl S3Store {
                 });
             }
         }
-        // Read at most one byte past the cap whatever the length header said.
-        let mut body = out.body;
-        let mut bytes = Vec::new();
-        while let Some(chunk) = body.next().await {
-            bytes.extend_from_slice(&chunk.map_err(ReadError::Body)?);
-            if bytes.len() > cap {
-                return Err(ReadError::TooLarge {
-                    bytes: bytes.len(),
-                    max: cap,
-                });
-            }
-        }
-        if let Some(len) = expected_len {
-            if usize::try_from(len).ok() != Some(bytes.len()) {
-                return Err(ReadError::Truncated {
-                    got: bytes.len(),
-                    expected: len,
-                });
-            }
-        }
-        // New versions are gzip, older ones (and restores of them) plain JSON; the bound holds
-        // for what a version decompresses to, so a gzip bomb stops at max_bundle_bytes.
-        let bytes =
-            super::encoding::decode(bytes, self.max_bundle_bytes).map_err(ReadError::Encoding)?;
-        Ok(FetchedVersion { head, bytes })
+        let body = BoundedBody {
+            body: out.body,
+            read: 0,
+            cap,
+            expected_len,
+        };
+        Ok((head, body))
     }
 
     /// The most a version may decompress to.

@@ -1,6 +1,6 @@
 //! `gatewayctl check ENTRY.json`: the registration checks, offline.
 
-use super::common::{policy, DomainArg, LoopbackArg};
+use super::common::PolicyArgs;
 use super::{CmdError, CmdResult};
 use gateway_adapters::resolve::BackendLookup;
 use gateway_render::check::check_entry_bytes;
@@ -19,13 +19,11 @@ pub struct Args {
     #[arg(value_name = "ENTRY.json")]
     pub entry: PathBuf,
     #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
+    pub policy: PolicyArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let policy = policy(&args.domain, &args.loopback)?;
+    let policy = args.policy.policy()?;
     let entry = read_checked_entry(&args.entry, &policy)?;
     // The backend is judged by where its name leads too, as registration does.
     let name = if args.entry.as_os_str() == "-" {

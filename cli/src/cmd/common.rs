@@ -25,63 +25,59 @@ impl DomainArg {
     }
 }
 
-/// Loopback backends are for local runs and tests; link-local stays rejected regardless.
-#[derive(Args, Debug, Clone)]
-pub struct LoopbackArg {
-    /// Accept loopback and unspecified backend addresses (local runs and tests only)
-    #[arg(
-        long = "allow-loopback-backends",
-        env = "GATEWAY_ALLOW_LOOPBACK_BACKENDS",
-        value_name = "true|false",
-        num_args = 0..=1,
-        default_missing_value = "true"
-    )]
-    pub allow_loopback_backends: Option<String>,
-    /// Backend names must be under one of these domain suffixes (comma-separated; empty: any)
-    #[arg(
-        long = "backend-domains",
-        env = "GATEWAY_BACKEND_DOMAINS",
-        value_name = "SUFFIX,..."
-    )]
-    pub backend_domains: Option<String>,
-    /// Backend addresses, literal or resolved, must be in one of these CIDR blocks
-    /// (comma-separated; empty: any)
-    #[arg(
-        long = "backend-cidrs",
-        env = "GATEWAY_BACKEND_CIDRS",
-        value_name = "CIDR,..."
-    )]
-    pub backend_cidrs: Option<String>,
-    /// Refuse backend names that do not resolve where the check runs
-    #[arg(
-        long = "require-resolvable-backends",
-        env = "GATEWAY_REQUIRE_RESOLVABLE_BACKENDS",
-        value_name = "true|false",
-        num_args = 0..=1,
-        default_missing_value = "true"
-    )]
-    pub require_resolvable_backends: Option<String>,
-    /// Shortest health_check.interval an entry may ask for (a duration, default 5s)
-    #[arg(
-        long = "min-health-check-interval",
-        env = "GATEWAY_MIN_HEALTH_CHECK_INTERVAL",
-        value_name = "DURATION"
-    )]
-    pub min_health_check_interval: Option<String>,
-    /// Largest `timeout` a route may ask for (a duration such as 60s; default 60s)
-    #[arg(
-        long = "max-route-timeout",
-        env = "GATEWAY_MAX_ROUTE_TIMEOUT",
-        value_name = "DURATION"
-    )]
-    pub max_route_timeout: Option<String>,
-    /// Largest `retries.attempts` a route may ask for (default 3)
-    #[arg(
-        long = "max-retry-attempts",
-        env = "GATEWAY_MAX_RETRY_ATTEMPTS",
-        value_name = "N"
-    )]
-    pub max_retry_attempts: Option<String>,
+/// A struct of operator settings, each written `field: "FLAG", "ENV", "VALUE";`: an optional
+/// `--FLAG` that is also the environment variable ENV, its value named VALUE in the help.
+macro_rules! settings {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $field:ident: $flag:literal, $env:literal, $value:literal;
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[doc = $doc])*
+                #[arg(long = $flag, env = $env, value_name = $value)]
+                pub $field: Option<String>,
+            )*
+        }
+    };
+}
+
+settings! {
+    /// Loopback backends are for local runs and tests; link-local stays rejected regardless.
+    #[derive(Args, Debug, Clone)]
+    #[command(mut_arg("allow_loopback_backends", switch))]
+    #[command(mut_arg("require_resolvable_backends", switch))]
+    pub struct LoopbackArg {
+        /// Accept loopback and unspecified backend addresses (local runs and tests only)
+        allow_loopback_backends:
+            "allow-loopback-backends", "GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true|false";
+        /// Backend names must be under one of these domain suffixes (comma-separated; empty: any)
+        backend_domains: "backend-domains", "GATEWAY_BACKEND_DOMAINS", "SUFFIX,...";
+        /// Backend addresses, literal or resolved, must be in one of these CIDR blocks
+        /// (comma-separated; empty: any)
+        backend_cidrs: "backend-cidrs", "GATEWAY_BACKEND_CIDRS", "CIDR,...";
+        /// Refuse backend names that do not resolve where the check runs
+        require_resolvable_backends:
+            "require-resolvable-backends", "GATEWAY_REQUIRE_RESOLVABLE_BACKENDS", "true|false";
+        /// Shortest health_check.interval an entry may ask for (a duration, default 5s)
+        min_health_check_interval:
+            "min-health-check-interval", "GATEWAY_MIN_HEALTH_CHECK_INTERVAL", "DURATION";
+        /// Largest `timeout` a route may ask for (a duration such as 60s; default 60s)
+        max_route_timeout: "max-route-timeout", "GATEWAY_MAX_ROUTE_TIMEOUT", "DURATION";
+        /// Largest `retries.attempts` a route may ask for (default 3)
+        max_retry_attempts: "max-retry-attempts", "GATEWAY_MAX_RETRY_ATTEMPTS", "N";
+    }
+}
+
+/// A `true|false` setting whose flag may also stand alone, meaning `true`.
+fn switch(arg: clap::Arg) -> clap::Arg {
+    arg.num_args(0..=1).default_missing_value("true")
 }
 
 impl LoopbackArg {
@@ -118,9 +114,20 @@ impl LoopbackArg {
     }
 }
 
-/// The registration policy for these flags.
-pub fn policy(domain: &DomainArg, loopback: &LoopbackArg) -> Result<Policy, CmdError> {
-    loopback.policy(domain.get()?)
+/// The flags the registration checks read: the base domain and the operators' backend rules.
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    #[command(flatten)]
+    pub domain: DomainArg,
+    #[command(flatten)]
+    pub loopback: LoopbackArg,
+}
+
+impl PolicyArgs {
+    /// The registration policy for these flags.
+    pub fn policy(&self) -> Result<Policy, CmdError> {
+        self.loopback.policy(self.domain.get()?)
+    }
 }
 
 /// The pinned Envoy binary used by validation.
@@ -180,9 +187,39 @@ pub struct ConfigLocation {
     pub bucket: BucketArg,
 }
 
+// `--json`; a command may say what it replaces (`#[command(mut_arg("json", ..))]`). No doc
+// comment here: clap would make it the about text of a command that flattens this and has none.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct JsonArg {
     /// One JSON document on stdout, for scripts
     #[arg(long)]
     pub json: bool,
+}
+
+/// The flags of the commands that read or act on the live config and answer in lines or one
+/// JSON document (`status`, `history`, `diff`, `restore`, `resume`).
+#[derive(Args, Debug, Clone)]
+pub struct LiveConfigArgs {
+    #[command(flatten)]
+    pub target: ConfigLocation,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+impl LiveConfigArgs {
+    /// Whether to answer in one JSON document.
+    pub fn json(&self) -> bool {
+        self.json.json
+    }
+}
+
+/// The flags of the commands that list the registry table's rows (`list`, `grants`): `--json`
+/// instead of a table, and the table.
+#[derive(Args, Debug, Clone)]
+#[command(mut_arg("json", |a| a.help("One JSON document instead of a table")))]
+pub struct ListingArgs {
+    #[command(flatten)]
+    pub json: JsonArg,
+    #[command(flatten)]
+    pub table: TableArg,
 }

@@ -1,6 +1,6 @@
 //! `gatewayctl diff [FROM [TO]]`: what changed between two bundle versions.
 
-use super::common::{ConfigLocation, JsonArg};
+use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::operator::{diff_bundles, load_bundle};
@@ -18,40 +18,28 @@ pub struct Args {
     /// To this version (default: the live bundle)
     pub to: Option<String>,
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub json: JsonArg,
+    pub live: LiveConfigArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = readers(&args.target).await?;
-        let from = match args.from {
-            Some(v) => v,
-            None => c.registry.read_state()
-                .await
-                .map_err(|e| CmdError::failed(e.to_string()))?
-                .map(|s| s.version_id)
-                .ok_or_else(|| {
-                    CmdError::failed(
-                        "the reconciler has recorded no publish yet; name two versions",
-                    )
-                })?,
+        let c = readers(&args.live.target).await?;
+        let last_publish = async {
+            let state = c.registry.read_state().await;
+            state.map(|s| s.map(|s| s.version_id))
         };
-        let to = match args.to {
-            Some(v) => v,
-            None => c
-                .store
-                .head_live()
-                .await
-                .map_err(|e| CmdError::failed(e.to_string()))?
-                .map(|l| l.version_id)
-                .ok_or_else(|| CmdError::failed("there is no live bundle.json"))?,
-        };
+        let from = version_or(
+            args.from,
+            last_publish,
+            "the reconciler has recorded no publish yet; name two versions",
+        )
+        .await?;
+        let live = async { c.store.head_live().await.map(|l| l.map(|l| l.version_id)) };
+        let to = version_or(args.to, live, "there is no live bundle.json").await?;
         let a = load_bundle(&c.store, &from).await.map_err(op_failed)?;
         let b = load_bundle(&c.store, &to).await.map_err(op_failed)?;
         let d = diff_bundles(&a, &b);
-        if args.json.json {
+        if args.live.json() {
             let mut doc = d.to_json();
             doc["from_version"] = json!(from);
             doc["to_version"] = json!(to);
@@ -70,4 +58,20 @@ pub fn run(args: Args) -> CmdResult {
         }
         Ok(())
     })
+}
+
+/// `given`, else the version `lookup` finds (read only when needed); `none` says why there is
+/// none.
+async fn version_or<E: std::fmt::Display>(
+    given: Option<String>,
+    lookup: impl std::future::Future<Output = Result<Option<String>, E>>,
+    none: &str,
+) -> Result<String, CmdError> {
+    if let Some(version) = given {
+        return Ok(version);
+    }
+    lookup
+        .await
+        .map_err(|e| CmdError::failed(e.to_string()))?
+        .ok_or_else(|| CmdError::failed(none))
 }

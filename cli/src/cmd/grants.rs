@@ -1,33 +1,26 @@
 //! `gatewayctl grants`: every grant, as a table or one JSON document.
 
-use super::common::{JsonArg, TableArg};
+use super::common::ListingArgs;
+use super::live::print_json;
 use super::tenancy::open;
 use super::{block_on, CmdError, CmdResult};
 
 /// List the grants
 #[derive(clap::Args, Debug)]
-#[command(mut_arg("json", |a| a.help("One JSON document instead of a table")))]
 pub struct Args {
     #[command(flatten)]
-    pub json: JsonArg,
-    #[command(flatten)]
-    pub table: TableArg,
+    pub listing: ListingArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let registry = open(&args.table).await;
+        let registry = open(&args.listing.table).await;
         let grants = registry
             .grants()
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;
-        if args.json.json {
-            let doc = serde_json::json!({ "grants": grants });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&doc).map_err(|e| CmdError::failed(e.to_string()))?
-            );
-            return Ok(());
+        if args.listing.json.json {
+            return print_json(&serde_json::json!({ "grants": grants }));
         }
         let team_w = grants
             .iter()

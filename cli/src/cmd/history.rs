@@ -1,6 +1,6 @@
 //! `gatewayctl history`: recent bundle versions, newest first.
 
-use super::common::{ConfigLocation, JsonArg};
+use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers, when};
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
@@ -13,18 +13,16 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub json: JsonArg,
+    pub live: LiveConfigArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = readers(&args.target).await?;
+        let c = readers(&args.live.target).await?;
         let items = operator::history(&c.registry, &c.store, args.limit)
             .await
             .map_err(op_failed)?;
-        if args.json.json {
+        if args.live.json() {
             return print_json(&Value::Array(items.iter().map(|i| i.to_json()).collect()));
         }
         println!(

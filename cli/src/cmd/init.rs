@@ -2,10 +2,10 @@
 //! absent (local runs; in AWS the gateway stack owns them).
 
 use super::common::{BucketArg, TableArg};
-use super::registry::{failed, open};
+use super::registry::failed;
 use super::{block_on, CmdError, CmdResult};
-use gateway_adapters::aws::sdk_config;
-use gateway_render::Policy;
+use gateway_adapters::aws::{dynamodb_client, sdk_config};
+use gateway_adapters::registry::create_table_if_absent;
 
 /// Create the registry table (with its stream) and the versioned bucket if absent
 ///
@@ -22,17 +22,17 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        // The base domain plays no part in creating the table.
-        let registry = open(&args.table, Policy::new("", false)).await;
-        match registry.create_table_if_absent().await.map_err(failed)? {
-            true => println!(
-                "created table {} (stream NEW_AND_OLD_IMAGES)",
-                registry.table()
-            ),
-            false => println!("table {} already exists", registry.table()),
+        // Creating the table needs no registry: no policy, no base domain, no operator.
+        let conf = sdk_config().await;
+        let table = &args.table.table;
+        match create_table_if_absent(&dynamodb_client(&conf), table)
+            .await
+            .map_err(failed)?
+        {
+            true => println!("created table {table} (stream NEW_AND_OLD_IMAGES)"),
+            false => println!("table {table} already exists"),
         }
         if let Some(bucket) = &args.bucket.bucket {
-            let conf = sdk_config().await;
             let store = gateway_adapters::store::S3Store::new(
                 gateway_adapters::store::s3_client(&conf),
                 bucket.clone(),

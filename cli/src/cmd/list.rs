@@ -1,36 +1,38 @@
 //! `gatewayctl list`: the registered entries, as a table or one JSON document.
 
-use super::common::{DomainArg, JsonArg, TableArg};
-use super::registry::{failed, open};
-use super::{block_on, CmdError, CmdResult};
-use gateway_adapters::registry::{Owner, StoredEntry};
-use gateway_render::Policy;
+use super::common::{DomainArg, ListingArgs};
+use super::live::print_json;
+use super::registry::failed;
+use super::{block_on, CmdResult};
+use gateway_adapters::aws::{dynamodb_client, sdk_config};
+use gateway_adapters::registry::{Owner, RegistryReader, StoredEntry};
 use serde_json::json;
 
 /// List the registered entries
 #[derive(clap::Args, Debug)]
-#[command(mut_arg("json", |a| a.help("One JSON document instead of a table")))]
 pub struct Args {
     #[command(flatten)]
-    pub json: JsonArg,
-    #[command(flatten)]
-    pub table: TableArg,
+    pub listing: ListingArgs,
     #[command(flatten)]
     pub domain: DomainArg,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await;
+        // Listing reads: no policy, no operator; the domain only spells each entry's host.
+        let domain = args.domain.get()?;
+        let conf = sdk_config().await;
+        let registry =
+            RegistryReader::new(dynamodb_client(&conf), args.listing.table.table.clone());
         let snapshot = registry.list().await.map_err(failed)?;
-        if args.json.json {
+        if args.listing.json.json {
             let entries: Vec<_> = snapshot
                 .entries
                 .iter()
                 .map(|s| {
                     json!({
                         "id": s.entry.id(),
-                        "fqdn": s.entry.fqdn(registry.base_domain()),
+                        "fqdn": s.entry.fqdn(domain),
                         "revision": s.revision,
                         "updated_at": s.updated_at,
                         "owner": owner_json(s.owner.as_ref()),
@@ -43,13 +45,9 @@ pub fn run(args: Args) -> CmdResult {
                 .iter()
                 .map(|(key, why)| json!({ "key": key, "why": why }))
                 .collect();
-            let doc = json!({ "entries": entries, "unreadable": unreadable });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&doc).map_err(|e| CmdError::failed(e.to_string()))?
-            );
+            print_json(&json!({ "entries": entries, "unreadable": unreadable }))?;
         } else {
-            print_table(&snapshot.entries, registry.base_domain());
+            print_table(&snapshot.entries, domain);
             for (key, why) in &snapshot.unreadable {
                 eprintln!("unreadable row {key}: {why}");
             }

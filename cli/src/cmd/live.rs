@@ -3,7 +3,7 @@
 //! reconcile configuration, error hints, JSON and time output. Thin over
 //! `gateway_functions::{reconcile, operator}`.
 
-use super::common::{ConfigLocation, DomainArg, EnvoyArg, LoopbackArg};
+use super::common::{ConfigLocation, EnvoyArg, PolicyArgs};
 use super::{CmdError, CmdResult};
 use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_adapters::metrics::CloudWatchMetrics;
@@ -79,9 +79,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub target: ConfigLocation,
     #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub envoy: EnvoyArg,
 }
@@ -89,10 +87,16 @@ pub struct RunArgs {
 impl RunArgs {
     /// The policy these flags ask for and the reconcile configuration built on it.
     pub fn config(&self) -> Result<(Policy, ReconcileConfig), CmdError> {
-        let domain = self.domain.get()?.to_string();
-        let policy = self.loopback.policy(&domain)?;
-        let cfg = reconcile_config(&domain, policy.clone(), &self.envoy)?;
+        let policy = self.policy.policy()?;
+        let cfg = reconcile_config(&policy.base_domain, policy.clone(), &self.envoy)?;
         Ok((policy, cfg))
+    }
+
+    /// The reconcile configuration, then clients for the live config it runs against (`writes`:
+    /// see [`clients`]).
+    pub async fn open(&self, writes: bool) -> Result<(Clients, ReconcileConfig), CmdError> {
+        let (policy, cfg) = self.config()?;
+        Ok((clients(&self.target, policy, writes).await?, cfg))
     }
 }
 

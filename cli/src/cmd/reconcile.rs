@@ -1,7 +1,7 @@
 //! `gatewayctl reconcile`: one reconcile run, the Lambda's code, from a terminal.
 
 use super::common::JsonArg;
-use super::live::{clients, print_json, RunArgs};
+use super::live::{print_json, RunArgs};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::reconcile;
 
@@ -18,9 +18,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let (policy, cfg) = args.run.config()?;
     block_on(async {
-        let c = clients(&args.run.target, policy, true).await?;
+        let (c, cfg) = args.run.open(true).await?;
         let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)
             .await
             .map_err(|e| CmdError::failed(format!("failed: {e}")))?;

@@ -2,7 +2,7 @@
 //! from a terminal; a directory registers every entry file in it (onboarding).
 
 use super::check::read_checked_entry;
-use super::common::{policy, DomainArg, LoopbackArg, TableArg};
+use super::common::{PolicyArgs, TableArg};
 use super::registry::{failed, open};
 use super::{block_on, CmdError, CmdResult};
 use gateway_render::Policy;
@@ -25,13 +25,11 @@ pub struct Args {
     #[command(flatten)]
     pub table: TableArg,
     #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
+    pub policy: PolicyArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let policy = policy(&args.domain, &args.loopback)?;
+    let policy = args.policy.policy()?;
     if args.entry.is_dir() {
         return register_dir(&args, policy);
     }

@@ -1,6 +1,7 @@
-//! What `init`, `register`, `deregister` and `list` share: the registry table opened as the
-//! operator, error hints and id syntax. AWS endpoints come from the standard SDK configuration
-//! (`AWS_ENDPOINT_URL`, region, profile), so the same commands work against AWS or moto.
+//! What `register` and `deregister` share: the registry table opened as the operator, and id
+//! syntax; with `init` and `list`, the error hints. AWS endpoints come from the standard SDK
+//! configuration (`AWS_ENDPOINT_URL`, region, profile), so the same commands work against AWS or
+//! moto.
 
 use super::common::TableArg;
 use super::CmdError;

@@ -1,6 +1,6 @@
 //! `gatewayctl render`: entries in, the three files and the bundle out, offline.
 
-use super::common::{policy, DomainArg, LoopbackArg};
+use super::common::PolicyArgs;
 use super::{CmdError, CmdResult};
 use gateway_render::check::check_entry_bytes;
 use gateway_render::contract::BUNDLE_OBJECT;
@@ -22,13 +22,11 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]
-    pub domain: DomainArg,
-    #[command(flatten)]
-    pub loopback: LoopbackArg,
+    pub policy: PolicyArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let policy = policy(&args.domain, &args.loopback)?;
+    let policy = args.policy.policy()?;
     let entries = load_entries(&args.entries, &policy)?;
     let rendered = render(&entries, &RenderConfig::new(policy.base_domain.clone()))
         .map_err(|e| CmdError::failed(format!("render: {e}")))?;

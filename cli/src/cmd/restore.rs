@@ -1,6 +1,6 @@
 //! `gatewayctl restore [VERSION]`: an earlier bundle version made live again.
 
-use super::common::{ConfigLocation, JsonArg};
+use super::common::LiveConfigArgs;
 use super::live::{clients, op_failed, print_json};
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
@@ -14,18 +14,16 @@ pub struct Args {
     #[arg(value_name = "VERSION")]
     pub version_id: Option<String>,
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub json: JsonArg,
+    pub live: LiveConfigArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), true).await?;
+        let c = clients(&args.live.target, Policy::new("", false), true).await?;
         let (version, hash) = operator::restore(&c.registry, &c.store, args.version_id.as_deref())
             .await
             .map_err(op_failed)?;
-        if args.json.json {
+        if args.live.json() {
             return print_json(&json!({"version_id": version, "hash": hash}));
         }
         println!("restored {hash} as version {version}; the sidecars deliver it within one poll");

@@ -1,6 +1,6 @@
 //! `gatewayctl resume`: the live bundle accepted as the reconciler's own (clears drift).
 
-use super::common::{ConfigLocation, JsonArg};
+use super::common::LiveConfigArgs;
 use super::live::{clients, op_failed, print_json};
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
@@ -11,18 +11,16 @@ use serde_json::json;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub json: JsonArg,
+    pub live: LiveConfigArgs,
 }
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = clients(&args.target, Policy::new("", false), false).await?;
+        let c = clients(&args.live.target, Policy::new("", false), false).await?;
         let state = operator::resume(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
-        if args.json.json {
+        if args.live.json() {
             return print_json(&json!({"version_id": state.version_id, "hash": state.hash}));
         }
         println!(

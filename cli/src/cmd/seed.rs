@@ -1,6 +1,6 @@
 //! `gatewayctl seed`: the first bundle, published with a conditional put.
 
-use super::live::{clients, RunArgs};
+use super::live::RunArgs;
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::reconcile;
 
@@ -12,9 +12,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> CmdResult {
-    let (policy, cfg) = args.run.config()?;
     block_on(async {
-        let c = clients(&args.run.target, policy, true).await?;
+        let (c, cfg) = args.run.open(true).await?;
         let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;

@@ -1,7 +1,7 @@
 //! `gatewayctl status [TEAM/SERVICE]`: the live bundle, drift, quarantined entries and the
 //! reporting proxies; or one entry's revisions and state.
 
-use super::common::{ConfigLocation, JsonArg};
+use super::common::{ConfigLocation, LiveConfigArgs};
 use super::live::{op_failed, print_json, readers, when, Readers};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::operator;
@@ -15,9 +15,7 @@ pub struct Args {
     #[arg(value_name = "TEAM/SERVICE")]
     pub entry: Option<String>,
     #[command(flatten)]
-    pub target: ConfigLocation,
-    #[command(flatten)]
-    pub json: JsonArg,
+    pub live: LiveConfigArgs,
 }
 
 /// `gatewayctl status TEAM/SERVICE` (docs/design.md#entry-status).
@@ -98,17 +96,17 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
 
 pub fn run(args: Args) -> CmdResult {
     if let Some(id) = &args.entry {
-        return entry_status(&args.target, id, args.json.json);
+        return entry_status(&args.live.target, id, args.live.json());
     }
     block_on(async {
-        let c = readers(&args.target).await?;
+        let c = readers(&args.live.target).await?;
         let quarantined = quarantined_entries(&c).await?;
         let s = operator::status(&c.registry, &c.store)
             .await
             .map_err(op_failed)?;
         let now = gateway_adapters::registry::proxies::unix_now();
         let proxies = c.registry.proxies().current(now).await;
-        if args.json.json {
+        if args.live.json() {
             let mut doc = s.to_json();
             doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
             doc["proxies"] = match &proxies {

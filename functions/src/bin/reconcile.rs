@@ -4,19 +4,14 @@
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
-use gateway_adapters::{aws, logs, settings};
+use gateway_adapters::{aws, settings};
 use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig, ReconcileEvent};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() {
-    logs::init_json();
-    // A bad setting stops the function at init with a sentence, not a debug dump.
-    if let Err(e) = run().await {
-        eprintln!("reconcile: {e}");
-        std::process::exit(1);
-    }
+    gateway_functions::lambda_main("reconcile", run()).await
 }
 
 async fn run() -> Result<(), Error> {

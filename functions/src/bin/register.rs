@@ -7,19 +7,14 @@
 #![recursion_limit = "256"]
 
 use gateway_adapters::registry::DynamoRegistry;
-use gateway_adapters::{aws, logs, settings};
+use gateway_adapters::{aws, settings};
 use gateway_functions::register;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use register::RegisterEvent;
 
 #[tokio::main]
 async fn main() {
-    logs::init_json();
-    // A bad setting stops the function at init with a sentence, not a debug dump.
-    if let Err(e) = run().await {
-        eprintln!("register: {e}");
-        std::process::exit(1);
-    }
+    gateway_functions::lambda_main("register", run()).await
 }
 
 async fn run() -> Result<(), Error> {

@@ -12,18 +12,18 @@ pub use handler::handle;
 
 mod preview;
 mod quarantine;
+mod status;
 
 pub use outcome::{Outcome, Stage};
 pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};
 
 use quarantine::{ids_in_render_error, Candidate};
+use status::{record_statuses, StatusBasis};
 use std::collections::BTreeMap;
 
 use gateway_adapters::metrics::{Metric, MetricsSink};
-use gateway_adapters::registry::{
-    EntryStatus, PublishedState, QuarantineStatus, Registry, RegistryError, StoredEntry,
-};
+use gateway_adapters::registry::{PublishedState, Registry, RegistryError, StoredEntry};
 use gateway_adapters::resolve::BackendLookup;
 use gateway_adapters::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
 use gateway_render::check::{check_entry, Policy};
@@ -128,7 +128,7 @@ where
 {
     let mut quarantined = Vec::new();
     let mut validations = 0;
-    let mut revisions = BTreeMap::new();
+    let mut basis = StatusBasis::default();
     let mut capacity_used = None;
     let mut result = run(
         registry,
@@ -137,13 +137,13 @@ where
         cfg,
         &mut quarantined,
         &mut validations,
-        &mut revisions,
+        &mut basis,
         &mut capacity_used,
     )
     .await;
     if let Ok(outcome) = &result {
         // Status rows are a report: failing to write them never changes the run's decision.
-        if let Err(e) = record_statuses(registry, outcome, &quarantined, &revisions).await {
+        if let Err(e) = record_statuses(registry, outcome, &quarantined, &basis).await {
             warn!(error = %e, "could not record per-entry status rows");
         }
     }
@@ -211,7 +211,7 @@ async fn run<R, S, M>(
     cfg: &ReconcileConfig,
     quarantined: &mut Vec<Quarantined>,
     validations: &mut usize,
-    revisions: &mut BTreeMap<String, u64>,
+    basis: &mut StatusBasis,
     capacity_used: &mut Option<f64>,
 ) -> Result<Outcome, ReconcileError>
 where
@@ -227,7 +227,7 @@ where
         });
     }
     let (mut cand, problems) = check_each(snapshot, &cfg.policy, &cfg.backends).await;
-    *revisions = cand.revisions.clone();
+    basis.revisions = cand.revisions.clone();
     // The live bundle's entries, read only when something needs its previous version.
     let mut previous: Option<BTreeMap<String, Entry>> = None;
     if !problems.is_empty() {
@@ -294,14 +294,16 @@ where
     let precondition = match guard_drift(registry, state.as_ref(), live.as_ref(), &rendered).await?
     {
         DriftCheck::Clear(p) => p,
-        DriftCheck::Adopted => {
+        DriftCheck::Adopted(adopted) => {
+            basis.unchanged_on = Some(adopted);
             return Ok(Outcome::Unchanged {
                 hash: rendered.hash,
-            })
+            });
         }
         DriftCheck::Held(outcome) => return Ok(outcome),
     };
     if is_unchanged(state.as_ref(), live.as_ref(), &rendered) {
+        basis.unchanged_on = state;
         return Ok(Outcome::Unchanged {
             hash: rendered.hash,
         });
@@ -331,6 +333,7 @@ where
         }
     };
     if is_unchanged(state.as_ref(), live.as_ref(), &rendered) {
+        basis.unchanged_on = state;
         return Ok(Outcome::Unchanged {
             hash: rendered.hash,
         });
@@ -608,81 +611,12 @@ async fn narrow(
     Ok(Ok((last_good, entries)))
 }
 
-/// Brings the per-entry status rows in line with a decided run (docs/design.md#entry-status):
-/// after a publish or an unchanged run every registered entry not quarantined is published at
-/// its registered revision; a quarantined one records revision, stage and reason. Only rows that
-/// change are written.
-async fn record_statuses<R: Registry>(
-    registry: &R,
-    outcome: &Outcome,
-    quarantined: &[Quarantined],
-    revisions: &BTreeMap<String, u64>,
-) -> Result<(), ReconcileError> {
-    let (version_id, hash) = match outcome {
-        Outcome::Published {
-            version_id, hash, ..
-        } => (version_id.clone(), hash.clone()),
-        Outcome::Unchanged { hash } => match registry.read_state().await? {
-            Some(s) if &s.hash == hash => (s.version_id, s.hash),
-            _ => return Ok(()),
-        },
-        _ => return Ok(()),
-    };
-    let old = registry.read_statuses().await?;
-    let at = now();
-    let mut rows = Vec::new();
-    for (id, revision) in revisions {
-        let before = old.get(id).cloned().unwrap_or_else(|| EntryStatus {
-            id: id.clone(),
-            ..Default::default()
-        });
-        let mut next = before.clone();
-        match quarantined.iter().find(|q| &q.id == id) {
-            Some(q) => {
-                let same = before.quarantine.as_ref().filter(|b| {
-                    b.revision == *revision
-                        && b.stage == q.stage.to_string()
-                        && b.kept == q.kept.as_str()
-                });
-                next.quarantine = Some(QuarantineStatus {
-                    revision: *revision,
-                    stage: q.stage.to_string(),
-                    reason: q.reason.clone(),
-                    kept: q.kept.as_str().to_string(),
-                    since: same.map(|b| b.since).unwrap_or(at),
-                });
-                if let Some(b) = same {
-                    // The stored (possibly truncated) reason stands while nothing else changed.
-                    if let Some(n) = next.quarantine.as_mut() {
-                        n.reason = b.reason.clone();
-                    }
-                }
-            }
-            None => {
-                next.quarantine = None;
-                if before.revision_published != Some(*revision) {
-                    next.revision_published = Some(*revision);
-                    next.version_id = Some(version_id.clone());
-                    next.hash = Some(hash.clone());
-                    next.published_at = Some(at);
-                }
-            }
-        }
-        if next != before {
-            rows.push(next);
-        }
-    }
-    if !rows.is_empty() {
-        registry.write_statuses(&rows).await?;
-    }
-    Ok(())
-}
-
 enum DriftCheck {
     /// Not drifted: publish with this precondition.
     Clear(Precondition),
-    /// The live bundle is this reconciler's own publish whose state record was lost.
-    Adopted,
+    /// The live bundle is this reconciler's own publish whose state record was lost; now
+    /// recorded as this.
+    Adopted(PublishedState),
     Held(Outcome),
 }
 
@@ -712,7 +646,7 @@ async fn guard_drift<R: Registry>(
         };
         registry.record_published(state, &next).await?;
         info!(version_id = %live.version_id, "adopted the reconciler's own unrecorded publish");
-        return Ok(DriftCheck::Adopted);
+        return Ok(DriftCheck::Adopted(next));
     }
     Ok(DriftCheck::Held(Outcome::HeldDrift {
         live_hash: live.hash.clone(),

@@ -69,6 +69,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
     async fn write_statuses(&self, _rows: &[EntryStatus]) -> Result<(), RegistryError> {
         Ok(())
     }
+    async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        self.inner.read_statuses_digest().await
+    }
+    async fn record_statuses_digest(&self, _digest: Option<&str>) -> Result<(), RegistryError> {
+        Ok(())
+    }
 }
 
 struct PreviewStore<'a, S> {

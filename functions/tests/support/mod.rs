@@ -100,6 +100,12 @@ impl Registry for FaultyRegistry<'_> {
     ) -> Result<(), RegistryError> {
         self.inner.write_statuses(rows).await
     }
+    async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
+        self.inner.read_statuses_digest().await
+    }
+    async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
+        self.inner.record_statuses_digest(digest).await
+    }
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         if self.faults.fail_read.load(Ordering::SeqCst) {
             return Err(RegistryError::Retryable("injected: table throttled".into()));

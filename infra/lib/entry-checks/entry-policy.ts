@@ -6,7 +6,7 @@
 import { checkBackend } from './backend';
 import { DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, Policy } from './bounds';
 import { envoyDuration, parseDuration } from './duration';
-import { get, object, rejectUnknown, required, string } from './fields';
+import { get, object, rejectUnknown, required, requiredChecked, string } from './fields';
 import { checkPath } from './path';
 import { Json, JsonObject, Problems, Why, asciiLower, chars, child, describe, quote, readNumber, utf8Length } from './report';
 
@@ -43,15 +43,15 @@ export function walkCanary(v: Json, field: string, main: string | undefined, pol
   const map = object(v, field, 'a canary', problems);
   if (!map) return;
   rejectUnknown(map, field, CANARY_FIELDS, problems);
-  const backendField = child(field, 'backend');
-  const backendValue = required(map, field, 'backend', problems);
-  const backend = backendValue === undefined ? undefined : string(backendValue, backendField, problems);
-  if (backend !== undefined) {
-    const why =
+  requiredChecked(
+    map,
+    field,
+    'backend',
+    problems,
+    (backend) =>
       checkBackend(backend, policy) ??
-      (main === backend ? `${quote(backend)} is the entry's own backend; a canary is a second backend` : undefined);
-    if (why !== undefined) problems.push(backendField, why);
-  }
+      (main === backend ? `${quote(backend)} is the entry's own backend; a canary is a second backend` : undefined),
+  );
   const weightValue = required(map, field, 'weight', problems);
   if (weightValue !== undefined) percent(weightValue, child(field, 'weight'), problems);
   const headerValue = get(map, 'header');
@@ -71,16 +71,8 @@ function walkCohortHeader(v: Json, field: string, problems: Problems): void {
   const map = object(v, field, 'a header match', problems);
   if (!map) return;
   rejectUnknown(map, field, HEADER_FIELDS, problems);
-  const nameField = child(field, 'name');
-  const nameValue = required(map, field, 'name', problems);
-  const name = nameValue === undefined ? undefined : string(nameValue, nameField, problems);
-  const nameWhy = name === undefined ? undefined : checkCohortHeaderName(name);
-  if (nameWhy !== undefined) problems.push(nameField, nameWhy);
-  const valueField = child(field, 'value');
-  const valueValue = required(map, field, 'value', problems);
-  const value = valueValue === undefined ? undefined : string(valueValue, valueField, problems);
-  const valueWhy = value === undefined ? undefined : checkCohortHeaderValue(value);
-  if (valueWhy !== undefined) problems.push(valueField, valueWhy);
+  requiredChecked(map, field, 'name', problems, checkCohortHeaderName);
+  requiredChecked(map, field, 'value', problems, checkCohortHeaderValue);
 }
 
 /** `check_cohort_header_name`. */
@@ -121,17 +113,9 @@ function walkHealthCheck(v: Json, field: string, policy: Policy, problems: Probl
   const map = object(v, field, 'a health check', problems);
   if (!map) return;
   rejectUnknown(map, field, HEALTH_CHECK_FIELDS, problems);
-  const pathField = child(field, 'path');
-  const pathValue = required(map, field, 'path', problems);
-  const path = pathValue === undefined ? undefined : string(pathValue, pathField, problems);
-  const pathWhy = path === undefined ? undefined : checkPath(path);
-  if (pathWhy !== undefined) problems.push(pathField, pathWhy);
-  const intervalField = child(field, 'interval');
-  const intervalValue = required(map, field, 'interval', problems);
-  const interval = intervalValue === undefined ? undefined : string(intervalValue, intervalField, problems);
+  requiredChecked(map, field, 'path', problems, checkPath);
   const min = policy.minHealthCheckIntervalMs ?? DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS;
-  const intervalWhy = interval === undefined ? undefined : checkHealthCheckInterval(interval, min);
-  if (intervalWhy !== undefined) problems.push(intervalField, intervalWhy);
+  requiredChecked(map, field, 'interval', problems, (s) => checkHealthCheckInterval(s, min));
 }
 
 /** `check_health_check_interval`. */

@@ -3,8 +3,8 @@
  * per route (render/src/check/limits.rs).
  */
 import { MAX_BURST, MAX_HEADER_NAME_LEN, MAX_LIMITS_PER_ROUTE, MAX_REQUESTS } from './bounds';
-import { get, has, object, positiveInt, rejectUnknown, required, string } from './fields';
-import { Json, JsonObject, Problems, Why, asciiLower, chars, describe, index, oneOf, quote } from './report';
+import { atMost, get, has, list, object, positiveInt, rejectUnknown, required, requiredChecked, string } from './fields';
+import { Json, JsonObject, Problems, Why, asciiLower, chars, index, oneOf, quote } from './report';
 
 /** A checked limit; a global one keeps what keys it in the rate-limit service. */
 export type Limit =
@@ -17,15 +17,11 @@ export const PERS = ['client-ip', 'route', 'header'];
 export const UNITS = ['second', 'minute', 'hour', 'day'];
 
 export function walkLimits(v: Json, field: string, problems: Problems): Limit[] | undefined {
-  if (!Array.isArray(v)) {
-    problems.push(field, `expected a list of limits, got ${describe(v)}`);
-    return undefined;
-  }
+  const items = list(v, field, 'limits', problems);
+  if (items === undefined) return undefined;
   const before = problems.length;
-  if (v.length > MAX_LIMITS_PER_ROUTE) {
-    problems.push(field, `has ${v.length} limits; at most ${MAX_LIMITS_PER_ROUTE} per route`);
-  }
-  const checked = v.map((item, i) => walkLimit(item, index(field, i), problems));
+  atMost(items, MAX_LIMITS_PER_ROUTE, field, 'limits', ' per route', problems);
+  const checked = items.map((item, i) => walkLimit(item, index(field, i), problems));
   checkCollisions(checked, field, problems);
   if (problems.length > before) return undefined;
   return checked as Limit[];
@@ -82,16 +78,7 @@ export function walkGlobal(map: JsonObject, field: string, problems: Problems): 
   const requests =
     requestsValue === undefined ? undefined : positiveInt(requestsValue, `${field}.requests`, MAX_REQUESTS, problems);
 
-  const everyField = `${field}.every`;
-  const everyValue = required(map, field, 'every', problems);
-  let every = everyValue === undefined ? undefined : string(everyValue, everyField, problems);
-  if (every !== undefined) {
-    const why = checkUnit(every);
-    if (why !== undefined) {
-      problems.push(everyField, why);
-      every = undefined;
-    }
-  }
+  const every = requiredChecked(map, field, 'every', problems, checkUnit);
 
   if (per === undefined || requests === undefined || every === undefined) return undefined;
   if (per === 'header' && header === undefined) return undefined;

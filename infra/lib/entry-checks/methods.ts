@@ -2,7 +2,8 @@
  * `methods`: an optional, non-empty set of HTTP methods, kept sorted
  * (render/src/check/methods.rs).
  */
-import { Json, Problems, Why, asciiUpper, compareRust, describe, index, oneOf, quote } from './report';
+import { distinctStrings, nonEmptyList } from './fields';
+import { Json, Problems, Why, asciiUpper, describe, oneOf, quote } from './report';
 
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH'];
 
@@ -11,26 +12,11 @@ export function walkMethods(v: Json, field: string, problems: Problems): { ok: b
     problems.push(field, `expected a list of HTTP methods, got ${describe(v)}; leave methods out to match every method`);
     return { ok: false };
   }
-  if (v.length === 0) {
-    problems.push(field, 'must not be empty; leave methods out to match every method');
-    return { ok: false };
-  }
+  const items = nonEmptyList(v, field, 'HTTP methods', 'must not be empty; leave methods out to match every method', problems);
+  if (items === undefined) return { ok: false };
   const before = problems.length;
-  const seen: [string, number][] = [];
-  v.forEach((item, i) => {
-    const at = index(field, i);
-    if (typeof item !== 'string') {
-      problems.push(at, `expected a method name (a string), got ${describe(item)}`);
-      return;
-    }
-    const why = checkMethod(item);
-    const first = seen.find(([s]) => s === item);
-    if (why !== undefined) problems.push(at, why);
-    else if (first) problems.push(at, `${quote(item)} is listed twice (also ${index(field, first[1])})`);
-    else seen.push([item, i]);
-  });
-  if (problems.length > before) return { ok: false };
-  return { ok: true, value: seen.map(([m]) => m).sort(compareRust) };
+  const sorted = distinctStrings(items, field, 'a method name (a string)', problems, checkMethod);
+  return problems.length > before ? { ok: false } : { ok: true, value: sorted };
 }
 
 export function checkMethod(m: string): Why {

@@ -5,7 +5,7 @@
  * rules in `walk.rs` (`route_policy`, `check_shared_cors`), function by function.
  */
 import { Policy } from './bounds';
-import { get, isObject, object, positiveInt, rejectUnknown, required, string } from './fields';
+import { atMost, distinctStrings, get, isObject, list, nonEmptyList, object, positiveInt, rejectUnknown, required, string } from './fields';
 import { METHODS, checkMethod } from './methods';
 import { checkPath } from './path';
 import { Json, JsonObject, Problems, Why, child, compareRust, describe, index, oneOf, quote, readNumber, utf8Length } from './report';
@@ -250,35 +250,19 @@ export function checkPerTryTimeout(s: string, timeoutMs: number | undefined): Wh
 }
 
 function conditions(v: Json, field: string, cx: RetryContext, problems: Problems): string[] | undefined {
-  if (!Array.isArray(v)) {
-    problems.push(field, `expected a list of retry conditions, got ${describe(v)}`);
-    return undefined;
-  }
-  if (v.length === 0) {
-    problems.push(field, 'must not be empty; name at least one retry condition, or leave retries out');
-    return undefined;
-  }
+  const items = nonEmptyList(
+    v,
+    field,
+    'retry conditions',
+    'must not be empty; name at least one retry condition, or leave retries out',
+    problems,
+  );
+  if (items === undefined) return undefined;
   const before = problems.length;
-  const seen: [string, number][] = [];
-  v.forEach((c, i) => {
-    const at = index(field, i);
-    if (typeof c !== 'string') {
-      problems.push(at, `expected a retry condition (a string), got ${describe(c)}`);
-      return;
-    }
-    const first = seen.find(([s]) => s === c);
-    if (first) {
-      problems.push(at, `${quote(c)} is listed twice (also ${index(field, first[1])})`);
-      return;
-    }
-    const why = checkRetryCondition(c, cx.methods, cx.grpc);
-    if (why !== undefined) {
-      problems.push(at, why);
-      return;
-    }
-    seen.push([c, i]);
-  });
-  return problems.length > before ? undefined : seen.map(([c]) => c);
+  const sorted = distinctStrings(items, field, 'a retry condition (a string)', problems, (c) =>
+    checkRetryCondition(c, cx.methods, cx.grpc),
+  );
+  return problems.length > before ? undefined : sorted;
 }
 
 export function checkRetryCondition(c: string, methods: string[] | null, grpc: boolean): Why {
@@ -298,19 +282,11 @@ export function checkRetryCondition(c: string, methods: string[] | null, grpc: b
 }
 
 function statusCodes(v: Json, field: string, problems: Problems): void {
-  if (!Array.isArray(v)) {
-    problems.push(field, `expected a list of status codes, got ${describe(v)}`);
-    return;
-  }
-  if (v.length === 0) {
-    problems.push(field, 'must not be empty; list the statuses to retry');
-    return;
-  }
-  if (v.length > MAX_RETRIED_STATUS_CODES) {
-    problems.push(field, `has ${v.length} status codes; at most ${MAX_RETRIED_STATUS_CODES}`);
-  }
+  const items = nonEmptyList(v, field, 'status codes', 'must not be empty; list the statuses to retry', problems);
+  if (items === undefined) return;
+  atMost(items, MAX_RETRIED_STATUS_CODES, field, 'status codes', '', problems);
   const seen: [bigint, number][] = [];
-  v.forEach((item, i) => {
+  items.forEach((item, i) => {
     const at = index(field, i);
     const n = typeof item === 'number' ? readNumber(item) : undefined;
     if (n === undefined || n.unsigned === undefined) {
@@ -486,29 +462,14 @@ function walkCors(v: Json, field: string, problems: Problems): string | undefine
 }
 
 function names(v: Json, field: string, what: string, max: number, problems: Problems, check: (s: string) => Why): string[] {
-  if (!Array.isArray(v)) {
-    problems.push(field, `expected a list of ${what}, got ${describe(v)}`);
-    return [];
-  }
-  if (v.length === 0) {
+  const items = list(v, field, what, problems);
+  if (items === undefined) return [];
+  if (items.length === 0) {
     problems.push(field, `must not be empty; list at least one, or leave ${what === 'origins' ? 'cors' : what} out`);
     return [];
   }
-  if (v.length > max) problems.push(field, `has ${v.length} ${what}; at most ${max}`);
-  const seen: [string, number][] = [];
-  v.forEach((s, i) => {
-    const at = index(field, i);
-    if (typeof s !== 'string') {
-      problems.push(at, `expected a string, got ${describe(s)}`);
-      return;
-    }
-    const why = check(s);
-    const first = seen.find(([x]) => x === s);
-    if (why !== undefined) problems.push(at, why);
-    else if (first) problems.push(at, `${quote(s)} is listed twice (also ${index(field, first[1])})`);
-    else seen.push([s, i]);
-  });
-  return seen.map(([s]) => s).sort(compareRust);
+  atMost(items, max, field, what, '', problems);
+  return distinctStrings(items, field, 'a string', problems, check);
 }
 
 export function checkMaxAge(s: string): Why {

@@ -4,7 +4,7 @@
  */
 import { checkBackend } from './backend';
 import { MAX_PATH_PREFIXES, MAX_ROUTES, Policy } from './bounds';
-import { get, isObject, object, rejectUnknown, required, string } from './fields';
+import { atMost, get, isObject, nonEmptyList, object, rejectUnknown, required, requiredChecked } from './fields';
 import { walkEntryPolicy } from './entry-policy';
 import { checkHost } from './host';
 import { checkIdentifier } from './identifiers';
@@ -41,26 +41,14 @@ export function walkEntry(v: Json, policy: Policy, problems: Problems): void {
 }
 
 export function checkedString(map: JsonObject, key: string, rule: (s: string) => Why, problems: Problems): void {
-  const v = required(map, '', key, problems);
-  const s = v === undefined ? undefined : string(v, key, problems);
-  if (s === undefined) return;
-  const why = rule(s);
-  if (why !== undefined) problems.push(key, why);
+  requiredChecked(map, '', key, problems, rule);
 }
 
 export function walkRoutes(v: Json, field: string, policy: Policy, grpc: boolean, problems: Problems): void {
-  if (!Array.isArray(v)) {
-    problems.push(field, `expected a list of routes, got ${describe(v)}`);
-    return;
-  }
-  if (v.length === 0) {
-    problems.push(field, 'must list at least one route');
-    return;
-  }
-  if (v.length > MAX_ROUTES) {
-    problems.push(field, `has ${v.length} routes; at most ${MAX_ROUTES} per entry`);
-  }
-  const checked = v.map((item, i) => walkRoute(item, index(field, i), policy, grpc, problems));
+  const items = nonEmptyList(v, field, 'routes', 'must list at least one route', problems);
+  if (items === undefined) return;
+  atMost(items, MAX_ROUTES, field, 'routes', ' per entry', problems);
+  const checked = items.map((item, i) => walkRoute(item, index(field, i), policy, grpc, problems));
   checkDuplicates(checked, field, problems);
   checkSharedCors(checked, field, problems);
   const prefixes = new Set(checked.flatMap((r) => (r ? [r.path] : [])));
@@ -76,16 +64,7 @@ export function walkRoute(v: Json, field: string, policy: Policy, grpc: boolean,
   const map = object(v, field, 'a route', problems);
   if (!map) return undefined;
   rejectUnknown(map, field, ROUTE_FIELDS, problems);
-  const pathField = child(field, 'path');
-  const pathValue = required(map, field, 'path', problems);
-  let path = pathValue === undefined ? undefined : string(pathValue, pathField, problems);
-  if (path !== undefined) {
-    const why = checkPath(path);
-    if (why !== undefined) {
-      problems.push(pathField, why);
-      path = undefined;
-    }
-  }
+  const path = requiredChecked(map, field, 'path', problems, checkPath);
   const methodsValue = get(map, 'methods');
   const methods = methodsValue === undefined ? { ok: true, value: undefined } : walkMethods(methodsValue, child(field, 'methods'), problems);
   const limitsValue = get(map, 'limits');

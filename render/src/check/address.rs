@@ -186,15 +186,8 @@ fn carried_v4(ip: Ipv6Addr) -> Vec<(&'static str, Ipv4Addr)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_policies::{local, strict};
     use super::*;
-
-    fn strict() -> Policy {
-        Policy::new("api.example.com", false)
-    }
-
-    fn local() -> Policy {
-        Policy::new("api.example.com", true)
-    }
 
     fn refused(ip: &str, policy: &Policy) -> String {
         let ip: IpAddr = ip.parse().expect("literal");

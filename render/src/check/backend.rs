@@ -340,15 +340,8 @@ fn judge_name(name: &str, policy: &Policy) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::super::address::LINK_LOCAL;
+    use super::super::test_policies::{local, strict};
     use super::*;
-
-    fn strict() -> Policy {
-        Policy::new("api.example.com", false)
-    }
-
-    fn local() -> Policy {
-        Policy::new("api.example.com", true)
-    }
 
     fn rejected(url: &str, policy: &Policy) -> String {
         let e = check_backend(url, policy).expect_err(url);

@@ -4,10 +4,10 @@
 //! credentials: browsers refuse that pair, and it would hand every site the user's session).
 
 use super::duration::{envoy_duration, parse_duration};
-use super::fields::{object, reject_unknown, required};
+use super::fields::{at_most, distinct_strings, list, object, reject_unknown, required};
 use super::header_changes::{check_header_token, MAX_HEADER_CHANGES};
 use super::methods::check_method;
-use super::report::{child, describe, index, quote, Problems};
+use super::report::{child, describe, quote, Problems};
 use crate::entry::Cors;
 use serde_json::Value;
 
@@ -35,44 +35,28 @@ pub(crate) fn cors(v: &Value, field: &str, problems: &mut Problems) -> Option<Co
             false
         }
     };
-    let origins = required(map, field, "origins", problems)
-        .map(|v| {
-            names(
-                v,
-                &child(field, "origins"),
-                "origins",
-                MAX_CORS_ORIGINS,
-                problems,
-                |o| check_origin(o, credentials),
-            )
-        })
-        .unwrap_or_default();
-    let methods = map
-        .get("methods")
-        .map(|v| {
-            names(
-                v,
-                &child(field, "methods"),
-                "methods",
-                METHODS_MAX,
-                problems,
-                check_method,
-            )
-        })
-        .unwrap_or_default();
-    let headers = map
-        .get("headers")
-        .map(|v| {
-            names(
-                v,
-                &child(field, "headers"),
-                "headers",
-                MAX_HEADER_CHANGES,
-                problems,
-                check_header_token,
-            )
-        })
-        .unwrap_or_default();
+    let origins = required(map, field, "origins", problems);
+    let origins = names(origins, field, "origins", MAX_CORS_ORIGINS, problems, |o| {
+        check_origin(o, credentials)
+    });
+    let methods = map.get("methods");
+    let methods = names(
+        methods,
+        field,
+        "methods",
+        METHODS_MAX,
+        problems,
+        check_method,
+    );
+    let headers = map.get("headers");
+    let headers = names(
+        headers,
+        field,
+        "headers",
+        MAX_HEADER_CHANGES,
+        problems,
+        check_header_token,
+    );
     let max_age_field = child(field, "max_age");
     let max_age = match map.get("max_age") {
         None => None,
@@ -102,20 +86,21 @@ pub(crate) fn cors(v: &Value, field: &str, problems: &mut Problems) -> Option<Co
 
 const METHODS_MAX: usize = super::methods::METHODS.len();
 
-/// A non-empty list of distinct strings, each passing `check`; sorted.
+/// `parent.what`: a non-empty list of at most `max` distinct strings, each passing `check`;
+/// sorted. Absent (`v` is `None`), none.
 fn names(
-    v: &Value,
-    field: &str,
+    v: Option<&Value>,
+    parent: &str,
     what: &str,
     max: usize,
     problems: &mut Problems,
     check: impl Fn(&str) -> Result<(), String>,
 ) -> Vec<String> {
-    let Value::Array(items) = v else {
-        problems.push(
-            field,
-            format!("expected a list of {what}, got {}", describe(v)),
-        );
+    let Some(v) = v else {
+        return Vec::new();
+    };
+    let field = &child(parent, what);
+    let Some(items) = list(v, field, what, problems) else {
         return Vec::new();
     };
     if items.is_empty() {
@@ -126,34 +111,8 @@ fn names(
         );
         return Vec::new();
     }
-    if items.len() > max {
-        problems.push(field, format!("has {} {what}; at most {max}", items.len()));
-    }
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let at = index(field, i);
-        let Value::String(s) = item else {
-            problems.push(at, format!("expected a string, got {}", describe(item)));
-            continue;
-        };
-        if let Err(reason) = check(s) {
-            problems.push(at, reason);
-        } else if let Some((_, first)) = seen.iter().find(|(x, _)| *x == s.as_str()) {
-            problems.push(
-                at,
-                format!(
-                    "{} is listed twice (also {})",
-                    quote(s),
-                    index(field, *first)
-                ),
-            );
-        } else {
-            seen.push((s, i));
-        }
-    }
-    let mut out: Vec<String> = seen.into_iter().map(|(s, _)| s.to_string()).collect();
-    out.sort();
-    out
+    at_most(items, max, field, what, "", problems);
+    distinct_strings(items, field, "a string", problems, check)
 }
 
 /// `max_age`: whole seconds, at most a day.

@@ -7,7 +7,7 @@
 
 use super::backend::check_backend;
 use super::duration::{envoy_duration, parse_duration};
-use super::fields::{object, reject_unknown, required, string};
+use super::fields::{as_written, object, reject_unknown, required, required_parsed, string};
 use super::header_changes::header_shape;
 use super::path::check_path;
 use super::report::{child, describe, quote, Problems};
@@ -58,28 +58,18 @@ pub(crate) fn canary(
 ) -> Option<Canary> {
     let map = object(v, field, "a canary", problems)?;
     reject_unknown(map, field, &CANARY_FIELDS, problems);
-    let backend_field = child(field, "backend");
-    let backend = required(map, field, "backend", problems)
-        .and_then(|v| string(v, &backend_field, problems))
-        .and_then(|b| {
-            let judged = check_backend(b, policy).map(|_| ()).and_then(|()| {
-                if main_backend == Some(b) {
-                    Err(format!(
-                        "{} is the entry's own backend; a canary is a second backend",
-                        quote(b)
-                    ))
-                } else {
-                    Ok(())
-                }
-            });
-            match judged {
-                Ok(()) => Some(b.to_string()),
-                Err(reason) => {
-                    problems.push(&backend_field, reason);
-                    None
-                }
-            }
-        });
+    // Judged exactly like the entry's own backend, and never the same one.
+    let second_backend = |b: &str| {
+        check_backend(b, policy)?;
+        if main_backend == Some(b) {
+            return Err(format!(
+                "{} is the entry's own backend; a canary is a second backend",
+                quote(b)
+            ));
+        }
+        Ok(())
+    };
+    let backend = required_parsed(map, field, "backend", problems, as_written(second_backend));
     let weight_field = child(field, "weight");
     let weight =
         required(map, field, "weight", problems).and_then(|v| percent(v, &weight_field, problems));
@@ -114,26 +104,20 @@ fn percent(v: &Value, field: &str, problems: &mut Problems) -> Option<u32> {
 fn cohort_header(v: &Value, field: &str, problems: &mut Problems) -> Option<CanaryHeader> {
     let map = object(v, field, "a header match", problems)?;
     reject_unknown(map, field, &HEADER_FIELDS, problems);
-    let name_field = child(field, "name");
-    let name = required(map, field, "name", problems)
-        .and_then(|v| string(v, &name_field, problems))
-        .and_then(|n| match check_cohort_header_name(n) {
-            Ok(()) => Some(n.to_string()),
-            Err(reason) => {
-                problems.push(&name_field, reason);
-                None
-            }
-        });
-    let value_field = child(field, "value");
-    let value = required(map, field, "value", problems)
-        .and_then(|v| string(v, &value_field, problems))
-        .and_then(|s| match check_cohort_header_value(s) {
-            Ok(()) => Some(s.to_string()),
-            Err(reason) => {
-                problems.push(&value_field, reason);
-                None
-            }
-        });
+    let name = required_parsed(
+        map,
+        field,
+        "name",
+        problems,
+        as_written(check_cohort_header_name),
+    );
+    let value = required_parsed(
+        map,
+        field,
+        "value",
+        problems,
+        as_written(check_cohort_header_value),
+    );
     Some(CanaryHeader {
         name: name?,
         value: value?,
@@ -204,28 +188,9 @@ pub(crate) fn health_check(
 ) -> Option<HealthCheck> {
     let map = object(v, field, "a health check", problems)?;
     reject_unknown(map, field, &HEALTH_CHECK_FIELDS, problems);
-    let path_field = child(field, "path");
-    let path = required(map, field, "path", problems)
-        .and_then(|v| string(v, &path_field, problems))
-        .and_then(|p| match check_path(p) {
-            Ok(()) => Some(p.to_string()),
-            Err(reason) => {
-                problems.push(&path_field, reason);
-                None
-            }
-        });
-    let interval_field = child(field, "interval");
-    let interval = required(map, field, "interval", problems)
-        .and_then(|v| string(v, &interval_field, problems))
-        .and_then(
-            |s| match check_health_check_interval(s, policy.min_health_check_interval_ms) {
-                Ok(_) => Some(s.to_string()),
-                Err(reason) => {
-                    problems.push(&interval_field, reason);
-                    None
-                }
-            },
-        );
+    let path = required_parsed(map, field, "path", problems, as_written(check_path));
+    let in_bounds = |s: &str| check_health_check_interval(s, policy.min_health_check_interval_ms);
+    let interval = required_parsed(map, field, "interval", problems, as_written(in_bounds));
     Some(HealthCheck {
         path: path?,
         interval: interval?,

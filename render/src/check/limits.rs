@@ -1,9 +1,11 @@
 //! `limits`: global limits counted by the rate-limit service and one optional local burst
 //! bucket per route.
 
-use super::fields::{object, positive_int, reject_unknown, required, string};
+use super::fields::{
+    at_most, list, object, positive_int, reject_unknown, required, required_parsed, string,
+};
 use super::header_changes::header_shape;
-use super::report::{describe, index, one_of, quote, Problems};
+use super::report::{index, one_of, quote, Problems};
 use super::MAX_LIMITS_PER_ROUTE;
 use crate::entry::{Limit, Per, Unit};
 use serde_json::{Map, Value};
@@ -22,23 +24,16 @@ const UNITS: [&str; 4] = ["second", "minute", "hour", "day"];
 
 /// A route's limits, or `None` after pushing every problem found.
 pub(crate) fn limits(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<Limit>> {
-    let Value::Array(items) = v else {
-        problems.push(
-            field,
-            format!("expected a list of limits, got {}", describe(v)),
-        );
-        return None;
-    };
+    let items = list(v, field, "limits", problems)?;
     let before = problems.0.len();
-    if items.len() > MAX_LIMITS_PER_ROUTE {
-        problems.push(
-            field,
-            format!(
-                "has {} limits; at most {MAX_LIMITS_PER_ROUTE} per route",
-                items.len()
-            ),
-        );
-    }
+    at_most(
+        items,
+        MAX_LIMITS_PER_ROUTE,
+        field,
+        "limits",
+        " per route",
+        problems,
+    );
     let checked: Vec<Option<Limit>> = items
         .iter()
         .enumerate()
@@ -81,14 +76,7 @@ fn limit(v: &Value, field: &str, problems: &mut Problems) -> Option<Limit> {
 }
 
 fn global(map: &Map<String, Value>, field: &str, problems: &mut Problems) -> Option<Limit> {
-    let per_field = format!("{field}.per");
-    let per = required(map, field, "per", problems)
-        .and_then(|v| string(v, &per_field, problems))
-        .and_then(|s| {
-            parse_per(s)
-                .map_err(|reason| problems.push(&per_field, reason))
-                .ok()
-        });
+    let per = required_parsed(map, field, "per", problems, parse_per);
 
     let header_field = format!("{field}.header");
     let header = match (map.get("header"), per) {
@@ -122,14 +110,7 @@ fn global(map: &Map<String, Value>, field: &str, problems: &mut Problems) -> Opt
     let requests = required(map, field, "requests", problems)
         .and_then(|v| positive_int(v, &format!("{field}.requests"), MAX_REQUESTS, problems));
 
-    let every_field = format!("{field}.every");
-    let every = required(map, field, "every", problems)
-        .and_then(|v| string(v, &every_field, problems))
-        .and_then(|s| {
-            parse_unit(s)
-                .map_err(|reason| problems.push(&every_field, reason))
-                .ok()
-        });
+    let every = required_parsed(map, field, "every", problems, parse_unit);
 
     let (per, requests, every) = (per?, requests?, every?);
     if per == Per::Header && header.is_none() {

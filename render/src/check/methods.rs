@@ -1,7 +1,8 @@
 //! `methods`: an optional, non-empty set of HTTP methods, kept sorted so the rendered bytes do
 //! not depend on the order an author listed them in.
 
-use super::report::{describe, index, one_of, quote, Problems};
+use super::fields::StringSet;
+use super::report::{describe, one_of, quote, Problems};
 use serde_json::Value;
 
 /// The HTTP method set (RFC 9110 plus PATCH), spelled as on the wire.
@@ -11,7 +12,7 @@ pub const METHODS: [&str; 9] = [
 
 /// The sorted methods, or `None` after pushing the problems.
 pub(crate) fn methods(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<String>> {
-    let Value::Array(items) = v else {
+    if !v.is_array() {
         problems.push(
             field,
             format!(
@@ -20,47 +21,15 @@ pub(crate) fn methods(v: &Value, field: &str, problems: &mut Problems) -> Option
             ),
         );
         return None;
-    };
-    if items.is_empty() {
-        problems.push(
-            field,
-            "must not be empty; leave methods out to match every method",
-        );
-        return None;
     }
-    let before = problems.0.len();
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let at = index(field, i);
-        let Value::String(m) = item else {
-            problems.push(
-                at,
-                format!("expected a method name (a string), got {}", describe(item)),
-            );
-            continue;
-        };
-        if let Err(reason) = check_method(m) {
-            problems.push(at, reason);
-        } else if let Some((_, first)) = seen.iter().find(|(s, _)| *s == m.as_str()) {
-            problems.push(
-                at,
-                format!(
-                    "{} is listed twice (also {})",
-                    quote(m),
-                    index(field, *first)
-                ),
-            );
-        } else {
-            seen.push((m, i));
-        }
-    }
-    if problems.0.len() > before {
-        return None;
-    }
-    let mut sorted: Vec<String> = seen.into_iter().map(|(m, _)| m.to_string()).collect();
-    sorted.sort();
-    Some(sorted)
+    METHOD_SET.read(v, field, problems, check_method)
 }
+
+const METHOD_SET: StringSet = StringSet {
+    what: "HTTP methods",
+    when_empty: "must not be empty; leave methods out to match every method",
+    item: "a method name (a string)",
+};
 
 pub fn check_method(m: &str) -> Result<(), String> {
     if METHODS.contains(&m) {

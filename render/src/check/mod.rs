@@ -25,6 +25,20 @@ mod rewrite;
 mod spelled;
 mod walk;
 
+/// The policies the checks' unit tests judge against: loopback backends refused, or accepted.
+#[cfg(test)]
+mod test_policies {
+    use super::Policy;
+
+    pub fn strict() -> Policy {
+        Policy::new("api.example.com", false)
+    }
+
+    pub fn local() -> Policy {
+        Policy::new("api.example.com", true)
+    }
+}
+
 pub use address::check_address;
 pub use backend::{
     check_backend, check_resolved, parse_backend, Backend, BackendHost, PROXY_RESERVED_PORTS,

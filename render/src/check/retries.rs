@@ -5,7 +5,9 @@
 //! retry on nothing else: a POST retried after a reset or a 5xx can charge a card twice.
 
 use super::duration::{envoy_duration, parse_duration};
-use super::fields::{object, positive_int, reject_unknown, required, string};
+use super::fields::{
+    at_most, non_empty_list, object, positive_int, reject_unknown, required, string, StringSet,
+};
 use super::report::{describe, index, one_of, quote, Problems};
 use crate::entry::Retries;
 use serde_json::Value;
@@ -159,58 +161,16 @@ fn conditions(
     cx: &RetryContext<'_>,
     problems: &mut Problems,
 ) -> Option<Vec<String>> {
-    let Value::Array(items) = v else {
-        problems.push(
-            field,
-            format!("expected a list of retry conditions, got {}", describe(v)),
-        );
-        return None;
-    };
-    if items.is_empty() {
-        problems.push(
-            field,
-            "must not be empty; name at least one retry condition, or leave retries out",
-        );
-        return None;
-    }
-    let before = problems.0.len();
-    let mut seen: Vec<(&str, usize)> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let at = index(field, i);
-        let Value::String(c) = item else {
-            problems.push(
-                at,
-                format!(
-                    "expected a retry condition (a string), got {}",
-                    describe(item)
-                ),
-            );
-            continue;
-        };
-        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == c.as_str()) {
-            problems.push(
-                at,
-                format!(
-                    "{} is listed twice (also {})",
-                    quote(c),
-                    index(field, *first)
-                ),
-            );
-            continue;
-        }
-        if let Err(reason) = check_retry_condition(c, cx.methods, cx.grpc) {
-            problems.push(at, reason);
-            continue;
-        }
-        seen.push((c, i));
-    }
-    if problems.0.len() > before {
-        return None;
-    }
-    let mut sorted: Vec<String> = seen.into_iter().map(|(c, _)| c.to_string()).collect();
-    sorted.sort();
-    Some(sorted)
+    CONDITION_SET.read(v, field, problems, |c| {
+        check_retry_condition(c, cx.methods, cx.grpc)
+    })
 }
+
+const CONDITION_SET: StringSet = StringSet {
+    what: "retry conditions",
+    when_empty: "must not be empty; name at least one retry condition, or leave retries out",
+    item: "a retry condition (a string)",
+};
 
 /// One retry condition for a route answering `methods` (`None`: every method) on an entry whose
 /// backend does (`grpc`) or does not speak gRPC.
@@ -262,27 +222,22 @@ pub fn check_retry_condition(
 }
 
 fn status_codes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<u16>> {
-    let Value::Array(items) = v else {
-        problems.push(
-            field,
-            format!("expected a list of status codes, got {}", describe(v)),
-        );
-        return None;
-    };
-    if items.is_empty() {
-        problems.push(field, "must not be empty; list the statuses to retry");
-        return None;
-    }
+    let items = non_empty_list(
+        v,
+        field,
+        "status codes",
+        "must not be empty; list the statuses to retry",
+        problems,
+    )?;
     let before = problems.0.len();
-    if items.len() > MAX_RETRIED_STATUS_CODES {
-        problems.push(
-            field,
-            format!(
-                "has {} status codes; at most {MAX_RETRIED_STATUS_CODES}",
-                items.len()
-            ),
-        );
-    }
+    at_most(
+        items,
+        MAX_RETRIED_STATUS_CODES,
+        field,
+        "status codes",
+        "",
+        problems,
+    );
     let mut seen: Vec<(u16, usize)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let at = index(field, i);

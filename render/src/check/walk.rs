@@ -8,7 +8,9 @@ use super::duration::{check_timeout, DEFAULT_ROUTE_TIMEOUT_MS};
 use super::header_changes::{header_changes, Direction};
 use super::retries::{grpc_retry_conditions_allowed, retries, RetryContext};
 use super::rewrite::check_rewrite;
-use super::fields::{object, reject_unknown, required, string};
+use super::fields::{
+    as_written, at_most, non_empty_list, object, reject_unknown, required, required_parsed, string,
+};
 use super::host::check_host;
 use super::identifiers::check_identifier;
 use super::limits::limits;
@@ -101,14 +103,7 @@ fn checked_string(
     rule: impl Fn(&str) -> Result<(), String>,
     problems: &mut Problems,
 ) -> Option<String> {
-    let s = required(map, "", key, problems).and_then(|v| string(v, key, problems))?;
-    match rule(s) {
-        Ok(()) => Some(s.to_string()),
-        Err(reason) => {
-            problems.push(key, reason);
-            None
-        }
-    }
+    required_parsed(map, "", key, problems, as_written(rule))
 }
 
 fn routes(
@@ -118,24 +113,9 @@ fn routes(
     grpc: bool,
     problems: &mut Problems,
 ) -> Option<Vec<Route>> {
-    let Value::Array(items) = v else {
-        problems.push(
-            field,
-            format!("expected a list of routes, got {}", describe(v)),
-        );
-        return None;
-    };
-    if items.is_empty() {
-        problems.push(field, "must list at least one route");
-        return None;
-    }
+    let items = non_empty_list(v, field, "routes", "must list at least one route", problems)?;
     let before = problems.0.len();
-    if items.len() > MAX_ROUTES {
-        problems.push(
-            field,
-            format!("has {} routes; at most {MAX_ROUTES} per entry", items.len()),
-        );
-    }
+    at_most(items, MAX_ROUTES, field, "routes", " per entry", problems);
     let checked: Vec<Option<Route>> = items
         .iter()
         .enumerate()
@@ -168,15 +148,7 @@ fn route(
 ) -> Option<Route> {
     let map = object(v, field, "a route", problems)?;
     reject_unknown(map, field, &ROUTE_FIELDS, problems);
-    let path_field = child(field, "path");
-    let path = required(map, field, "path", problems)
-        .and_then(|v| string(v, &path_field, problems))
-        .and_then(|p| {
-            check_path(p)
-                .map(|()| p.to_string())
-                .map_err(|reason| problems.push(&path_field, reason))
-                .ok()
-        });
+    let path = required_parsed(map, field, "path", problems, as_written(check_path));
     let methods = match map.get("methods") {
         None => Some(None),
         Some(v) => methods(v, &child(field, "methods"), problems).map(Some),

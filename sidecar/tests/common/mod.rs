@@ -6,8 +6,8 @@
 pub mod generated;
 pub mod traffic;
 
-use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_adapters::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
+use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::{free_port, unique_name, MotoServer};

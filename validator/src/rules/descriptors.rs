@@ -286,32 +286,32 @@ mod tests {
         v.iter().map(ToString::to_string).collect()
     }
 
+    /// Route r1's two descriptors, after `before`: the team's route counter and its per-client
+    /// one, which `RULES` both count.
+    fn with_r1_limits(before: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
+        let mut actions = before;
+        actions.push(vec![gk("team", "billing"), gk("route", "r1")]);
+        actions.push(vec![
+            gk("team", "billing"),
+            gk("route", "r1"),
+            json!({"remote_address": {}}),
+        ]);
+        actions
+    }
+
     const RULES: &str = "domain: gateway\ndescriptors:\n- key: team\n  value: billing\n  descriptors:\n  - key: route\n    value: r1\n    rate_limit: {unit: minute, requests_per_unit: 5}\n    descriptors:\n    - key: remote_address\n      rate_limit: {unit: second, requests_per_unit: 1}\n";
 
     #[test]
     fn matching_descriptors_and_rules_agree() {
-        let rc = rc(vec![
-            vec![gk("team", "billing"), gk("route", "r1")],
-            vec![
-                gk("team", "billing"),
-                gk("route", "r1"),
-                json!({"remote_address": {}}),
-            ],
-        ]);
+        let rc = rc(with_r1_limits(vec![]));
         assert_eq!(check(&rc, RULES), Vec::<String>::new());
     }
 
     #[test]
     fn a_descriptor_without_a_rule_is_a_violation() {
-        let rc = rc(vec![
-            vec![gk("team", "billing"), gk("route", "r1")],
-            vec![
-                gk("team", "billing"),
-                gk("route", "r1"),
-                json!({"remote_address": {}}),
-            ],
-            vec![gk("team", "billing"), gk("route", "r2")],
-        ]);
+        let mut actions = with_r1_limits(vec![]);
+        actions.push(vec![gk("team", "billing"), gk("route", "r2")]);
+        let rc = rc(actions);
         assert_eq!(
             check(&rc, RULES),
             ["routes.json: virtual host billing, route r1, rate_limits[2]: descriptor (team=billing, route=r2) is counted by no rule in ratelimit.yaml: no rule under gateway.team_billing for route=r2"]
@@ -320,15 +320,7 @@ mod tests {
 
     #[test]
     fn a_descriptor_stopping_at_a_rule_without_limit_is_a_violation() {
-        let rc = rc(vec![
-            vec![gk("team", "billing")],
-            vec![gk("team", "billing"), gk("route", "r1")],
-            vec![
-                gk("team", "billing"),
-                gk("route", "r1"),
-                json!({"remote_address": {}}),
-            ],
-        ]);
+        let rc = rc(with_r1_limits(vec![vec![gk("team", "billing")]]));
         let v = check(&rc, RULES);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(

@@ -136,17 +136,8 @@ pub fn print(plan: &Plan, up: &Up) {
 
 /// The first sample route with a burst limit that a plain GET reaches.
 fn first_burst(up: &Up) -> Option<(&super::samples::Sample, String, u32)> {
-    up.samples.iter().find_map(|s| {
-        s.entry.routes.iter().find_map(|r| {
-            let get = r
-                .methods
-                .as_ref()
-                .is_none_or(|m| m.iter().any(|m| m == "GET"));
-            let burst = r.limits.iter().find_map(|l| match l {
-                Limit::Burst { burst } => Some(*burst),
-                _ => None,
-            })?;
-            get.then(|| (s, r.path.clone(), burst))
-        })
+    super::samples::first_get_route_with(&up.samples, |l| match l {
+        Limit::Burst { burst } => Some(*burst),
+        _ => None,
     })
 }

@@ -3,7 +3,7 @@
 //! names, or on the port `--backend-ports` gives instead.
 
 use gateway_render::check::{check_entry, check_entry_bytes, Policy};
-use gateway_render::Entry;
+use gateway_render::{Entry, Limit};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -95,6 +95,24 @@ fn allows_get(methods: Option<&[String]>) -> bool {
 fn loopback_port(backend: &str) -> Option<u16> {
     let rest = backend.strip_prefix("http://127.0.0.1:")?;
     rest.trim_end_matches('/').parse().ok().filter(|p| *p != 0)
+}
+
+/// The first sample route a plain GET reaches with a limit `pick` takes a number from: the
+/// sample, the route's path and that number (the banner's and the steps' examples).
+pub fn first_get_route_with(
+    samples: &[Sample],
+    pick: impl Fn(&Limit) -> Option<u32>,
+) -> Option<(&Sample, String, u32)> {
+    samples.iter().find_map(|s| {
+        s.entry.routes.iter().find_map(|r| {
+            let get = r
+                .methods
+                .as_ref()
+                .is_none_or(|m| m.iter().any(|m| m == "GET"));
+            let n = r.limits.iter().find_map(&pick)?;
+            get.then(|| (s, r.path.clone(), n))
+        })
+    })
 }
 
 #[cfg(test)]

@@ -4,27 +4,21 @@
 use super::moto;
 use super::plan::{Plan, RunFiles, BUCKET, TABLE};
 use gateway_proc_kit::processes::Managed;
+use std::net::SocketAddr;
+use std::path::Path;
 use tokio::process::Command;
 
 /// Seconds between the sidecar's polls of the bucket.
 pub const INTERVAL_SECONDS: u64 = 2;
 
 pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
-    let mut cmd = command(plan)?;
-    cmd.arg("--bucket")
-        .arg(BUCKET)
-        .arg("--clusters-dir")
+    let mut cmd = command(plan, plan.sidecar_listen, &files.sidecar_state)?;
+    cmd.arg("--clusters-dir")
         .arg(&files.clusters_dir)
         .arg("--routes-dir")
         .arg(&files.routes_dir)
         .arg("--envoy-admin")
         .arg(format!("http://{}", plan.admin))
-        .arg("--interval")
-        .arg(INTERVAL_SECONDS.to_string())
-        .arg("--listen")
-        .arg(plan.sidecar_listen.to_string())
-        .arg("--state-file")
-        .arg(&files.sidecar_state)
         // It reports what it serves, so `gatewayctl status` lists the demo's proxy.
         .arg("--table")
         .arg(TABLE)
@@ -35,17 +29,12 @@ pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
 
 /// The same binary in its rate-limit mode: delivers `ratelimit.yaml` for gateway-ratelimit.
 pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
-    let mut cmd = command(plan)?;
-    cmd.arg("--bucket")
-        .arg(BUCKET)
-        .arg("--ratelimit-dir")
-        .arg(&files.ratelimit_dir)
-        .arg("--interval")
-        .arg(INTERVAL_SECONDS.to_string())
-        .arg("--listen")
-        .arg(plan.ratelimit_sidecar_listen.to_string())
-        .arg("--state-file")
-        .arg(&files.ratelimit_sidecar_state);
+    let mut cmd = command(
+        plan,
+        plan.ratelimit_sidecar_listen,
+        &files.ratelimit_sidecar_state,
+    )?;
+    cmd.arg("--ratelimit-dir").arg(&files.ratelimit_dir);
     Managed::spawn(
         "the rate-limit sidecar",
         cmd,
@@ -54,8 +43,9 @@ pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String>
     )
 }
 
-/// `gateway-sidecar` with the demo's AWS environment (moto).
-fn command(plan: &Plan) -> Result<Command, String> {
+/// `gateway-sidecar` with the demo's AWS environment (moto), polling the demo's bucket, serving
+/// its status on `listen` and keeping its state in `state_file`.
+fn command(plan: &Plan, listen: SocketAddr, state_file: &Path) -> Result<Command, String> {
     if !plan.sidecar_bin.is_file() {
         return Err(format!(
             "{} does not exist: build it with `cargo build -p gateway-sidecar` (scripts/demo.sh builds it), or pass --sidecar-bin PATH",
@@ -67,5 +57,13 @@ fn command(plan: &Plan) -> Result<Command, String> {
         cmd.env_remove(var);
     }
     cmd.envs(moto::child_env(plan.moto)).env("RUST_LOG", "info");
+    cmd.arg("--bucket")
+        .arg(BUCKET)
+        .arg("--interval")
+        .arg(INTERVAL_SECONDS.to_string())
+        .arg("--listen")
+        .arg(listen.to_string())
+        .arg("--state-file")
+        .arg(state_file);
     Ok(cmd)
 }

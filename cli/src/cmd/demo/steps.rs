@@ -18,7 +18,7 @@ use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use gateway_functions::reconcile::{seed, ReconcileConfig};
-use gateway_proc_kit::processes::Processes;
+use gateway_proc_kit::processes::{Managed, Processes};
 use gateway_render::check::Policy;
 use gateway_render::RenderConfig;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -153,15 +153,8 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         plan.display(&files.clusters_dir),
         plan.display(&files.routes_dir)
     ));
-    let child = sidecar::spawn(plan, &files).map_err(|e| p.fail(e))?;
-    demo.processes.add(child);
-    wait_ok(
-        demo,
-        &client,
-        &format!("http://{}/healthz", plan.sidecar_listen),
-        p,
-    )
-    .await?;
+    let started = sidecar::spawn(plan, &files);
+    add_sidecar(demo, &client, started, plan.sidecar_listen, p).await?;
     p.note(format!(
         "first delivery written; status http://{}/status, log {}",
         plan.sidecar_listen,
@@ -173,15 +166,8 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         plan.display(&files.ratelimit_dir),
         plan.ratelimit
     ));
-    let child = sidecar::spawn_ratelimit(plan, &files).map_err(|e| p.fail(e))?;
-    demo.processes.add(child);
-    wait_ok(
-        demo,
-        &client,
-        &format!("http://{}/healthz", plan.ratelimit_sidecar_listen),
-        p,
-    )
-    .await?;
+    let started = sidecar::spawn_ratelimit(plan, &files);
+    add_sidecar(demo, &client, started, plan.ratelimit_sidecar_listen, p).await?;
     let child = ratelimit::spawn(plan, &files).map_err(|e| p.fail(e))?;
     demo.processes.add(child);
     wait_listening(demo, plan.ratelimit, p).await?;
@@ -265,6 +251,19 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     Ok(Up { samples, envoy_bin })
 }
 
+/// A sidecar just started, kept with the demo's processes, once its `/healthz` on `listen`
+/// answers 200 (its first delivery is written).
+async fn add_sidecar(
+    demo: &mut Demo,
+    client: &reqwest::Client,
+    started: Result<Managed, String>,
+    listen: std::net::SocketAddr,
+    p: &Progress,
+) -> Result<(), Failure> {
+    demo.processes.add(started.map_err(|e| p.fail(e))?);
+    wait_ok(demo, client, &format!("http://{listen}/healthz"), p).await
+}
+
 /// Step 1: the venv with the pinned Envoy and moto's server, installed when missing.
 async fn python_env(plan: &Plan, p: &mut Progress) -> Result<PathBuf, Failure> {
     let missing =
@@ -304,22 +303,13 @@ async fn python_env(plan: &Plan, p: &mut Progress) -> Result<PathBuf, Failure> {
 /// most 20 a minute (a few requests reach it).
 pub fn global_limit_sample(samples: &[Sample]) -> Option<(&Sample, String, u32)> {
     use gateway_render::{Limit, Per, Unit};
-    samples.iter().find_map(|s| {
-        s.entry.routes.iter().find_map(|r| {
-            let get = r
-                .methods
-                .as_ref()
-                .is_none_or(|m| m.iter().any(|m| m == "GET"));
-            let quota = r.limits.iter().find_map(|l| match l {
-                Limit::Global {
-                    per: Per::ClientIp,
-                    requests,
-                    every: Unit::Minute,
-                    ..
-                } if *requests <= 20 => Some(*requests),
-                _ => None,
-            })?;
-            get.then(|| (s, r.path.clone(), quota))
-        })
+    samples::first_get_route_with(samples, |l| match l {
+        Limit::Global {
+            per: Per::ClientIp,
+            requests,
+            every: Unit::Minute,
+            ..
+        } if *requests <= 20 => Some(*requests),
+        _ => None,
     })
 }
