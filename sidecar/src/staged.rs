@@ -45,12 +45,9 @@ impl Staged {
 
     /// A writer's error for `file` as the sidecar names it.
     pub fn error(file: &str, e: io::Error) -> SidecarError {
-        if e.get_ref().is_some_and(|inner| inner.is::<SidecarError>()) {
-            if let Some(Ok(named)) = e.into_inner().map(|inner| inner.downcast::<SidecarError>()) {
-                return *named;
-            }
-            unreachable!("checked to be a SidecarError");
+        match e.downcast::<SidecarError>() {
+            Ok(named) => named,
+            Err(e) => SidecarError::file(file, "writing the staged file", e),
         }
-        SidecarError::file(file, "writing the staged file", e)
     }
 }
