@@ -436,7 +436,7 @@ async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
     use gateway_render::check::{MAX_HOST_LABELS, MAX_PATH_PREFIXES};
     let reg = registry().await;
     let account = "222222222222";
-    reg.grant("billing", account, "test").await.expect("grant");
+    reg.tenancy().grant("billing", account, "test").await.expect("grant");
     let stack = Actor::stack(
         account,
         "arn:aws:cloudformation:us-east-1:222222222222:stack/big/1",

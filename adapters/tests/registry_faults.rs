@@ -163,7 +163,7 @@ impl aws_sdk_dynamodb::config::Intercept for RevokeBeforeCommit {
                 let other =
                     DynamoRegistry::new(registry_support::client(moto()).await, table, DOMAIN);
                 assert!(
-                    other.revoke(team, account).await.expect("revoke"),
+                    other.tenancy().revoke(team, account).await.expect("revoke"),
                     "the grant existed"
                 );
             });
@@ -179,6 +179,7 @@ async fn a_revoke_between_the_grant_read_and_the_commit_wins() {
     use gateway_adapters::registry::Actor;
     let plain = registry().await;
     plain
+        .tenancy()
         .grant("billing", "222222222222", "test")
         .await
         .expect("grant");

@@ -22,7 +22,7 @@ async fn registry(h: &Harness, wait: Duration) -> DynamoRegistry {
         .registry_view()
         .with_publish_wait(wait, Duration::from_millis(200));
     for team in ["billing", "payments"] {
-        reg.grant(team, ACCOUNT, "test").await.expect("grant");
+        reg.tenancy().grant(team, ACCOUNT, "test").await.expect("grant");
     }
     reg
 }

@@ -227,6 +227,7 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
     // The gateway account's own stacks need grants like any other account's.
     for team in ["catalog", "search", "billing"] {
         registry
+            .tenancy()
             .grant(team, GATEWAY_ACCOUNT, "test")
             .await
             .expect("grant");
@@ -384,10 +385,12 @@ struct Refusal {
 async fn the_register_binary_trusts_the_topic_grants_and_owners_not_the_payload() {
     let registry = registry_support::registry().await;
     registry
+        .tenancy()
         .grant("billing", TEAM_ACCOUNT, "test")
         .await
         .expect("grant");
     registry
+        .tenancy()
         .grant("payments", PAYMENTS_ACCOUNT, "test")
         .await
         .expect("grant");

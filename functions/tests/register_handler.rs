@@ -61,7 +61,7 @@ const GATEWAY_ACCOUNT: &str = "123456789012";
 async fn granted() -> DynamoRegistry {
     let reg = registry().await;
     for team in ["billing", "payments"] {
-        reg.grant(team, GATEWAY_ACCOUNT, "test")
+        reg.tenancy().grant(team, GATEWAY_ACCOUNT, "test")
             .await
             .expect("grant");
     }
@@ -441,6 +441,7 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
     let put = put_for(&reg, &mut rx, cfn_create(&url, "r1", &e)).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reg
+        .tenancy()
         .revoke("billing", GATEWAY_ACCOUNT)
         .await
         .expect("revoke"));

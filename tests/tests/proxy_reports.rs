@@ -309,6 +309,7 @@ async fn wait_for_serving_answers_once_every_proxy_serves_the_entry_and_failed_w
     };
     for team in ["billing", "payments"] {
         p.registry
+            .tenancy()
             .grant(team, ACCOUNT, "test")
             .await
             .expect("grant");

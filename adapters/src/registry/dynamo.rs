@@ -198,6 +198,11 @@ impl DynamoRegistry {
         &self.reader
     }
 
+    /// Grants and entry owners in the same table.
+    pub fn tenancy(&self) -> super::Tenancy {
+        super::Tenancy::from_reader(self.reader.clone())
+    }
+
     /// Replaces how long the custom resource waits for its entry to publish, and how often it
     /// looks.
     pub fn with_publish_wait(
@@ -375,7 +380,7 @@ impl DynamoRegistry {
         for round in ROUNDS.attempts() {
             ROUNDS.pause(round).await;
             if let Some(account) = &actor.granted_account {
-                self.require_grant(&entry.team, account).await?;
+                self.tenancy().require_grant(&entry.team, account).await?;
             }
             let current = self.current(&id).await?;
             plan::check_owner(current.as_ref(), &id, &actor.owner)?;
@@ -460,7 +465,9 @@ impl DynamoRegistry {
             };
             plan::check_owner(Some(&current), id, &actor.owner)?;
             if let Some(account) = &actor.granted_account {
-                self.require_grant(&current.entry.team, account).await?;
+                self.tenancy()
+                    .require_grant(&current.entry.team, account)
+                    .await?;
             }
             let host = read_host(
                 self.reader.client(),
@@ -493,45 +500,6 @@ impl DynamoRegistry {
     /// Every entry (the same consistent read the reconciler uses).
     pub async fn list(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.reader.list().await
-    }
-
-    /// Hands an entry to a new owner (operators only: `gatewayctl adopt`). The entry itself is
-    /// unchanged; the owner is replaced under a condition that the row still exists. Returns the
-    /// previous owner.
-    pub async fn adopt(&self, id: &str, owner: &Owner) -> Result<Option<Owner>, RegistryError> {
-        check_id(id)?;
-        let updated = self
-            .client()
-            .update_item()
-            .table_name(self.reader.table())
-            .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
-            .update_expression("SET #owner = :owner")
-            .condition_expression("attribute_exists(#pk)")
-            .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_OWNER, keys::PK])))
-            .expression_attribute_values(":owner", keys::s(owner.encode()))
-            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-            .send()
-            .await;
-        match updated {
-            Ok(out) => Ok(out
-                .attributes()
-                .and_then(|a| keys::get_s(a, keys::ATTR_OWNER))
-                .and_then(Owner::decode)),
-            Err(e)
-                if matches!(
-                    e.as_service_error(),
-                    Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Err(RegistryError::Rejected(Rejection {
-                    problems: vec![Problem {
-                        field: "id".into(),
-                        reason: format!("{id} is not registered"),
-                    }],
-                }))
-            }
-            Err(e) => Err(from_sdk(&format!("handing {id} to {owner}"), e)),
-        }
     }
 
     async fn read_enclosing(&self, host: &str, into: &mut Enclosing) -> Result<(), RegistryError> {
@@ -655,7 +623,7 @@ fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
 
 /// `team/service`: two non-empty parts. The parts' own rules are the checks' business; this only
 /// keeps a malformed id from becoming a key.
-fn check_id(id: &str) -> Result<(), RegistryError> {
+pub(super) fn check_id(id: &str) -> Result<(), RegistryError> {
     match id.split_once('/') {
         Some((team, service))
             if !team.is_empty() && !service.is_empty() && !service.contains('/') =>

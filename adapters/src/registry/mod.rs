@@ -2,12 +2,11 @@
 //!
 //! The reconciler's reads and its state record sit behind [`Registry`], so a reconcile run can
 //! be tested against a wrapper that injects faults; registration itself is [`DynamoRegistry`]'s
-//! own business (`register`, `deregister`, `list`), as are grants and owners (`grant`,
-//! `revoke`, `grants`, `adopt`): rows the reconciler never reads.
+//! own business (`register`, `deregister`, `list`); grants and owners (`grant`, `revoke`,
+//! `grants`, `adopt`) are [`Tenancy`]'s: rows the reconciler never reads.
 
 mod dynamo;
 mod error;
-mod grants;
 mod host;
 mod keys;
 mod owner;
@@ -16,15 +15,16 @@ mod plan;
 pub mod proxies;
 mod status;
 mod table;
+mod tenancy;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::{Cause, RegistryError};
-pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use table::create_table_if_absent;
+pub use tenancy::{is_account_id, Grant, Tenancy};
 
 use gateway_render::Entry;
 use std::future::Future;

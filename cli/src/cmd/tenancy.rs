@@ -6,7 +6,7 @@
 use super::common::TableArg;
 use super::{CmdError, CmdResult};
 use gateway_adapters::aws::{dynamodb_client, sdk_config};
-use gateway_adapters::registry::{is_account_id, DynamoRegistry};
+use gateway_adapters::registry::{is_account_id, Tenancy};
 
 pub fn check_account(account: &str) -> CmdResult {
     if is_account_id(account) {
@@ -18,8 +18,7 @@ pub fn check_account(account: &str) -> CmdResult {
     }
 }
 
-pub async fn open(table: &TableArg) -> DynamoRegistry {
-    let conf = sdk_config().await;
-    // Grants and owners do not involve the base domain.
-    DynamoRegistry::new(dynamodb_client(&conf), table.table.clone(), "")
+/// Grants and owners in the table: no base domain, no policy (neither involves them).
+pub async fn open(table: &TableArg) -> Tenancy {
+    Tenancy::new(dynamodb_client(&sdk_config().await), table.table.clone())
 }

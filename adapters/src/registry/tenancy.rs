@@ -1,15 +1,18 @@
-//! Grants: which AWS account may act for which team (docs/design.md, "Trust boundaries").
-//! One row per grant, `GRANT#{team}` / `ACCOUNT#{account}`, written only by operators
+//! Tenancy: which AWS account may act for which team, and who owns an entry (docs/design.md,
+//! "Trust boundaries"). Neither involves the base domain or the entry rules, so [`Tenancy`] holds
+//! no policy.
+//!
+//! Grants: one row per grant, `GRANT#{team}` / `ACCOUNT#{account}`, written only by operators
 //! (`gatewayctl grant`/`revoke`). A registration from an account checks its grant twice: read
 //! first (a clear refusal without touching the guards), and as a ConditionCheck inside the
 //! registration transaction (so a revoke that lands in between wins).
 
-use super::dynamo::DynamoRegistry;
+use super::dynamo::{check_id, RegistryReader};
 use super::error::from_sdk;
 use super::keys;
 use super::pages::scan_prefix;
 use super::write::not_granted;
-use super::RegistryError;
+use super::{Owner, RegistryError};
 use aws_sdk_dynamodb::types::ReturnValue;
 use gateway_render::check::check_identifier;
 use gateway_render::{Problem, Rejection};
@@ -51,7 +54,33 @@ fn check_grant_input(team: &str, account: &str) -> Result<(), RegistryError> {
     }
 }
 
-impl DynamoRegistry {
+/// Grants and entry owners in the registry table, changed by operators (`gatewayctl grant`,
+/// `revoke`, `grants`, `adopt`); the register function only reads grants
+/// ([`super::DynamoRegistry::tenancy`]).
+#[derive(Debug, Clone)]
+pub struct Tenancy {
+    reader: RegistryReader,
+}
+
+impl Tenancy {
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        Tenancy {
+            reader: RegistryReader::new(client, table),
+        }
+    }
+
+    pub(crate) fn from_reader(reader: RegistryReader) -> Self {
+        Tenancy { reader }
+    }
+
+    fn client(&self) -> &aws_sdk_dynamodb::Client {
+        self.reader.client()
+    }
+
+    fn table(&self) -> &str {
+        self.reader.table()
+    }
+
     /// Grants `account` the right to register `team`'s entries. True when it is new.
     pub async fn grant(
         &self,
@@ -132,7 +161,46 @@ impl DynamoRegistry {
         let key = keys::grant_key(team, account);
         let pk = keys::get_s(&key, keys::PK).unwrap_or_default().to_string();
         let sk = keys::get_s(&key, keys::SK).unwrap_or_default().to_string();
-        Ok(self.get_item(pk, &sk).await?.is_some())
+        Ok(self.reader.get_item(pk, &sk).await?.is_some())
+    }
+
+    /// Hands an entry to a new owner (operators only: `gatewayctl adopt`). The entry itself is
+    /// unchanged; the owner is replaced under a condition that the row still exists. Returns the
+    /// previous owner.
+    pub async fn adopt(&self, id: &str, owner: &Owner) -> Result<Option<Owner>, RegistryError> {
+        check_id(id)?;
+        let updated = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
+            .update_expression("SET #owner = :owner")
+            .condition_expression("attribute_exists(#pk)")
+            .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_OWNER, keys::PK])))
+            .expression_attribute_values(":owner", keys::s(owner.encode()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await;
+        match updated {
+            Ok(out) => Ok(out
+                .attributes()
+                .and_then(|a| keys::get_s(a, keys::ATTR_OWNER))
+                .and_then(Owner::decode)),
+            Err(e)
+                if matches!(
+                    e.as_service_error(),
+                    Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
+                ) =>
+            {
+                Err(RegistryError::Rejected(Rejection {
+                    problems: vec![Problem {
+                        field: "id".into(),
+                        reason: format!("{id} is not registered"),
+                    }],
+                }))
+            }
+            Err(e) => Err(from_sdk(&format!("handing {id} to {owner}"), e)),
+        }
     }
 
     /// `Forbidden`, naming the team and the account, unless the grant exists.
