@@ -1,11 +1,13 @@
-//! Read-only registry access (`RegistryReader`): built from a client and a table alone, no
-//! policy, it reads what a `DynamoRegistry` wrote, entries, status rows and the published state,
-//! and has no method that writes.
+//! Registry access without a policy. `RegistryReader`: built from a client and a table alone, it
+//! reads what a `DynamoRegistry` wrote, entries, status rows and the published state, and has no
+//! method that writes. `StateRow` (what `restore` and `resume` use): the published state alone,
+//! recorded under the same condition as the reconciler's.
 
 mod registry_support;
 
 use gateway_adapters::registry::{
-    EntryStatus, PublishedState, PublishedStateRead, Registry, RegistryReader,
+    EntryStatus, PublishedState, PublishedStateRead, PublishedStateRecord, Registry, RegistryError,
+    RegistryReader, StateRow,
 };
 use registry_support::{client, invoices_api, moto, registry};
 
@@ -66,4 +68,40 @@ async fn a_reader_without_a_policy_sees_what_the_registry_wrote() {
         Some(&row)
     );
     assert_eq!(reader.table(), registry.table());
+}
+
+#[tokio::test]
+async fn a_state_row_without_a_policy_moves_the_published_state_under_its_condition() {
+    let registry = registry().await;
+    let row = StateRow::new(client(moto()).await, registry.table());
+    let state = |v: &str| PublishedState {
+        version_id: v.into(),
+        hash: format!("sha256:{v}"),
+        published_at: 1_700_000_000,
+    };
+    assert_eq!(row.published_state().await.expect("state"), None);
+    row.record(None, &state("v1")).await.expect("first record");
+    assert_eq!(
+        registry.read_state().await.expect("state"),
+        Some(state("v1")),
+        "the registry reads what the state row recorded"
+    );
+    // A writer that expected no record, or a stale one, loses, as an overlapping run would.
+    assert!(matches!(
+        row.record(None, &state("v2")).await,
+        Err(RegistryError::StateConflict)
+    ));
+    row.record_published_state(Some(&state("v1")), &state("v2"))
+        .await
+        .expect("record over the expected state");
+    assert!(matches!(
+        registry
+            .record_published(Some(&state("v1")), &state("v3"))
+            .await,
+        Err(RegistryError::StateConflict)
+    ));
+    assert_eq!(
+        row.published_state().await.expect("state"),
+        Some(state("v2"))
+    );
 }

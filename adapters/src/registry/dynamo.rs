@@ -13,10 +13,8 @@ use super::{
 };
 use crate::resolve::BackendLookup;
 use crate::retry::Backoff;
-use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use gateway_render::check::{check_entry, check_entry_value, Policy};
 use gateway_render::{Bounds, Entry, Problem, Rejection};
-use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Rounds of read → plan → write before a registration gives up with `Retryable`, and the
@@ -196,6 +194,11 @@ impl DynamoRegistry {
     /// The same table, read-only.
     pub fn reader(&self) -> &RegistryReader {
         &self.reader
+    }
+
+    /// The reconciler's state row in the same table.
+    pub fn state_row(&self) -> super::StateRow {
+        super::StateRow::from_reader(self.reader.clone())
     }
 
     /// Grants and entry owners in the same table.
@@ -566,42 +569,7 @@ impl Registry for DynamoRegistry {
         expected: Option<&PublishedState>,
         next: &PublishedState,
     ) -> Result<(), RegistryError> {
-        let mut row = keys::key(keys::STATE_PK.to_string(), keys::STATE_SK);
-        row.insert(
-            keys::ATTR_VERSION_ID.into(),
-            keys::s(next.version_id.as_str()),
-        );
-        row.insert(keys::ATTR_HASH.into(), keys::s(next.hash.as_str()));
-        row.insert(keys::ATTR_PUBLISHED_AT.into(), keys::n(next.published_at));
-        let put = self
-            .client()
-            .put_item()
-            .table_name(self.reader.table())
-            .set_item(Some(row));
-        let put = match expected {
-            None => put
-                .condition_expression("attribute_not_exists(#pk)")
-                .set_expression_attribute_names(Some(keys::names(&[keys::PK]))),
-            Some(state) => put
-                .condition_expression("#version_id = :expected")
-                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_VERSION_ID])))
-                .set_expression_attribute_values(Some(HashMap::from([(
-                    ":expected".to_string(),
-                    keys::s(state.version_id.as_str()),
-                )]))),
-        };
-        match put.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.as_service_error(),
-                    Some(PutItemError::ConditionalCheckFailedException(_))
-                ) =>
-            {
-                Err(RegistryError::StateConflict)
-            }
-            Err(e) => Err(from_sdk("recording the published state", e)),
-        }
+        self.state_row().record(expected, next).await
     }
 }
 

@@ -12,6 +12,7 @@ mod keys;
 mod owner;
 mod pages;
 mod plan;
+mod state;
 pub mod proxies;
 mod status;
 mod table;
@@ -23,6 +24,7 @@ pub use error::{Cause, RegistryError};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
+pub use state::{PublishedStateRecord, StateRow};
 pub use table::create_table_if_absent;
 pub use tenancy::{is_account_id, Grant, Tenancy};
 

@@ -7,10 +7,10 @@ use super::common::{ConfigLocation, EnvoyArg, PolicyArgs};
 use super::{CmdError, CmdResult};
 use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_adapters::metrics::CloudWatchMetrics;
+use gateway_adapters::registry::{DynamoRegistry, RegistryReader, StateRow};
+use gateway_adapters::store::{s3_client, S3Store};
 use gateway_functions::operator::OperatorError;
 use gateway_functions::reconcile::ReconcileConfig;
-use gateway_adapters::registry::{DynamoRegistry, RegistryReader};
-use gateway_adapters::store::{s3_client, S3Store};
 use gateway_render::Policy;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use serde_json::Value;
@@ -33,6 +33,25 @@ pub async fn readers(target: &ConfigLocation) -> Result<Readers, CmdError> {
     Ok(Readers {
         registry: RegistryReader::new(dynamodb_client(&conf), target.table.table.clone()),
         store: store(&conf, bucket, false).await,
+    })
+}
+
+/// What `restore` and `resume` use: the reconciler's state row (no policy, no entries) and the
+/// bucket; `writes` as for [`clients`].
+pub struct StateClients {
+    pub state: StateRow,
+    pub store: S3Store,
+}
+
+pub async fn state_clients(
+    target: &ConfigLocation,
+    writes: bool,
+) -> Result<StateClients, CmdError> {
+    let bucket = target.bucket.get()?.to_string();
+    let conf = sdk_config().await;
+    Ok(StateClients {
+        state: StateRow::new(dynamodb_client(&conf), target.table.table.clone()),
+        store: store(&conf, bucket, writes).await,
     })
 }
 

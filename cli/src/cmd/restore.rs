@@ -1,10 +1,9 @@
 //! `gatewayctl restore [VERSION]`: an earlier bundle version made live again.
 
 use super::common::LiveConfigArgs;
-use super::live::{clients, op_failed, print_json};
+use super::live::{op_failed, print_json, state_clients};
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
-use gateway_render::Policy;
 use serde_json::json;
 
 /// Make an earlier bundle version live again (default: the reconciler's last good publish)
@@ -19,8 +18,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = clients(&args.live.target, Policy::new("", false), true).await?;
-        let (version, hash) = operator::restore(&c.registry, &c.store, args.version_id.as_deref())
+        let c = state_clients(&args.live.target, true).await?;
+        let (version, hash) = operator::restore(&c.state, &c.store, args.version_id.as_deref())
             .await
             .map_err(op_failed)?;
         if args.live.json() {

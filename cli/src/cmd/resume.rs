@@ -1,10 +1,9 @@
 //! `gatewayctl resume`: the live bundle accepted as the reconciler's own (clears drift).
 
 use super::common::LiveConfigArgs;
-use super::live::{clients, op_failed, print_json};
+use super::live::{op_failed, print_json, state_clients};
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
-use gateway_render::Policy;
 use serde_json::json;
 
 /// Accept the live bundle as the reconciler's own: clears drift; the next run publishes the registry again
@@ -16,8 +15,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let c = clients(&args.live.target, Policy::new("", false), false).await?;
-        let state = operator::resume(&c.registry, &c.store)
+        let c = state_clients(&args.live.target, false).await?;
+        let state = operator::resume(&c.state, &c.store)
             .await
             .map_err(op_failed)?;
         if args.live.json() {

@@ -2,7 +2,7 @@
 
 use super::{load_bundle, OperatorError};
 use crate::reconcile::now;
-use gateway_adapters::registry::{PublishedState, Registry};
+use gateway_adapters::registry::{PublishedState, PublishedStateRead, PublishedStateRecord};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
 use gateway_render::{render_kill_switch, Bundle, RenderConfig};
 
@@ -28,14 +28,14 @@ pub async fn kill_switch<S: ConfigStore>(
 
 /// Copies an earlier version back as the latest. Default: the reconciler's last publish, which
 /// also clears drift (the live hash matches the recorded one again).
-pub async fn restore<R: Registry, S: ConfigStore>(
+pub async fn restore<R: PublishedStateRead, S: ConfigStore>(
     registry: &R,
     store: &S,
     version_id: Option<&str>,
 ) -> Result<(String, String), OperatorError> {
     let target = match version_id {
         Some(v) => v.to_string(),
-        None => match registry.read_state().await? {
+        None => match registry.published_state().await? {
             Some(state) => state.version_id,
             None => {
                 return Err(OperatorError::Refused(
@@ -52,7 +52,7 @@ pub async fn restore<R: Registry, S: ConfigStore>(
 
 /// Accepts the live bundle as the reconciler's own: drift clears, and the next run publishes
 /// the registry's render again if it differs (which lifts a kill switch).
-pub async fn resume<R: Registry, S: ConfigStore>(
+pub async fn resume<R: PublishedStateRecord, S: ConfigStore>(
     registry: &R,
     store: &S,
 ) -> Result<PublishedState, OperatorError> {
@@ -62,12 +62,14 @@ pub async fn resume<R: Registry, S: ConfigStore>(
         ));
     };
     let bundle = load_bundle(store, &live.version_id).await?;
-    let recorded = registry.read_state().await?;
+    let recorded = registry.published_state().await?;
     let next = PublishedState {
         version_id: live.version_id,
         hash: bundle.hash,
         published_at: now(),
     };
-    registry.record_published(recorded.as_ref(), &next).await?;
+    registry
+        .record_published_state(recorded.as_ref(), &next)
+        .await?;
     Ok(next)
 }
