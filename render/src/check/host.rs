@@ -41,16 +41,17 @@ pub fn check_host(host: &str, base_domain: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_cases::assert_refused;
+    use super::super::test_cases::{assert_accepted, assert_refused};
     use super::*;
 
     const BASE: &str = "api.example.com";
 
     #[test]
     fn accepts_one_or_more_labels() {
-        for ok in ["invoices", "eu.invoices", "v2", "a-b.c-d.e", "a.b.c.d"] {
-            assert_eq!(check_host(ok, BASE), Ok(()), "{ok}");
-        }
+        assert_accepted(
+            |host| check_host(host, BASE),
+            &["invoices", "eu.invoices", "v2", "a-b.c-d.e", "a.b.c.d"],
+        );
     }
 
     #[test]

@@ -39,9 +39,16 @@ mod test_policies {
     }
 }
 
-/// How the checks' unit tests judge a table of refused values.
+/// How the checks' unit tests judge their tables of accepted and refused values.
 #[cfg(test)]
 mod test_cases {
+    /// `check` passes each of `oks`.
+    pub fn assert_accepted(check: impl Fn(&str) -> Result<(), String>, oks: &[&str]) {
+        for ok in oks {
+            assert_eq!(check(ok), Ok(()), "{ok}");
+        }
+    }
+
     /// Each `(bad, why)` is refused by `check` with a reason that contains `why` and no raw line
     /// break (a reason is quoted into one-line reports).
     pub fn assert_refused<T: std::fmt::Debug>(
