@@ -20,6 +20,19 @@ pub async fn lambda_main<E: std::fmt::Display>(
     }
 }
 
+/// What the runtime reports for an event that failed: the error type `{function}.{kind}` (what
+/// logs and alarms group by) and the error's sentence.
+pub fn diagnostic(
+    function: &str,
+    kind: &str,
+    error: &impl std::fmt::Display,
+) -> lambda_runtime::Diagnostic {
+    lambda_runtime::Diagnostic {
+        error_type: format!("{function}.{kind}"),
+        error_message: error.to_string(),
+    }
+}
+
 /// A value whose `Serialize` is derived (string keys, no custom failures) as JSON. With
 /// serde_json's default maps its keys come out sorted, as every JSON document of this crate's
 /// answers and of gatewayctl's `--json` has always been written.

@@ -231,16 +231,24 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn the_publishing_hash_counts_without_reading_a_bundle() {
+    /// Where billing/invoices, published as v1 with hash sha256:a, is live among `proxies`,
+    /// over a bucket that holds nothing.
+    async fn live_on_published_v1(proxies: &[ProxyReport]) -> LiveOn {
         let mut cache = BundleCache::new(&Empty);
-        let on = live_on(
+        live_on(
             &mut cache,
             "billing/invoices",
             &published("v1", "sha256:a"),
-            &[proxy("p2", "sha256:a", "v1"), proxy("p1", "sha256:a", "v1")],
+            proxies,
         )
-        .await;
+        .await
+    }
+
+    #[tokio::test]
+    async fn the_publishing_hash_counts_without_reading_a_bundle() {
+        let on =
+            live_on_published_v1(&[proxy("p2", "sha256:a", "v1"), proxy("p1", "sha256:a", "v1")])
+                .await;
         assert_eq!(on.summary(), "live on 2 of 2 proxies");
         assert!(on.everywhere());
         assert_eq!(on.proxies[0].proxy.proxy_id, "p1", "sorted by proxy id");
@@ -259,14 +267,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreadable_bundle_or_no_publish_is_not_live_and_says_why() {
-        let mut cache = BundleCache::new(&Empty);
-        let on = live_on(
-            &mut cache,
-            "billing/invoices",
-            &published("v1", "sha256:a"),
-            &[proxy("p1", "sha256:b", "v2")],
-        )
-        .await;
+        let on = live_on_published_v1(&[proxy("p1", "sha256:b", "v2")]).await;
         assert_eq!(on.summary(), "live on 0 of 1 proxies");
         let why = on.proxies[0].why.as_deref().unwrap_or_default();
         assert!(why.contains("reading bundle version v1"), "{why}");
@@ -275,6 +276,7 @@ mod tests {
             id: "billing/invoices".into(),
             ..EntryStatus::default()
         };
+        let mut cache = BundleCache::new(&Empty);
         let on = live_on(
             &mut cache,
             "billing/invoices",

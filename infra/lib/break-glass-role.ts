@@ -33,69 +33,50 @@ export class BreakGlassRole extends Construct {
     });
     const bundle = props.bucket.arnForObjects(BUNDLE_OBJECT);
 
-    // Level 2 (publish the 503 bundle) and restore (copy an old version over bundle.json).
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+    const tasksOfTheCluster = () => ({ ArnEquals: { 'ecs:cluster': props.cluster.clusterArn } });
+    const statements: iam.PolicyStatementProps[] = [
+      // Level 2 (publish the 503 bundle) and restore (copy an old version over bundle.json).
+      {
         sid: 'PublishAndRestoreBundle',
         actions: ['s3:GetObject', 's3:GetObjectVersion', 's3:PutObject'],
         resources: [bundle],
-      }),
-    );
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+      },
+      {
         sid: 'ReadFailedRenders',
         actions: ['s3:GetObject', 's3:GetObjectVersion'],
         resources: [props.bucket.arnForObjects(`${FAILED_PREFIX}*`)],
-      }),
-    );
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
-        sid: 'History',
-        actions: ['s3:ListBucket', 's3:ListBucketVersions'],
-        resources: [props.bucket.bucketArn],
-      }),
-    );
-    // status/history read the registry; resume rewrites only the reconciler's STATE row.
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+      },
+      { sid: 'History', actions: ['s3:ListBucket', 's3:ListBucketVersions'], resources: [props.bucket.bucketArn] },
+      // status/history read the registry; resume rewrites only the reconciler's STATE row.
+      {
         sid: 'ReadRegistry',
         actions: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Scan'],
         resources: [props.table.tableArn],
-      }),
-    );
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+      },
+      {
         sid: 'ResumeReconciler',
         actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem'],
         resources: [props.table.tableArn],
         conditions: { 'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [STATE_PK] } },
-      }),
-    );
-    // Level 3: force a new deployment from the image's bootstrap.
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+      },
+      // Level 3: force a new deployment from the image's bootstrap.
+      {
         sid: 'ForceNewDeployment',
         actions: ['ecs:UpdateService', 'ecs:DescribeServices'],
         resources: [props.service.serviceArn],
-      }),
-    );
-    // Level 1: ECS Exec into a task to POST Envoy's loopback admin.
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
+      },
+      // Level 1: ECS Exec into a task to POST Envoy's loopback admin.
+      {
         sid: 'ExecIntoProxyTasks',
         actions: ['ecs:ExecuteCommand', 'ecs:DescribeTasks'],
         resources: [props.cluster.arnForTasks('*')],
-        conditions: { ArnEquals: { 'ecs:cluster': props.cluster.clusterArn } },
-      }),
-    );
-    this.role.addToPolicy(
-      new iam.PolicyStatement({
-        sid: 'ListProxyTasks',
-        actions: ['ecs:ListTasks'],
-        resources: ['*'],
-        conditions: { ArnEquals: { 'ecs:cluster': props.cluster.clusterArn } },
-      }),
-    );
+        conditions: tasksOfTheCluster(),
+      },
+      { sid: 'ListProxyTasks', actions: ['ecs:ListTasks'], resources: ['*'], conditions: tasksOfTheCluster() },
+    ];
+    for (const statement of statements) {
+      this.role.addToPolicy(new iam.PolicyStatement(statement));
+    }
     const stack = Stack.of(this);
     const logicalId = (c: Construct) => stack.getLogicalId(c.node.defaultChild as CfnElement);
     Validations.of(this.role).acknowledge({

@@ -290,21 +290,27 @@ export class ProxyService extends Construct {
       retries: 3,
       startPeriod: Duration.seconds(30),
     });
+    // Both sidecars poll the bucket every 15 s and answer /healthz (what `probe` asks) on their
+    // own loopback status port.
+    const sidecarCommand = (statusPort: number, ...deliveryFlags: string[]): string[] => [
+      'gateway-sidecar',
+      '--bucket', props.bucket.bucketName,
+      ...deliveryFlags,
+      '--interval', '15',
+      '--listen', `127.0.0.1:${statusPort}`,
+    ];
 
     // The sidecar writes the first bundle's files before Envoy exists (Envoy exits at start if
     // a watched file is missing), so its /healthz means "delivered", not "Envoy applied it".
     const sidecar = task.addContainer('sidecar', {
       image: sidecarImage,
       essential: true,
-      command: [
-        'gateway-sidecar',
-        '--bucket', props.bucket.bucketName,
+      command: sidecarCommand(
+        PROXY_PORTS.sidecarStatus,
         '--clusters-dir', WATCHED_DIRS.clusters.path,
         '--routes-dir', WATCHED_DIRS.routes.path,
         '--envoy-admin', `unix:${ENVOY_ADMIN.socket}`,
-        '--interval', '15',
-        '--listen', `127.0.0.1:${PROXY_PORTS.sidecarStatus}`,
-      ],
+      ),
       // Reports go to the registry table; the proxy id defaults to the ECS task id.
       environment: props.table ? { ...sidecarEnv, GATEWAY_TABLE: props.table.tableName } : sidecarEnv,
       healthCheck: probe(PROXY_PORTS.sidecarStatus),
@@ -348,13 +354,7 @@ export class ProxyService extends Construct {
       // limiter must not take the task's traffic with it. ECS restarts it in place.
       essential: false,
       enableRestartPolicy: true,
-      command: [
-        'gateway-sidecar',
-        '--bucket', props.bucket.bucketName,
-        '--ratelimit-dir', WATCHED_DIRS.rateLimit.path,
-        '--interval', '15',
-        '--listen', `127.0.0.1:${PROXY_PORTS.rateLimitSidecarStatus}`,
-      ],
+      command: sidecarCommand(PROXY_PORTS.rateLimitSidecarStatus, '--ratelimit-dir', WATCHED_DIRS.rateLimit.path),
       environment: sidecarEnv,
       healthCheck: probe(PROXY_PORTS.rateLimitSidecarStatus),
       logging: logging('ratelimit-sidecar'),

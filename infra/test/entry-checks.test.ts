@@ -1,4 +1,5 @@
 import { assertEntry, checkEntry, EntryRejected, MAX_PATH_PREFIXES, MAX_ROUTES } from '../lib/entry-checks';
+import { sampleEntry } from '../lib/example-team-stack';
 
 /**
  * Hand-picked cases of the synth-time checks. Their agreement with the Rust checks, message by
@@ -6,23 +7,11 @@ import { assertEntry, checkEntry, EntryRejected, MAX_PATH_PREFIXES, MAX_ROUTES }
  * JavaScript value that is not plain JSON is judged, and a table of addresses by kind.
  */
 
-const sample = () => ({
-  team: 'billing',
-  service: 'invoices-api',
-  host: 'invoices',
-  backend: 'https://invoices.internal.example:8443',
-  routes: [
-    { path: '/invoices', methods: ['GET'], limits: [{ per: 'client-ip', requests: 100, every: 'minute' }] },
-    { path: '/invoices', methods: ['POST'], limits: [{ per: 'route', requests: 500, every: 'minute' }, { burst: 20 }] },
-    { path: '/invoices/export', limits: [{ per: 'header', header: 'x-api-key', requests: 10, every: 'hour' }] },
-  ],
-});
-
 const fields = (value: unknown, options = {}) => checkEntry(value, options).map((p) => p.field);
-const withRoute = (route: unknown) => ({ ...sample(), routes: [route] });
+const withRoute = (route: unknown) => ({ ...sampleEntry(), routes: [route] });
 
 test('the sample entry of docs/design.md#registration-entry passes', () => {
-  expect(checkEntry(sample(), { baseDomain: 'api.example.com' })).toEqual([]);
+  expect(checkEntry(sampleEntry(), { baseDomain: 'api.example.com' })).toEqual([]);
 });
 
 test.each([
@@ -61,7 +50,7 @@ test('methods: known, not repeated, not empty', () => {
 });
 
 test('same path with disjoint methods passes; overlapping or method-less is rejected', () => {
-  const routes = (a?: string[], b?: string[]) => ({ ...sample(), routes: [{ path: '/a', methods: a }, { path: '/a', methods: b }] });
+  const routes = (a?: string[], b?: string[]) => ({ ...sampleEntry(), routes: [{ path: '/a', methods: a }, { path: '/a', methods: b }] });
   expect(fields(routes(['GET'], ['POST']))).toEqual([]);
   expect(fields(routes(['GET', 'PUT'], ['PUT']))).toEqual(['routes[1]']);
   expect(fields(routes(undefined, ['GET']))).toEqual(['routes[1]']);
@@ -84,9 +73,9 @@ test('limits: header per needs a lowercase token; header only with per header; p
 
 test('bounds: routes per entry and limits per route', () => {
   const many = Array.from({ length: MAX_ROUTES + 1 }, (_, i) => ({ path: `/r${i}` }));
-  expect(fields({ ...sample(), routes: many })).toEqual(expect.arrayContaining(['routes']));
+  expect(fields({ ...sampleEntry(), routes: many })).toEqual(expect.arrayContaining(['routes']));
   const prefixes = Array.from({ length: MAX_PATH_PREFIXES + 1 }, (_, i) => ({ path: `/p${i}` }));
-  expect(fields({ ...sample(), routes: prefixes })).toEqual(['routes']);
+  expect(fields({ ...sampleEntry(), routes: prefixes })).toEqual(['routes']);
   const units = ['second', 'minute', 'hour', 'day'];
   const limits = Array.from({ length: 9 }, (_, i) => ({ per: 'header', header: `x-k${i % 3}`, requests: 1, every: units[Math.floor(i / 3)] }));
   expect(fields(withRoute({ path: '/a', limits }))).toEqual(['routes[0].limits']);
@@ -100,8 +89,8 @@ test('one burst per route, and one global limit per (per, header, unit)', () => 
 });
 
 test('unknown fields are rejected by name', () => {
-  expect(fields({ ...sample(), owner: 'x' })).toEqual(['owner']);
-  expect(fields({ ...sample(), 'a b': 'x' })).toEqual(['["a b"]']);
+  expect(fields({ ...sampleEntry(), owner: 'x' })).toEqual(['owner']);
+  expect(fields({ ...sampleEntry(), 'a b': 'x' })).toEqual(['["a b"]']);
   expect(fields(withRoute({ path: '/a', prefix: true }))).toEqual(['routes[0].prefix']);
 });
 
@@ -122,7 +111,7 @@ test.each([
   ['not-a-url', 'must start with http'],
   ['http://in voices', 'without spaces'],
 ])('backend %j is rejected', (backend, reason) => {
-  const problems = checkEntry({ ...sample(), backend }, { baseDomain: 'api.example.com' });
+  const problems = checkEntry({ ...sampleEntry(), backend }, { baseDomain: 'api.example.com' });
   expect(problems.map((p) => p.field)).toContain('backend');
   expect(problems.map((p) => p.reason).join(' ')).toContain(reason);
 });
@@ -163,7 +152,7 @@ test.each([
   ['v1-2-3.internal.example', 'other'],
   ['invoices.internal.example', 'other'],
 ])('backend host %s is %s', (host, kind) => {
-  const problems = checkEntry({ ...sample(), backend: `http://${host}` }, { baseDomain: 'api.example.com' });
+  const problems = checkEntry({ ...sampleEntry(), backend: `http://${host}` }, { baseDomain: 'api.example.com' });
   if (kind === 'other') {
     expect(problems).toEqual([]);
   } else {
@@ -173,25 +162,25 @@ test.each([
 });
 
 test('loopback backends pass only when allowed; link-local never', () => {
-  const loopback = { ...sample(), backend: 'http://127.0.0.1:9000' };
+  const loopback = { ...sampleEntry(), backend: 'http://127.0.0.1:9000' };
   expect(fields(loopback)).toEqual(['backend']);
   expect(fields(loopback, { allowLoopbackBackends: true })).toEqual([]);
-  const metadata = { ...sample(), backend: 'http://169.254.169.254' };
+  const metadata = { ...sampleEntry(), backend: 'http://169.254.169.254' };
   expect(fields(metadata, { allowLoopbackBackends: true })).toEqual(['backend']);
 });
 
 test('numeric spellings a URL parser would normalise to a link-local address are refused', () => {
   // 0xa9fea9fe and 2852039166 are 169.254.169.254 to a WHATWG URL parser.
-  expect(fields({ ...sample(), backend: 'http://0xa9fea9fe' })).toEqual(['backend']);
-  expect(fields({ ...sample(), backend: 'http://2852039166/' })).toEqual(['backend']);
-  expect(fields({ ...sample(), backend: 'http://[::ffff:169.254.169.254]' })).toEqual(['backend']);
-  expect(fields({ ...sample(), backend: 'http://10.0.0.1:8080/' })).toEqual([]);
-  expect(fields({ ...sample(), backend: 'http://10.0.0.1:15001' })).toEqual(['backend']);
+  expect(fields({ ...sampleEntry(), backend: 'http://0xa9fea9fe' })).toEqual(['backend']);
+  expect(fields({ ...sampleEntry(), backend: 'http://2852039166/' })).toEqual(['backend']);
+  expect(fields({ ...sampleEntry(), backend: 'http://[::ffff:169.254.169.254]' })).toEqual(['backend']);
+  expect(fields({ ...sampleEntry(), backend: 'http://10.0.0.1:8080/' })).toEqual([]);
+  expect(fields({ ...sampleEntry(), backend: 'http://10.0.0.1:15001' })).toEqual(['backend']);
 });
 
 test('a JavaScript value is judged as the JSON text the construct sends', () => {
   // JSON.stringify drops undefined fields and writes NaN as null.
-  expect(checkEntry({ ...sample(), routes: [{ path: '/a', methods: undefined, limits: undefined }] })).toEqual([]);
+  expect(checkEntry({ ...sampleEntry(), routes: [{ path: '/a', methods: undefined, limits: undefined }] })).toEqual([]);
   expect(checkEntry(withRoute({ path: '/a', limits: [{ per: 'route', requests: NaN, every: 'day' }] }))).toEqual([
     { field: 'routes[0].limits[0].requests', reason: 'expected a positive integer, got null' },
   ]);
@@ -207,9 +196,9 @@ test('a JavaScript value is judged as the JSON text the construct sends', () => 
 });
 
 test('a rejection prints one line per problem, whatever the entry holds', () => {
-  expect(() => assertEntry({ ...sample(), team: 'a\nteam: ok', host: 'x\r\ny' })).toThrow(EntryRejected);
+  expect(() => assertEntry({ ...sampleEntry(), team: 'a\nteam: ok', host: 'x\r\ny' })).toThrow(EntryRejected);
   try {
-    assertEntry({ ...sample(), team: 'a\nteam: ok', 'b\nc': 1 });
+    assertEntry({ ...sampleEntry(), team: 'a\nteam: ok', 'b\nc': 1 });
   } catch (e) {
     const lines = (e as Error).message.split('\n');
     expect(lines).toEqual([

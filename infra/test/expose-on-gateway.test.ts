@@ -3,24 +3,12 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EntryRejected } from '../lib/entry-checks';
+import { sampleEntry } from '../lib/example-team-stack';
 import { ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
 import { testApp } from './helpers';
 
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
 const TOPIC_ARN = 'arn:aws:sns:eu-west-1:111111111111:Gateway-register-222222222222';
-
-/** The sample entry of docs/design.md#registration-entry. */
-const sample = (): Omit<ExposeOnGatewayProps, 'serviceToken'> => ({
-  team: 'billing',
-  service: 'invoices-api',
-  host: 'invoices',
-  backend: 'https://invoices.internal.example:8443',
-  routes: [
-    { path: '/invoices', methods: ['GET'], limits: [{ per: 'client-ip', requests: 100, every: 'minute' }] },
-    { path: '/invoices', methods: ['POST'], limits: [{ per: 'route', requests: 500, every: 'minute' }, { burst: 20 }] },
-    { path: '/invoices/export', limits: [{ per: 'header', header: 'x-api-key', requests: 10, every: 'hour' }] },
-  ],
-});
 
 function synth(props: ExposeOnGatewayProps): Template {
   const stack = new Stack(testApp(), 'Team');
@@ -29,12 +17,12 @@ function synth(props: ExposeOnGatewayProps): Template {
 }
 
 function expose(overrides: Partial<ExposeOnGatewayProps>): () => void {
-  return () => synth({ ...sample(), serviceToken: FUNCTION_ARN, ...overrides });
+  return () => synth({ ...sampleEntry(), serviceToken: FUNCTION_ARN, ...overrides });
 }
 
 describe('custom resource', () => {
   test('carries the entry as one JSON string, its key, and the function ARN as service token', () => {
-    const template = synth({ ...sample(), serviceToken: FUNCTION_ARN });
+    const template = synth({ ...sampleEntry(), serviceToken: FUNCTION_ARN });
     template.resourceCountIs('Custom::GatewayRoute', 1);
     const resource = Object.values(template.findResources('Custom::GatewayRoute'))[0];
     expect(resource.Properties.ServiceToken).toBe(FUNCTION_ARN);
@@ -42,44 +30,44 @@ describe('custom resource', () => {
     expect(resource.Properties.WaitFor).toBe('published');
     // A string, so CloudFormation cannot turn 100 into "100".
     expect(typeof resource.Properties.Entry).toBe('string');
-    expect(JSON.parse(resource.Properties.Entry)).toEqual(sample());
+    expect(JSON.parse(resource.Properties.Entry)).toEqual(sampleEntry());
     // Delete deregisters: the resource is deleted, not retained, with the stack.
     expect(resource.DeletionPolicy).toBe('Delete');
   });
 
   test('waitFor passes through: registered, published or serving (every reporting proxy serves it)', () => {
     for (const waitFor of ['registered', 'published', 'serving'] as const) {
-      const template = synth({ ...sample(), serviceToken: FUNCTION_ARN, waitFor });
+      const template = synth({ ...sampleEntry(), serviceToken: FUNCTION_ARN, waitFor });
       template.hasResourceProperties('Custom::GatewayRoute', { WaitFor: waitFor });
     }
   });
 
   test('accepts an SNS topic (ARN or construct) as service token for cross-account stacks', () => {
-    const byArn = synth({ ...sample(), serviceToken: TOPIC_ARN });
+    const byArn = synth({ ...sampleEntry(), serviceToken: TOPIC_ARN });
     byArn.hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });
 
     const stack = new Stack(testApp(), 'Team');
     const topic = sns.Topic.fromTopicArn(stack, 'Topic', TOPIC_ARN);
-    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: topic });
+    new ExposeOnGateway(stack, 'Invoices', { ...sampleEntry(), serviceToken: topic });
     Template.fromStack(stack).hasResourceProperties('Custom::GatewayRoute', { ServiceToken: TOPIC_ARN });
   });
 
   test('with the registration topics, picks the topic of its own stack\'s account', () => {
     const topics = { gatewayAccount: '111111111111', gatewayRegion: 'eu-west-1', topicNamePrefix: 'Gateway' };
     const stack = new Stack(testApp(), 'Team', { env: { account: '222222222222', region: 'eu-west-1' } });
-    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: topics });
+    new ExposeOnGateway(stack, 'Invoices', { ...sampleEntry(), serviceToken: topics });
     const token = Object.values(Template.fromStack(stack).findResources('Custom::GatewayRoute'))[0].Properties.ServiceToken;
     expect(JSON.stringify(token)).toContain(':sns:eu-west-1:111111111111:Gateway-register-222222222222');
     // An environment-agnostic stack resolves its account at deploy time.
     const agnostic = new Stack(testApp(), 'Agnostic');
-    new ExposeOnGateway(agnostic, 'Invoices', { ...sample(), serviceToken: topics });
+    new ExposeOnGateway(agnostic, 'Invoices', { ...sampleEntry(), serviceToken: topics });
     const deployTime = Object.values(Template.fromStack(agnostic).findResources('Custom::GatewayRoute'))[0].Properties.ServiceToken;
     expect(JSON.stringify(deployTime)).toContain('AWS::AccountId');
   });
 
   test('refuses another account\'s registration topic at synth', () => {
     const stack = new Stack(testApp(), 'Team', { env: { account: '333333333333', region: 'eu-west-1' } });
-    expect(() => new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: TOPIC_ARN })).toThrow(
+    expect(() => new ExposeOnGateway(stack, 'Invoices', { ...sampleEntry(), serviceToken: TOPIC_ARN })).toThrow(
       /registration topic of account 222222222222; this stack deploys to account 333333333333/,
     );
   });
@@ -87,7 +75,7 @@ describe('custom resource', () => {
   test('accepts the function construct', () => {
     const stack = new Stack(testApp(), 'Team');
     const fn = lambda.Function.fromFunctionArn(stack, 'Fn', FUNCTION_ARN);
-    new ExposeOnGateway(stack, 'Invoices', { ...sample(), serviceToken: fn });
+    new ExposeOnGateway(stack, 'Invoices', { ...sampleEntry(), serviceToken: fn });
     Template.fromStack(stack).hasResourceProperties('Custom::GatewayRoute', {
       ServiceToken: FUNCTION_ARN,
       Entry: Match.stringLikeRegexp('"team":"billing"'),

@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { EntryRejected } from '../lib/entry-checks';
 import { ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
 import { Route } from '../lib/entry';
-import { testApp } from './helpers';
+import { FULL_ROUTE_POLICY, testApp } from './helpers';
 
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
 
@@ -11,13 +11,7 @@ const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-Reg
 const policyRoute: Route = {
   path: '/invoices',
   methods: ['GET'],
-  timeout: '5s',
-  retries: { attempts: 2, on: ['connect-failure', 'reset', '5xx'], per_try_timeout: '2s' },
-  rewrite: '/v2/invoices',
-  request_headers: { add: { 'x-team': 'billing' }, remove: ['x-debug'] },
-  response_headers: { add: { 'cache-control': 'no-store' }, remove: ['server'] },
-  cors: { origins: ['https://app.example.com'], methods: ['GET'], headers: ['x-api-key'], max_age: '10m', credentials: false },
-  websocket: false,
+  ...FULL_ROUTE_POLICY,
 };
 
 function props(routes: Route[], extra: Partial<ExposeOnGatewayProps> = {}): ExposeOnGatewayProps {

@@ -3,6 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { Route } from '../lib/entry';
 import { GatewayStack, GatewayStackProps } from '../lib/gateway-stack';
 
 /** A one-certificate CA (test only; no key exists for it). */
@@ -43,3 +44,14 @@ export function resourceId(template: Template, type: string, prefix: string): st
   }
   return ids[0];
 }
+
+/** Every route-policy field of docs/design.md#route-policy, with values that pass the checks. */
+export const FULL_ROUTE_POLICY: Omit<Route, 'path' | 'methods' | 'limits'> = {
+  timeout: '5s',
+  retries: { attempts: 2, on: ['connect-failure', 'reset', '5xx'], per_try_timeout: '2s' },
+  rewrite: '/v2/invoices',
+  request_headers: { add: { 'x-team': 'billing' }, remove: ['x-debug'] },
+  response_headers: { add: { 'cache-control': 'no-store' }, remove: ['server'] },
+  cors: { origins: ['https://app.example.com'], methods: ['GET'], headers: ['x-api-key'], max_age: '10m', credentials: false },
+  websocket: false,
+};

@@ -84,8 +84,6 @@ mod tests {
         Route {
             path: path.into(),
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-            limits: vec![],
-            timeout: None,
             ..Default::default()
         }
     }

@@ -252,17 +252,16 @@ mod tests {
             .config()
     }
 
+    /// Envoy mode with its two directories, and `extra` after them.
+    fn parse_envoy_mode(extra: &[&str]) -> Result<Config, SidecarError> {
+        let mut all = vec!["--bucket", "b", "--clusters-dir", "/c", "--routes-dir", "/r"];
+        all.extend_from_slice(extra);
+        parse(&all)
+    }
+
     #[test]
     fn envoy_mode_with_defaults() {
-        let c = parse(&[
-            "--bucket",
-            "b",
-            "--clusters-dir",
-            "/c",
-            "--routes-dir",
-            "/r",
-        ])
-        .expect("valid");
+        let c = parse_envoy_mode(&[]).expect("valid");
         assert_eq!(c.interval, Duration::from_secs(15));
         assert_eq!(c.metrics_interval, Duration::from_secs(60));
         assert_eq!(c.apply_timeout, Duration::from_secs(60));
@@ -278,12 +277,7 @@ mod tests {
 
     #[test]
     fn reporting_needs_a_table_and_envoy_mode() {
-        let base = ["--bucket", "b", "--clusters-dir", "/c", "--routes-dir", "/r"];
-        let with = |extra: &[&str]| {
-            let mut all = base.to_vec();
-            all.extend_from_slice(extra);
-            parse(&all)
-        };
+        let with = parse_envoy_mode;
         let c = with(&["--table", "t", "--proxy-id", "task-1"]).expect("valid");
         let report = c.report.expect("reporting on");
         assert_eq!(report.proxy_id, "task-1");
@@ -321,29 +315,9 @@ mod tests {
 
     #[test]
     fn refuses_a_state_file_in_a_watched_directory() {
-        let err = parse(&[
-            "--bucket",
-            "b",
-            "--clusters-dir",
-            "/c",
-            "--routes-dir",
-            "/r",
-            "--state-file",
-            "/r/state.json",
-        ])
-        .expect_err("inside /r");
+        let err = parse_envoy_mode(&["--state-file", "/r/state.json"]).expect_err("inside /r");
         assert!(err.to_string().contains("watched directory /r"), "{err}");
-        assert!(parse(&[
-            "--bucket",
-            "b",
-            "--clusters-dir",
-            "/c",
-            "--routes-dir",
-            "/r",
-            "--state-file",
-            "/var/state.json"
-        ])
-        .is_ok());
+        assert!(parse_envoy_mode(&["--state-file", "/var/state.json"]).is_ok());
     }
 
     #[test]

@@ -8,7 +8,6 @@ use crate::files;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The state file: the bundle version the watched files hold. JSON, e.g.
 /// `{"delivered_at":1700000000,"etag":"\"9f…\"","hash":"sha256:…","version_id":"3HL4…"}`.
@@ -124,12 +123,8 @@ impl SharedStatus {
     }
 }
 
-pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+/// Unix seconds now: the clock the proxy reports' rows are stamped and judged by.
+pub use gateway_adapters::registry::proxies::unix_now as now;
 
 #[cfg(test)]
 mod tests {

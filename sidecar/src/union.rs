@@ -301,6 +301,12 @@ mod tests {
             .collect()
     }
 
+    /// What goes first when the live clusters are `live` and the new bundle's are `new`.
+    fn first_step(live: &[(&str, u16)], new: &[(&str, u16)]) -> ClustersFirst {
+        let (live, new) = (file(live, "sha256:old"), file(new, "sha256:new"));
+        step(&live, &new, "sha256:new").expect("valid").0
+    }
+
     #[test]
     fn union_keeps_live_clusters_and_new_definitions_win() {
         let live = file(&[("a", 1), ("b", 2)], "sha256:old");
@@ -318,30 +324,24 @@ mod tests {
 
     #[test]
     fn no_union_needed_when_new_clusters_are_all_live() {
-        let live = file(&[("a", 1), ("b", 2)], "sha256:old");
-        let new = file(&[("a", 1)], "sha256:new");
         assert_eq!(
-            step(&live, &new, "sha256:new").expect("valid").0,
+            first_step(&[("a", 1), ("b", 2)], &[("a", 1)]),
             ClustersFirst::Nothing
         );
     }
 
     #[test]
     fn identical_clusters_are_the_same_whatever_the_version() {
-        let live = file(&[("a", 1), ("b", 2)], "sha256:old");
-        let new = file(&[("a", 1), ("b", 2)], "sha256:new");
         assert_eq!(
-            step(&live, &new, "sha256:new").expect("valid").0,
+            first_step(&[("a", 1), ("b", 2)], &[("a", 1), ("b", 2)]),
             ClustersFirst::Same
         );
     }
 
     #[test]
     fn no_union_when_no_cluster_goes_away() {
-        let live = file(&[("a", 1), ("b", 2)], "sha256:old");
-        let new = file(&[("a", 1), ("b", 2), ("c", 3)], "sha256:new");
         assert_eq!(
-            step(&live, &new, "sha256:new").expect("valid").0,
+            first_step(&[("a", 1), ("b", 2)], &[("a", 1), ("b", 2), ("c", 3)]),
             ClustersFirst::NewClusters
         );
     }
@@ -350,10 +350,8 @@ mod tests {
     fn a_changed_definition_of_a_kept_cluster_needs_no_union() {
         // The new file holds every live name; a changed definition wins in a union anyway, so
         // the union would be the new file.
-        let live = file(&[("a", 1)], "sha256:old");
-        let new = file(&[("a", 2)], "sha256:new");
         assert_eq!(
-            step(&live, &new, "sha256:new").expect("valid").0,
+            first_step(&[("a", 1)], &[("a", 2)]),
             ClustersFirst::NewClusters
         );
     }

@@ -12,9 +12,10 @@
 //! Every request is recorded ([`PolicyBackend::seen`]). One thread per connection, so a slow
 //! answer holds nobody else up.
 
+use crate::serve::bind_loopback;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,14 +54,7 @@ pub struct PolicyBackend {
 
 impl PolicyBackend {
     pub fn start() -> PolicyBackend {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap_or_else(|e| panic!("policy backend: binding 127.0.0.1:0: {e}"));
-        let addr = listener
-            .local_addr()
-            .unwrap_or_else(|e| panic!("policy backend: local address: {e}"));
-        listener
-            .set_nonblocking(true)
-            .unwrap_or_else(|e| panic!("policy backend: non-blocking listener: {e}"));
+        let (listener, addr) = bind_loopback("policy backend");
         let state = Arc::new(State::default());
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {

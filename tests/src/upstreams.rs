@@ -5,6 +5,7 @@
 //! that names itself in every answer. Each runs on its own thread and runtime and stops when its
 //! guard drops.
 
+use crate::serve::{bind_loopback, runtime, ServerThread};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
     RateLimitService, RateLimitServiceServer,
@@ -21,53 +22,16 @@ use hyper_util::server::conn::auto;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::convert::Infallible;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_stream::wrappers::TcpListenerStream;
 
 /// The path a `SwitchableBackend` answers its health on: 200 while healthy, 503 after
 /// `set_healthy(false)`.
 pub const HEALTH_PATH: &str = "/healthz";
-
-/// One server thread with its own runtime, stopped through `shutdown` on drop.
-struct ServerThread {
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for ServerThread {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn bind(name: &str) -> (TcpListener, SocketAddr) {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap_or_else(|e| panic!("{name}: binding 127.0.0.1:0: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("{name}: local address: {e}"));
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{name}: non-blocking listener: {e}"));
-    (listener, addr)
-}
-
-fn runtime(name: &str) -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{name}: runtime: {e}"))
-}
 
 /// HTTP/1.1 and h2c (prior knowledge) on one loopback port. Every request except the health
 /// path is answered 200 with `{"backend","method","path","version","authority"}` (version is
@@ -94,7 +58,7 @@ impl SwitchableBackend {
     }
 
     fn start_with(name: &str, tls: Option<TlsAcceptor>) -> SwitchableBackend {
-        let (listener, addr) = bind(name);
+        let (listener, addr) = bind_loopback(name);
         let served = Arc::new(AtomicU64::new(0));
         let health_checks = Arc::new(AtomicU64::new(0));
         let health_checks_h2 = Arc::new(AtomicU64::new(0));
@@ -118,10 +82,7 @@ impl SwitchableBackend {
             health_checks,
             health_checks_h2,
             healthy,
-            _server: ServerThread {
-                shutdown: Some(tx),
-                thread: Some(thread),
-            },
+            _server: ServerThread::running(addr, tx, thread),
         }
     }
 
@@ -353,7 +314,7 @@ impl RateLimitService for Named {
 
 impl GrpcBackend {
     pub fn start(name: &str) -> GrpcBackend {
-        let (listener, addr) = bind(name);
+        let (listener, addr) = bind_loopback(name);
         let calls = Arc::new(AtomicU64::new(0));
         let service = Named {
             name: name.to_string(),
@@ -380,10 +341,7 @@ impl GrpcBackend {
         GrpcBackend {
             addr,
             calls,
-            _server: ServerThread {
-                shutdown: Some(tx),
-                thread: Some(thread),
-            },
+            _server: ServerThread::running(addr, tx, thread),
         }
     }
 

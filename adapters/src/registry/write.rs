@@ -474,13 +474,27 @@ mod tests {
         }
     }
 
+    /// The outcome when only the entry's own item fails, with `code`.
+    fn entry_failed(code: &str) -> String {
+        outcome(&[
+            reason(code, None),
+            reason("None", None),
+            reason("None", None),
+        ])
+    }
+
+    /// The outcome when only the host guard's condition fails, the guard now held by `team`.
+    fn host_guard_failed(team: &str) -> String {
+        outcome(&[
+            reason("None", None),
+            reason("ConditionalCheckFailed", Some(("team", team))),
+            reason("None", None),
+        ])
+    }
+
     #[test]
     fn a_host_held_by_another_team_is_a_conflict_naming_it() {
-        let got = outcome(&[
-            reason("None", None),
-            reason("ConditionalCheckFailed", Some(("team", "payments"))),
-            reason("None", None),
-        ]);
+        let got = host_guard_failed("payments");
         assert_eq!(got, "conflict: host h.example.com is held by payments");
     }
 
@@ -558,22 +572,14 @@ mod tests {
 
     #[test]
     fn a_version_race_within_the_team_is_retried() {
-        let got = outcome(&[
-            reason("None", None),
-            reason("ConditionalCheckFailed", Some(("team", "billing"))),
-            reason("None", None),
-        ]);
+        let got = host_guard_failed("billing");
         assert_eq!(got, "retry: host h.example.com changed since it was read");
     }
 
     #[test]
     fn throttled_or_conflicting_items_are_retried_never_a_conflict() {
         for code in TRANSIENT_REASONS {
-            let got = outcome(&[
-                reason(code, None),
-                reason("None", None),
-                reason("None", None),
-            ]);
+            let got = entry_failed(code);
             assert!(
                 got.starts_with("retry: entry billing/a was cancelled"),
                 "{code}: {got}"
@@ -583,11 +589,7 @@ mod tests {
 
     #[test]
     fn other_cancellations_are_errors() {
-        let got = outcome(&[
-            reason("ValidationError", None),
-            reason("None", None),
-            reason("None", None),
-        ]);
+        let got = entry_failed("ValidationError");
         assert!(
             got.starts_with("error aws: entry billing/a was cancelled: ValidationError"),
             "{got}"

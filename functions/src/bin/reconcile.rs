@@ -7,7 +7,7 @@ use gateway_adapters::store::{s3_client, S3Store};
 use gateway_adapters::{aws, settings};
 use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig, ReconcileEvent};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
-use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
 async fn main() {
@@ -44,10 +44,7 @@ async fn run() -> Result<(), Error> {
         move |event: LambdaEvent<ReconcileEvent>| async move {
             handle(event.payload, registry, store, metrics, cfg)
                 .await
-                .map_err(|e| Diagnostic {
-                    error_type: format!("Reconcile.{}", e.kind()),
-                    error_message: e.to_string(),
-                })
+                .map_err(|e| gateway_functions::diagnostic("Reconcile", e.kind(), &e))
         },
     ))
     .await

@@ -9,7 +9,7 @@
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::{aws, settings};
 use gateway_functions::register;
-use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
+use lambda_runtime::{service_fn, Error, LambdaEvent};
 use register::RegisterEvent;
 
 #[tokio::main]
@@ -44,10 +44,7 @@ async fn run() -> Result<(), Error> {
         move |event: LambdaEvent<RegisterEvent>| async move {
             register::handle(registry, http, account, event.payload)
                 .await
-                .map_err(|e| Diagnostic {
-                    error_type: format!("Register.{}", e.kind()),
-                    error_message: e.to_string(),
-                })
+                .map_err(|e| gateway_functions::diagnostic("Register", e.kind(), &e))
         },
     ))
     .await

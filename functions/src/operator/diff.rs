@@ -291,7 +291,6 @@ mod tests {
             path: path.into(),
             methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
             limits,
-            timeout: None,
             ..Default::default()
         }
     }

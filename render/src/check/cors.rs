@@ -4,7 +4,9 @@
 //! credentials: browsers refuse that pair, and it would hand every site the user's session).
 
 use super::duration::{envoy_duration, parse_duration};
-use super::fields::{at_most, distinct_strings, list, object, reject_unknown, required};
+use super::fields::{
+    at_most, distinct_strings, list, object, optional_flag, reject_unknown, required,
+};
 use super::header_changes::{check_header_token, MAX_HEADER_CHANGES};
 use super::methods::check_method;
 use super::report::{child, describe, quote, Problems};
@@ -23,18 +25,7 @@ pub(crate) fn cors(v: &Value, field: &str, problems: &mut Problems) -> Option<Co
     let before = problems.0.len();
     reject_unknown(map, field, &CORS_FIELDS, problems);
 
-    let credentials_field = child(field, "credentials");
-    let credentials = match map.get("credentials") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            problems.push(
-                &credentials_field,
-                format!("expected true or false, got {}", describe(other)),
-            );
-            false
-        }
-    };
+    let credentials = optional_flag(map, field, "credentials", problems);
     let origins = required(map, field, "origins", problems);
     let origins = names(origins, field, "origins", MAX_CORS_ORIGINS, problems, |o| {
         check_origin(o, credentials)

@@ -49,6 +49,27 @@ pub(crate) fn required<'v>(
     v
 }
 
+/// An optional `true`/`false` field: `false` when absent, and `false` after the problem
+/// `expected true or false, got …` at its path when it is anything else.
+pub(crate) fn optional_flag(
+    map: &Map<String, Value>,
+    field: &str,
+    key: &str,
+    problems: &mut Problems,
+) -> bool {
+    match map.get(key) {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            problems.push(
+                child(field, key),
+                format!("expected true or false, got {}", describe(other)),
+            );
+            false
+        }
+    }
+}
+
 pub(crate) fn string<'v>(v: &'v Value, field: &str, problems: &mut Problems) -> Option<&'v str> {
     match v {
         Value::String(s) => Some(s),

@@ -242,6 +242,7 @@ fn check_collisions(limits: &[Option<Limit>], field: &str, problems: &mut Proble
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_cases::{assert_accepted, assert_refused};
     use super::*;
     use serde_json::json;
 
@@ -353,15 +354,16 @@ mod tests {
 
     #[test]
     fn header_names() {
-        for ok in [
-            "x-api-key",
-            "host",
-            "x-tenant_id",
-            "user-agent",
-            "x.a!b#c$d%e&f'g*h+i^j`k|l~m",
-        ] {
-            assert_eq!(check_header_name(ok), Ok(()), "{ok}");
-        }
+        assert_accepted(
+            check_header_name,
+            &[
+                "x-api-key",
+                "host",
+                "x-tenant_id",
+                "user-agent",
+                "x.a!b#c$d%e&f'g*h+i^j`k|l~m",
+            ],
+        );
         let cases = [
             ("", "empty"),
             ("X-Api-Key", "lowercase: write \"x-api-key\""),
@@ -384,11 +386,7 @@ mod tests {
             ("x-amz-security-token", "credential"),
             ("x-envoy-original-path", "Envoy"),
         ];
-        for (bad, why) in cases {
-            let e = check_header_name(bad).expect_err(bad);
-            assert!(e.contains(why), "{bad:?}: {e}");
-            assert!(!e.contains('\n'));
-        }
+        assert_refused(check_header_name, &cases);
         assert!(check_header_name(&"x".repeat(129))
             .expect_err("long")
             .contains("at most 128"));

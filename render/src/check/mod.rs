@@ -39,6 +39,30 @@ mod test_policies {
     }
 }
 
+/// How the checks' unit tests judge their tables of accepted and refused values.
+#[cfg(test)]
+mod test_cases {
+    /// `check` passes each of `oks`.
+    pub fn assert_accepted(check: impl Fn(&str) -> Result<(), String>, oks: &[&str]) {
+        for ok in oks {
+            assert_eq!(check(ok), Ok(()), "{ok}");
+        }
+    }
+
+    /// Each `(bad, why)` is refused by `check` with a reason that contains `why` and no raw line
+    /// break (a reason is quoted into one-line reports).
+    pub fn assert_refused<T: std::fmt::Debug>(
+        check: impl Fn(&str) -> Result<T, String>,
+        cases: &[(&str, &str)],
+    ) {
+        for &(bad, why) in cases {
+            let err = check(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(!err.contains('\n'), "{bad:?}: {err}");
+        }
+    }
+}
+
 pub use address::check_address;
 pub use backend::{
     check_backend, check_resolved, parse_backend, Backend, BackendHost, PROXY_RESERVED_PORTS,

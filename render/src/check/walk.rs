@@ -9,7 +9,8 @@ use super::header_changes::{header_changes, Direction};
 use super::retries::{grpc_retry_conditions_allowed, retries, RetryContext};
 use super::rewrite::check_rewrite;
 use super::fields::{
-    as_written, at_most, non_empty_list, object, reject_unknown, required, required_parsed, string,
+    as_written, at_most, non_empty_list, object, optional_flag, reject_unknown, required,
+    required_parsed, string,
 };
 use super::host::check_host;
 use super::identifiers::check_identifier;
@@ -258,17 +259,7 @@ fn route_policy(
     });
     let cors = map.get("cors").and_then(|v| cors(v, &child(field, "cors"), problems));
     let websocket_field = child(field, "websocket");
-    let websocket = match map.get("websocket") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            problems.push(
-                &websocket_field,
-                format!("expected true or false, got {}", describe(other)),
-            );
-            false
-        }
-    };
+    let websocket = optional_flag(map, field, "websocket", problems);
     if websocket {
         if let Some(Some(ms)) = methods {
             if !ms.iter().any(|m| m == "GET") {

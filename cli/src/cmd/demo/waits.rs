@@ -13,6 +13,30 @@ use std::time::{Duration, Instant};
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(250);
 
+/// The end of one bounded wait.
+struct Deadline(Instant);
+
+impl Deadline {
+    fn after(wait: Duration) -> Deadline {
+        Deadline(Instant::now() + wait)
+    }
+
+    /// Between two tries: once the wait is over, the failure `timed_out` describes; before, a
+    /// pause of `poll`.
+    async fn pause(
+        &self,
+        poll: Duration,
+        p: &Progress,
+        timed_out: impl FnOnce() -> String,
+    ) -> Result<(), Failure> {
+        if Instant::now() > self.0 {
+            return Err(p.fail(timed_out()));
+        }
+        tokio::time::sleep(poll).await;
+        Ok(())
+    }
+}
+
 /// Waits until `url` answers 200, failing early when a child exits.
 pub async fn wait_ok(
     demo: &mut Demo,
@@ -52,7 +76,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<u16>>,
 {
-    let deadline = Instant::now() + START_TIMEOUT;
+    let deadline = Deadline::after(START_TIMEOUT);
     let mut last = None;
     loop {
         demo.processes.check_alive().map_err(|e| p.fail(e))?;
@@ -60,16 +84,17 @@ where
         if last == Some(200) {
             return Ok(());
         }
-        if Instant::now() > deadline {
-            let answer = last.map_or("nothing answered".to_string(), |c| {
-                format!("last answer {c}")
-            });
-            return Err(p.fail(format!(
-                "{what} did not answer 200 within {} s ({answer})",
-                START_TIMEOUT.as_secs()
-            )));
-        }
-        tokio::time::sleep(POLL).await;
+        deadline
+            .pause(POLL, p, || {
+                let answer = last.map_or("nothing answered".to_string(), |c| {
+                    format!("last answer {c}")
+                });
+                format!(
+                    "{what} did not answer 200 within {} s ({answer})",
+                    START_TIMEOUT.as_secs()
+                )
+            })
+            .await?;
     }
 }
 
@@ -79,19 +104,20 @@ pub async fn wait_listening(
     addr: std::net::SocketAddr,
     p: &Progress,
 ) -> Result<(), Failure> {
-    let deadline = Instant::now() + START_TIMEOUT;
+    let deadline = Deadline::after(START_TIMEOUT);
     loop {
         demo.processes.check_alive().map_err(|e| p.fail(e))?;
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
             return Ok(());
         }
-        if Instant::now() > deadline {
-            return Err(p.fail(format!(
-                "nothing listened on {addr} within {} s",
-                START_TIMEOUT.as_secs()
-            )));
-        }
-        tokio::time::sleep(POLL).await;
+        deadline
+            .pause(POLL, p, || {
+                format!(
+                    "nothing listened on {addr} within {} s",
+                    START_TIMEOUT.as_secs()
+                )
+            })
+            .await?;
     }
 }
 
@@ -114,7 +140,7 @@ pub async fn wait_same_live(
             .ok()?;
         status["live"]["hash"].as_str().map(str::to_string)
     };
-    let deadline = Instant::now() + plan.wait;
+    let deadline = Deadline::after(plan.wait);
     loop {
         demo.processes.check_alive().map_err(|e| p.fail(e))?;
         let envoy_side = live(plan.sidecar_listen).await;
@@ -123,14 +149,15 @@ pub async fn wait_same_live(
             tokio::time::sleep(Duration::from_millis(600)).await;
             return Ok(());
         }
-        if Instant::now() > deadline {
-            return Err(p.fail(format!(
-                "the rate-limit sidecar did not deliver the bundle Envoy runs within {} s; see http://{}/status",
-                plan.wait.as_secs(),
-                plan.ratelimit_sidecar_listen
-            )));
-        }
-        tokio::time::sleep(POLL).await;
+        deadline
+            .pause(POLL, p, || {
+                format!(
+                    "the rate-limit sidecar did not deliver the bundle Envoy runs within {} s; see http://{}/status",
+                    plan.wait.as_secs(),
+                    plan.ratelimit_sidecar_listen
+                )
+            })
+            .await?;
     }
 }
 
@@ -183,7 +210,7 @@ pub async fn through_envoy(
     samples: &[Sample],
     p: &Progress,
 ) -> Result<(), Failure> {
-    let deadline = Instant::now() + plan.wait;
+    let deadline = Deadline::after(plan.wait);
     let mut pending: Vec<usize> = (0..samples.len()).collect();
     let mut last: Vec<String> = vec![String::new(); samples.len()];
     loop {
@@ -214,28 +241,29 @@ pub async fn through_envoy(
         if pending.is_empty() {
             return Ok(());
         }
-        if Instant::now() > deadline {
-            let lines: Vec<String> = pending
-                .iter()
-                .map(|&i| {
-                    let s = &samples[i];
-                    format!(
-                        "  GET http://{}{}: last answer {}",
-                        s.entry.fqdn(&plan.domain),
-                        s.probe_path,
-                        last[i]
-                    )
-                })
-                .collect();
-            return Err(p.fail(format!(
-                "no answer from the sample backend within {} s:\n{}\nsee the reconciler lines above, http://{}/status and the logs in {}",
-                plan.wait.as_secs(),
-                lines.join("\n"),
-                plan.sidecar_listen,
-                plan.display(&plan.run_dir)
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        deadline
+            .pause(Duration::from_millis(500), p, || {
+                let lines: Vec<String> = pending
+                    .iter()
+                    .map(|&i| {
+                        let s = &samples[i];
+                        format!(
+                            "  GET http://{}{}: last answer {}",
+                            s.entry.fqdn(&plan.domain),
+                            s.probe_path,
+                            last[i]
+                        )
+                    })
+                    .collect();
+                format!(
+                    "no answer from the sample backend within {} s:\n{}\nsee the reconciler lines above, http://{}/status and the logs in {}",
+                    plan.wait.as_secs(),
+                    lines.join("\n"),
+                    plan.sidecar_listen,
+                    plan.display(&plan.run_dir)
+                )
+            })
+            .await?;
     }
 }
 
