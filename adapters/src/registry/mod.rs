@@ -16,6 +16,7 @@ mod plan;
 pub mod proxies;
 mod status;
 mod table;
+mod totals;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
@@ -25,6 +26,7 @@ pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use table::create_table_if_absent;
+pub use totals::TOTALS_SK;
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -111,6 +113,17 @@ pub trait Registry {
     fn read_all_entries(
         &self,
     ) -> impl Future<Output = Result<RegistrySnapshot, RegistryError>> + Send;
+
+    /// The registry's totals as last recorded (docs/design.md#registry-totals), if any.
+    fn read_totals(
+        &self,
+    ) -> impl Future<Output = Result<Option<gateway_render::bounds::Totals>, RegistryError>> + Send;
+
+    /// Records the registry's totals, which the register path judges growth against.
+    fn record_totals(
+        &self,
+        totals: &gateway_render::bounds::Totals,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 
     /// The last recorded publish, if any.
     fn read_state(
