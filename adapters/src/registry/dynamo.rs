@@ -265,16 +265,22 @@ impl DynamoRegistry {
     /// Entries per team, routes and backend clusters: `entry`'s growth judged against the totals
     /// the reconciler last recorded and the entry's own row, two consistent reads whatever the
     /// registry's size (docs/design.md#registry-totals). Before the reconciler's first count (a
-    /// fresh table) the totals are counted on a consistent read of the whole table instead.
+    /// fresh table) both come from a consistent read of the whole table instead.
     /// Only growth is refused: a team may always shrink or change an entry within its count.
     async fn check_bounds(&self, entry: &Entry) -> Result<(), RegistryError> {
         let id = entry.id();
-        let (recorded, current) = tokio::try_join!(self.reader.totals(), self.reader.get(&id))?;
-        let totals = match recorded {
-            Some(totals) => totals,
-            None => Totals::of(self.list().await?.entries.iter().map(|s| &s.entry)),
+        let (totals, current) = match self.reader.totals().await? {
+            Some(totals) => (totals, self.reader.get(&id).await?.map(|s| s.entry)),
+            None => {
+                let snapshot = self.list().await?;
+                let current = snapshot.entries.iter().find(|s| s.entry.id() == id);
+                let current = current.map(|s| s.entry.clone());
+                (
+                    Totals::of(snapshot.entries.iter().map(|s| &s.entry)),
+                    current,
+                )
+            }
         };
-        let current = current.map(|c| c.entry);
         let problems = self
             .bounds
             .growth_problems(&totals, current.as_ref(), entry);
