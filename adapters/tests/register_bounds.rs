@@ -11,14 +11,27 @@ use gateway_render::bounds::Totals;
 use gateway_render::check::Policy;
 use gateway_render::{Bounds, Canary, Entry};
 use registry_support::{entry, moto, registry, DOMAIN};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
-/// Counts the requests the client sends, and the Scans among them.
+/// The requests a client sent, by DynamoDB operation (`GetItem`, `Scan`, …), as named on the
+/// wire in the `x-amz-target` header.
 #[derive(Debug, Default)]
-struct Requests {
-    all: AtomicUsize,
-    scans: AtomicUsize,
+struct Requests(Mutex<BTreeMap<String, usize>>);
+
+impl Requests {
+    fn count(&self, operation: &str) -> usize {
+        self.0
+            .lock()
+            .expect("counts")
+            .get(operation)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn total(&self) -> usize {
+        self.0.lock().expect("counts").values().sum()
+    }
 }
 
 #[derive(Debug)]
@@ -29,21 +42,21 @@ impl aws_sdk_dynamodb::config::Intercept for CountRequests {
         "CountRequests"
     }
 
-    fn read_before_execution(
+    fn read_before_transmit(
         &self,
-        context: &aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef<
-            '_,
-        >,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime: &aws_sdk_dynamodb::config::RuntimeComponents,
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        self.0.all.fetch_add(1, Ordering::SeqCst);
-        let is_scan = context
-            .input()
-            .downcast_ref::<aws_sdk_dynamodb::operation::scan::ScanInput>()
-            .is_some();
-        if is_scan {
-            self.0.scans.fetch_add(1, Ordering::SeqCst);
-        }
+        let target = context.request().headers().get("x-amz-target");
+        let operation = target.and_then(|t| t.rsplit('.').next()).unwrap_or("?");
+        *self
+            .0
+             .0
+            .lock()
+            .expect("counts")
+            .entry(operation.to_string())
+            .or_default() += 1;
         Ok(())
     }
 }
@@ -128,19 +141,26 @@ async fn growth_is_judged_against_the_recorded_totals_without_a_scan() {
         .expect("totals");
     assert_eq!(
         problems(reg.register(&with_canary(cart(&["/x", "/y"]))).await),
-        ["backend: the registry would hold 6 backend clusters; at most 3 \
-          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"]
+        [
+            "backend: the registry would hold 6 backend clusters; at most 3 \
+          (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)"
+        ]
     );
     assert!(matches!(
         reg.register(&cart(&["/x"])).await,
         Ok(RegisterOutcome::Updated { revision: 2 })
     ));
 
-    assert!(requests.all.load(Ordering::SeqCst) > 0, "requests are counted");
+    assert!(
+        requests.count("GetItem") > 0,
+        "requests are counted by operation"
+    );
+    assert!(requests.count("TransactWriteItems") > 0);
     assert_eq!(
-        requests.scans.load(Ordering::SeqCst),
+        requests.count("Scan"),
         0,
-        "no registration reads the whole table"
+        "no registration reads the whole table ({} requests)",
+        requests.total()
     );
 }
 
@@ -152,11 +172,16 @@ async fn before_the_first_totals_a_registration_counts_on_a_full_read() {
     };
     let (reg, _plain, requests) = counted(bounds).await;
     for service in ["a", "b"] {
-        reg.register(&entry("billing", service, "billing", &[&format!("/{service}")]))
-            .await
-            .expect("register");
+        reg.register(&entry(
+            "billing",
+            service,
+            "billing",
+            &[&format!("/{service}")],
+        ))
+        .await
+        .expect("register");
     }
-    let scans = requests.scans.load(Ordering::SeqCst);
+    let scans = requests.count("Scan");
     assert!(scans >= 2, "each registration counted on a scan: {scans}");
     assert_eq!(
         problems(

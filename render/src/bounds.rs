@@ -267,14 +267,17 @@ mod tests {
         }
     }
 
+    /// Small bounds the tests break on purpose.
+    const SMALL: Bounds = Bounds {
+        max_entries_per_team: 2,
+        max_routes: 10,
+        max_clusters: 4,
+        max_bundle_bytes: 100,
+    };
+
     #[test]
     fn refusals_name_the_team_and_the_limit() {
-        let b = Bounds {
-            max_entries_per_team: 2,
-            max_routes: 10,
-            max_clusters: 4,
-            max_bundle_bytes: 100,
-        };
+        let b = SMALL;
         let entries = [
             entry("a", "s1", 3),
             entry("a", "s2", 3),
@@ -339,10 +342,8 @@ mod tests {
     #[test]
     fn growth_is_judged_against_totals_and_only_growth_is_refused() {
         let b = Bounds {
-            max_entries_per_team: 2,
-            max_routes: 10,
             max_clusters: 3,
-            max_bundle_bytes: 100,
+            ..SMALL
         };
         let registered = [
             entry("a", "s1", 4),
