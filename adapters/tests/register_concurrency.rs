@@ -70,7 +70,9 @@ async fn one_at_a_time_against_four_at_once() {
             // against (docs/design.md#registry-totals).
             let anchor = entry("billing", "anchor", "onboard", &["/anchor"]);
             reg.register(&anchor).await.expect("anchor");
-            reg.put_totals(&Totals::of([&anchor])).await.expect("totals");
+            reg.put_totals(&Totals::of([&anchor]))
+                .await
+                .expect("totals");
             let entries = services("onboard", path);
             secs.push(register_all(&reg, &entries, workers).await);
             assert_eq!(reg.list().await.expect("list").entries.len(), SERVICES + 1);

@@ -117,7 +117,11 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
             && reason.ends_with("at most 1000 (GATEWAY_MAX_BUNDLE_BYTES)"),
         "{reason}"
     );
-    assert_eq!(h.live().await.version_id, live.version_id, "nothing published");
+    assert_eq!(
+        h.live().await.version_id,
+        live.version_id,
+        "nothing published"
+    );
     h.cfg.bounds = Bounds::default();
     assert!(matches!(h.reconcile().await, Outcome::Published { .. }));
 }
@@ -138,7 +142,11 @@ async fn the_reconciler_records_the_totals_and_sets_aside_the_growth_past_a_boun
         gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
     };
     let first = run().await.expect("run");
-    assert!(matches!(first.outcome, Outcome::Published { .. }), "{}", first.outcome);
+    assert!(
+        matches!(first.outcome, Outcome::Published { .. }),
+        "{}",
+        first.outcome
+    );
     let counted = |routes, clusters, teams: &[(&str, usize)]| Totals {
         routes,
         clusters,
@@ -151,9 +159,12 @@ async fn the_reconciler_records_the_totals_and_sets_aside_the_growth_past_a_boun
 
     // Between two runs, billing grows within the bounds (one more route) and shop past them:
     // two rows written around the register function, a third cluster and a third entry.
-    h.register(entry("billing", "a", "billing", &["/a", "/a2"])).await;
-    h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"])).await;
-    h.put_raw_entry(&entry("shop", "till", "shop", &["/till"])).await;
+    h.register(entry("billing", "a", "billing", &["/a", "/a2"]))
+        .await;
+    h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"]))
+        .await;
+    h.put_raw_entry(&entry("shop", "till", "shop", &["/till"]))
+        .await;
     let second = run().await.expect("run");
     assert!(
         matches!(second.outcome, Outcome::Published { routes: 8, .. }),
@@ -261,7 +272,11 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
              the memory envelope the gateway is sized for)"
         )
     );
-    assert_eq!(over.capacity_used, Some(150.0), "the registry as registered");
+    assert_eq!(
+        over.capacity_used,
+        Some(150.0),
+        "the registry as registered"
+    );
     assert_eq!(
         h.store
             .head_live()
@@ -294,9 +309,10 @@ async fn a_generated_registry_one_cluster_past_the_documented_default_is_set_asi
         })
         .collect();
     support::load_entries(&h.dynamo, h.registry.table(), &entries).await;
-    let run = gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
-        .await
-        .expect("run");
+    let run =
+        gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
+            .await
+            .expect("run");
     assert!(
         matches!(run.outcome, Outcome::Published { routes, .. } if routes == n - 1),
         "the rest publishes: {}",

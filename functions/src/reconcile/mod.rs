@@ -260,11 +260,11 @@ where
             Some(p) => p,
             None => previous_versions(store).await?,
         };
-        let stop = bounds::quarantine_growth(&mut cand, &prev, &cfg.bounds, &cfg.policy)
-            .or_else(|| {
-                let why = cand.too_much(&cfg.quarantine)?;
-                Some(format!("{}\n{why}", beyond.join("\n")))
-            });
+        let stop = bounds::quarantine_growth(&mut cand, &prev, &cfg.bounds, &cfg.policy);
+        let stop = stop.or_else(|| {
+            let why = cand.too_much(&cfg.quarantine)?;
+            Some(format!("{}\n{why}", beyond.join("\n")))
+        });
         previous = Some(prev);
         if let Some(why) = stop {
             *quarantined = Vec::new();
