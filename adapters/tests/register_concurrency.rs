@@ -6,6 +6,7 @@
 mod registry_support;
 
 use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome};
+use gateway_render::bounds::Totals;
 use gateway_render::Entry;
 use registry_support::{entry, registry};
 use std::sync::Arc;
@@ -64,10 +65,14 @@ async fn one_at_a_time_against_four_at_once() {
         let mut secs = Vec::new();
         for workers in [1, WORKERS] {
             let reg = Arc::new(registry().await);
-            // The host is claimed before timing, as it is when a team onboards onto its host.
-            reg.register(&entry("billing", "anchor", "onboard", &["/anchor"]))
+            // The host is claimed before timing, as it is when a team onboards onto its host, and
+            // the reconciler's run after it has recorded the totals registrations are judged
+            // against (docs/design.md#registry-totals).
+            let anchor = entry("billing", "anchor", "onboard", &["/anchor"]);
+            reg.register(&anchor).await.expect("anchor");
+            reg.put_totals(&Totals::of([&anchor]))
                 .await
-                .expect("anchor");
+                .expect("totals");
             let entries = services("onboard", path);
             secs.push(register_all(&reg, &entries, workers).await);
             assert_eq!(reg.list().await.expect("list").entries.len(), SERVICES + 1);

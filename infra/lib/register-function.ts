@@ -8,7 +8,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subs from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { BUNDLE_OBJECT, PROXIES_PK } from './metrics';
+import { BUNDLE_OBJECT, PROXIES_PK, STATE_PK } from './metrics';
 
 export interface RegisterFunctionProps {
   readonly table: dynamodb.ITable;
@@ -37,9 +37,13 @@ export function registrationTopicName(prefix: string, account: string): string {
   return `${prefix}-register-${account}`;
 }
 
-/** Keys the register function may touch: entries and guards it writes, grants it only reads. */
+/**
+ * Keys the register function may touch: entries and guards it writes; grants, status rows, proxy
+ * reports and the reconciler's `STATE` rows (the registry totals the bounds are judged against)
+ * it only reads.
+ */
 export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*'];
-export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', PROXIES_PK];
+export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', PROXIES_PK, STATE_PK];
 
 /**
  * The register function and one registration topic per team account.
@@ -114,8 +118,9 @@ export class RegisterFunction extends Construct {
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': REGISTER_READS_KEYS } },
       }),
     );
-    // The registry caps (entries per team, routes in all; docs/design.md) are counted with a
-    // consistent Scan before the transaction. A Scan has no leading key, so no LeadingKeys
+    // The registry caps (entries per team, routes and clusters in all; docs/design.md) are judged
+    // against the totals the reconciler records in STATE; before its first run (a fresh table)
+    // they are counted with a consistent Scan. A Scan has no leading key, so no LeadingKeys
     // condition can narrow it: the role may read the table, never write outside the rows above.
     this.function.addToRolePolicy(
       new iam.PolicyStatement({

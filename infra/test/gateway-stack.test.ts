@@ -131,7 +131,8 @@ describe('register function', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
-        // The registry caps are counted with a consistent scan before each registration.
+        // The registry caps are judged against the reconciler's totals row (GetItem on STATE);
+        // a fresh table without one is counted with a consistent scan.
         'dynamodb:Scan',
       ].sort(),
     );
@@ -141,7 +142,7 @@ describe('register function', () => {
     expect(writes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*'] } });
     const reads = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:GetItem'));
     expect(reads?.Condition).toEqual({
-      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', 'PROXIES'] },
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', 'PROXIES', 'STATE'] },
     });
     for (const st of statements) {
       if (JSON.stringify(st.Action).includes('dynamodb:') && st !== scan) {

@@ -7,6 +7,7 @@
 //! refuse a registry past them, so nothing accepted can outgrow the memory the functions and
 //! proxies are given.
 
+use crate::check::Problem;
 use crate::entry::Entry;
 use std::collections::BTreeMap;
 
@@ -69,22 +70,65 @@ impl Bounds {
     /// Every bound the registry `entries` breaks, one sentence each, naming the team and the
     /// limit.
     pub fn registry_problems(&self, entries: &[Entry]) -> Vec<String> {
-        let mut per_team: BTreeMap<&str, usize> = BTreeMap::new();
-        for e in entries {
-            *per_team.entry(e.team.as_str()).or_default() += 1;
-        }
-        let mut problems: Vec<String> = per_team
-            .into_iter()
-            .filter(|(_, n)| *n > self.max_entries_per_team)
-            .map(|(team, n)| self.entries_problem(team, n))
+        self.totals_problems(&Totals::of(entries))
+    }
+
+    /// Every bound a registry of these totals breaks, as [`Bounds::registry_problems`] words
+    /// them: teams past their count (by name), then routes, then clusters.
+    pub fn totals_problems(&self, totals: &Totals) -> Vec<String> {
+        let mut problems: Vec<String> = totals
+            .entries_per_team
+            .iter()
+            .filter(|(_, n)| **n > self.max_entries_per_team)
+            .map(|(team, n)| self.entries_problem(team, *n))
             .collect();
-        let routes: usize = entries.iter().map(|e| e.routes.len()).sum();
-        if routes > self.max_routes {
-            problems.push(self.routes_problem(routes));
+        if totals.routes > self.max_routes {
+            problems.push(self.routes_problem(totals.routes));
         }
-        let clusters = clusters(entries);
-        if clusters > self.max_clusters {
-            problems.push(self.clusters_problem(clusters));
+        if totals.clusters > self.max_clusters {
+            problems.push(self.clusters_problem(totals.clusters));
+        }
+        problems
+    }
+
+    /// What registering `entry` over `current` (its stored version, if any) would grow past, for
+    /// a registry of `totals` (counted with `current` in it). Only growth is refused: a new entry
+    /// past its team's count, more routes or more clusters past the registry's. A team may
+    /// always shrink, or change an entry within its count. Fields as the register path names
+    /// them: `team`, `routes`, `backend`.
+    pub fn growth_problems(
+        &self,
+        totals: &Totals,
+        current: Option<&Entry>,
+        entry: &Entry,
+    ) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        if current.is_none() {
+            let team_entries = totals.team_entries(&entry.team) + 1;
+            if team_entries > self.max_entries_per_team {
+                problems.push(Problem {
+                    field: "team".into(),
+                    reason: self.entries_problem(&entry.team, team_entries),
+                });
+            }
+        }
+        let mut after = totals.clone();
+        if let Some(c) = current {
+            after.remove(c);
+        }
+        after.add(entry);
+        if after.routes > self.max_routes && after.routes > totals.routes {
+            problems.push(Problem {
+                field: "routes".into(),
+                reason: self.routes_problem(after.routes),
+            });
+        }
+        // The memory envelope's other axis (docs/design.md#memory-envelope): clusters.
+        if after.clusters > self.max_clusters && after.clusters > totals.clusters {
+            problems.push(Problem {
+                field: "backend".into(),
+                reason: self.clusters_problem(after.clusters),
+            });
         }
         problems
     }
@@ -127,6 +171,52 @@ impl Bounds {
                 self.max_bundle_bytes
             )
         })
+    }
+}
+
+/// What the bounds count in a registry: routes, clusters and entries per team. The reconciler
+/// counts them on every run and records them; the register path judges one entry's growth
+/// against the record instead of reading the whole table (docs/design.md#registry-totals).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub routes: usize,
+    pub clusters: usize,
+    /// Teams with at least one entry.
+    pub entries_per_team: BTreeMap<String, usize>,
+}
+
+impl Totals {
+    pub fn of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> Totals {
+        let mut totals = Totals::default();
+        for e in entries {
+            totals.add(e);
+        }
+        totals
+    }
+
+    pub fn add(&mut self, entry: &Entry) {
+        self.routes += entry.routes.len();
+        self.clusters += clusters(std::slice::from_ref(entry));
+        *self.entries_per_team.entry(entry.team.clone()).or_default() += 1;
+    }
+
+    /// Takes `entry` out again. Saturating: totals counted before `entry` was registered may
+    /// not hold it.
+    pub fn remove(&mut self, entry: &Entry) {
+        self.routes = self.routes.saturating_sub(entry.routes.len());
+        self.clusters = self
+            .clusters
+            .saturating_sub(clusters(std::slice::from_ref(entry)));
+        if let Some(n) = self.entries_per_team.get_mut(&entry.team) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.entries_per_team.remove(&entry.team);
+            }
+        }
+    }
+
+    pub fn team_entries(&self, team: &str) -> usize {
+        self.entries_per_team.get(team).copied().unwrap_or(0)
     }
 }
 
@@ -177,14 +267,17 @@ mod tests {
         }
     }
 
+    /// Small bounds the tests break on purpose.
+    const SMALL: Bounds = Bounds {
+        max_entries_per_team: 2,
+        max_routes: 10,
+        max_clusters: 4,
+        max_bundle_bytes: 100,
+    };
+
     #[test]
     fn refusals_name_the_team_and_the_limit() {
-        let b = Bounds {
-            max_entries_per_team: 2,
-            max_routes: 10,
-            max_clusters: 4,
-            max_bundle_bytes: 100,
-        };
+        let b = SMALL;
         let entries = [
             entry("a", "s1", 3),
             entry("a", "s2", 3),
@@ -243,6 +336,60 @@ mod tests {
         assert_eq!(
             b.bundle_problem(101).as_deref(),
             Some("bundle.json is 101 bytes; at most 100 (GATEWAY_MAX_BUNDLE_BYTES)")
+        );
+    }
+
+    #[test]
+    fn growth_is_judged_against_totals_and_only_growth_is_refused() {
+        let b = Bounds {
+            max_clusters: 3,
+            ..SMALL
+        };
+        let registered = [
+            entry("a", "s1", 4),
+            entry("a", "s2", 4),
+            entry("b", "s1", 1),
+        ];
+        let totals = Totals::of(&registered);
+        assert_eq!((totals.routes, totals.clusters), (9, 3));
+        assert_eq!((totals.team_entries("a"), totals.team_entries("c")), (2, 0));
+        let named =
+            |ps: Vec<Problem>| -> Vec<String> { ps.iter().map(|p| p.to_string()).collect() };
+        assert_eq!(
+            named(b.growth_problems(&totals, None, &entry("a", "s3", 2))),
+            [
+                "team: team a has 3 entries; at most 2 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)",
+                "routes: the registry would hold 11 routes; at most 10 (GATEWAY_MAX_ROUTES)",
+                "backend: the registry would hold 4 backend clusters; at most 3 \
+                 (GATEWAY_MAX_CLUSTERS, the memory envelope the gateway is sized for)",
+            ]
+        );
+        // Changing an entry within its count: one more route fits, two more do not.
+        let current = &registered[0];
+        assert!(b
+            .growth_problems(&totals, Some(current), &entry("a", "s1", 5))
+            .is_empty());
+        assert_eq!(
+            named(b.growth_problems(&totals, Some(current), &entry("a", "s1", 6))),
+            ["routes: the registry would hold 11 routes; at most 10 (GATEWAY_MAX_ROUTES)"]
+        );
+        // A registry already past a bound (lowered since) still lets an entry shrink.
+        let tight = Bounds { max_routes: 5, ..b };
+        assert!(tight
+            .growth_problems(&totals, Some(current), &entry("a", "s1", 3))
+            .is_empty());
+        // Totals counted before `current` was registered: removing it never underflows.
+        let mut before = Totals::of(&registered[2..]);
+        before.remove(current);
+        assert_eq!(
+            (before.routes, before.clusters, before.team_entries("a")),
+            (0, 0, 0)
+        );
+        assert_eq!(before.team_entries("b"), 1);
+        assert_eq!(
+            tight.totals_problems(&totals),
+            tight.registry_problems(&registered),
+            "the same sentences from totals as from entries"
         );
     }
 

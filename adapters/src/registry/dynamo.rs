@@ -13,6 +13,7 @@ use super::{
 };
 use crate::resolve::BackendLookup;
 use crate::retry::Backoff;
+use gateway_render::bounds::Totals;
 use gateway_render::check::{check_entry, check_entry_value, Policy};
 use gateway_render::{Bounds, Entry, Problem, Rejection};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -269,57 +270,28 @@ impl DynamoRegistry {
         super::table::create_table_if_absent(self.client(), self.table()).await
     }
 
-    /// Entries per team, routes and backend clusters in the registry, counted on a consistent read
-    /// of the table.
+    /// Entries per team, routes and backend clusters: `entry`'s growth judged against the totals
+    /// the reconciler last recorded and the entry's own row, two consistent reads whatever the
+    /// registry's size (docs/design.md#registry-totals). Before the reconciler's first count (a
+    /// fresh table) both come from a consistent read of the whole table instead.
     /// Only growth is refused: a team may always shrink or change an entry within its count.
     async fn check_bounds(&self, entry: &Entry) -> Result<(), RegistryError> {
-        let snapshot = self.list().await?;
         let id = entry.id();
-        let current = snapshot.entries.iter().find(|s| s.entry.id() == id);
-        let mut problems = Vec::new();
-        if current.is_none() {
-            let team_entries = 1 + snapshot
-                .entries
-                .iter()
-                .filter(|s| s.entry.team == entry.team)
-                .count();
-            if team_entries > self.bounds.max_entries_per_team {
-                problems.push(Problem {
-                    field: "team".into(),
-                    reason: self.bounds.entries_problem(&entry.team, team_entries),
-                });
+        let (totals, current) = match self.reader.totals().await? {
+            Some(totals) => (totals, self.reader.get(&id).await?.map(|s| s.entry)),
+            None => {
+                let snapshot = self.list().await?;
+                let current = snapshot.entries.iter().find(|s| s.entry.id() == id);
+                let current = current.map(|s| s.entry.clone());
+                (
+                    Totals::of(snapshot.entries.iter().map(|s| &s.entry)),
+                    current,
+                )
             }
-        }
-        let others: usize = snapshot
-            .entries
-            .iter()
-            .filter(|s| s.entry.id() != id)
-            .map(|s| s.entry.routes.len())
-            .sum();
-        let before = others + current.map_or(0, |c| c.entry.routes.len());
-        let after = others + entry.routes.len();
-        if after > self.bounds.max_routes && after > before {
-            problems.push(Problem {
-                field: "routes".into(),
-                reason: self.bounds.routes_problem(after),
-            });
-        }
-        // The memory envelope's other axis (docs/design.md#memory-envelope): clusters.
-        let clusters = |e: &Entry| gateway_render::bounds::clusters(std::slice::from_ref(e));
-        let others_clusters: usize = snapshot
-            .entries
-            .iter()
-            .filter(|s| s.entry.id() != id)
-            .map(|s| clusters(&s.entry))
-            .sum();
-        let before = others_clusters + current.map_or(0, |c| clusters(&c.entry));
-        let after = others_clusters + clusters(entry);
-        if after > self.bounds.max_clusters && after > before {
-            problems.push(Problem {
-                field: "backend".into(),
-                reason: self.bounds.clusters_problem(after),
-            });
-        }
+        };
+        let problems = self
+            .bounds
+            .growth_problems(&totals, current.as_ref(), entry);
         if problems.is_empty() {
             Ok(())
         } else {
@@ -558,6 +530,14 @@ impl Registry for DynamoRegistry {
 
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.reader.read_all_entries().await
+    }
+
+    async fn read_totals(&self) -> Result<Option<Totals>, RegistryError> {
+        self.reader.totals().await
+    }
+
+    async fn record_totals(&self, totals: &Totals) -> Result<(), RegistryError> {
+        self.put_totals(totals).await
     }
 
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {

@@ -17,6 +17,7 @@ pub mod proxies;
 mod status;
 mod table;
 mod tenancy;
+mod totals;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
@@ -27,6 +28,7 @@ pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use state::{PublishedStateRecord, StateRow};
 pub use table::create_table_if_absent;
 pub use tenancy::{is_account_id, Grant, Tenancy};
+pub use totals::TOTALS_SK;
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -113,6 +115,17 @@ pub trait Registry {
     fn read_all_entries(
         &self,
     ) -> impl Future<Output = Result<RegistrySnapshot, RegistryError>> + Send;
+
+    /// The registry's totals as last recorded (docs/design.md#registry-totals), if any.
+    fn read_totals(
+        &self,
+    ) -> impl Future<Output = Result<Option<gateway_render::bounds::Totals>, RegistryError>> + Send;
+
+    /// Records the registry's totals, which the register path judges growth against.
+    fn record_totals(
+        &self,
+        totals: &gateway_render::bounds::Totals,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 
     /// The last recorded publish, if any.
     fn read_state(

@@ -9,6 +9,7 @@ use gateway_adapters::registry::{
     EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, StoredEntry,
 };
 use gateway_adapters::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
+use gateway_render::bounds::Totals;
 use gateway_render::{Bundle, Entry};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -52,6 +53,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
             }
         }
         Ok(snap)
+    }
+    async fn read_totals(&self) -> Result<Option<Totals>, RegistryError> {
+        self.inner.read_totals().await
+    }
+    async fn record_totals(&self, _totals: &Totals) -> Result<(), RegistryError> {
+        Ok(())
     }
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
         self.inner.read_state().await

@@ -173,6 +173,9 @@ pub struct Candidate {
     pub registered_routes: BTreeMap<String, usize>,
     /// Each registered entry's revision (an unreadable row's is 0).
     pub revisions: BTreeMap<String, u64>,
+    /// When each readable entry was last written (unix seconds): the newest growth past a bound
+    /// is set aside first.
+    pub updated_at: BTreeMap<String, u64>,
 }
 
 impl Candidate {

@@ -160,6 +160,7 @@ mod tests {
     use super::*;
     use crate::reconcile::{Kept, Stage};
     use gateway_adapters::registry::{RegistryError, RegistrySnapshot};
+    use gateway_render::bounds::Totals;
     use std::sync::Mutex;
 
     /// Status rows and the digest in memory, with every call to them noted in order.
@@ -184,6 +185,12 @@ mod tests {
     impl Registry for Rows {
         async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
             unreachable!("status rows need no entries")
+        }
+        async fn read_totals(&self) -> Result<Option<Totals>, RegistryError> {
+            unreachable!("status rows need no totals")
+        }
+        async fn record_totals(&self, _: &Totals) -> Result<(), RegistryError> {
+            unreachable!("status rows need no totals")
         }
         async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
             unreachable!("the run hands over the state it stands on")

@@ -112,6 +112,15 @@ impl Registry for FaultyRegistry<'_> {
         }
         self.inner.read_all_entries().await
     }
+    async fn read_totals(&self) -> Result<Option<gateway_render::bounds::Totals>, RegistryError> {
+        self.inner.read_totals().await
+    }
+    async fn record_totals(
+        &self,
+        totals: &gateway_render::bounds::Totals,
+    ) -> Result<(), RegistryError> {
+        self.inner.record_totals(totals).await
+    }
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
         self.inner.read_state().await
     }
