@@ -14,6 +14,7 @@ mod owner;
 mod pages;
 mod plan;
 pub mod proxies;
+mod render_record;
 mod status;
 mod table;
 mod write;
@@ -23,6 +24,7 @@ pub use error::{Cause, RegistryError};
 pub use grants::{is_account_id, Grant};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
+pub use render_record::{RenderRecord, RENDER_RECORD_SK};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use table::create_table_if_absent;
 
@@ -148,6 +150,18 @@ pub trait Registry {
     fn record_statuses_digest(
         &self,
         digest: Option<&str>,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// The last render recorded: its input digest and hash
+    /// (docs/design.md#skipping-an-unchanged-render).
+    fn read_render_record(
+        &self,
+    ) -> impl Future<Output = Result<Option<RenderRecord>, RegistryError>> + Send;
+
+    /// Replaces the render record.
+    fn record_render(
+        &self,
+        record: &RenderRecord,
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 
