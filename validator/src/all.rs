@@ -97,7 +97,7 @@ pub fn validate_all_beside<T>(
             (!opts.skip_envoy).then(|| scope.spawn(|| start_envoy_validation(view, &opts.envoy)));
         let first_two = pure_layers(view, entry_count, route_count);
         let beside = first_two.is_ok().then(beside);
-        // Joined before anything returns, so a refused config's Envoy is killed (dropped) here.
+        // Joined before anything returns: on a refusal below, dropping the started Envoy kills it.
         let envoy = envoy.map(|thread| match thread.join() {
             Ok(started) => started,
             Err(panic) => std::panic::resume_unwind(panic),

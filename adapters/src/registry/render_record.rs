@@ -4,7 +4,6 @@
 //! (docs/design.md#skipping-an-unchanged-render). Beside the state row, never in it: the state
 //! row's conditional write stays as it is. The reconcile role may write under `STATE` only.
 
-use super::error::from_sdk;
 use super::keys::{self, get_s};
 use super::{DynamoRegistry, RegistryError, RegistryReader};
 
@@ -22,20 +21,12 @@ pub struct RenderRecord {
 impl DynamoRegistry {
     /// Replaces the render record.
     pub async fn put_render_record(&self, record: &RenderRecord) -> Result<(), RegistryError> {
-        let mut row = keys::key(keys::STATE_PK.to_string(), RENDER_RECORD_SK);
-        row.insert(
-            ATTR_INPUT_DIGEST.into(),
-            keys::s(record.input_digest.as_str()),
-        );
-        row.insert(keys::ATTR_HASH.into(), keys::s(record.hash.as_str()));
-        self.client()
-            .put_item()
-            .table_name(self.table())
-            .set_item(Some(row))
-            .send()
+        let attributes = [
+            (ATTR_INPUT_DIGEST, keys::s(record.input_digest.as_str())),
+            (keys::ATTR_HASH, keys::s(record.hash.as_str())),
+        ];
+        self.put_state_row(RENDER_RECORD_SK, attributes, "recording the last render")
             .await
-            .map_err(|e| from_sdk("recording the last render", e))?;
-        Ok(())
     }
 }
 

@@ -320,7 +320,10 @@ where
         let (state, live) = (standing.state.as_ref(), standing.live.as_ref());
         let record = standing.render.as_ref();
         if let Some(hash) = reusable_hash(input.as_deref(), record, state, live) {
-            info!(%hash, "entries, configuration and build as recorded for the live bundle; not rendered");
+            info!(
+                %hash,
+                "entries, configuration and build as recorded for the live bundle; not rendered"
+            );
             render_facts.skipped = true;
             *quarantined = checked;
             basis.unchanged_on = standing.state.clone();
