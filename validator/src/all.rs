@@ -1,8 +1,8 @@
 //! The three layers in order; the first that fails stops the run and says which it was.
 
 use crate::{
-    validate_not_empty, validate_rules, validate_with_envoy, ConfigView, EnvoyOptions,
-    EnvoyVerdict, ValidationError,
+    start_envoy_validation, validate_not_empty, validate_rules, ConfigView, EnvoyOptions,
+    EnvoyValidation, EnvoyVerdict, ValidationError,
 };
 use std::fmt;
 
@@ -73,6 +73,63 @@ pub fn validate_all(
     route_count: usize,
     opts: &ValidateOptions,
 ) -> Result<Report, ValidationFailure> {
+    validate_all_beside(view, entry_count, route_count, opts, || ()).0
+}
+
+/// The three layers, with `beside` done while Envoy validates; the verdict is the one
+/// [`validate_all`] gives, the first failing layer in order, as if they ran one after another.
+///
+/// The order, on two cores: Envoy (layer 3, seconds on one core) is started first, on a thread
+/// of its own that writes the validation bootstrap and spawns it; meanwhile this thread runs
+/// layers 1 and 2 and then `beside` (a caller's work that needs no verdict, such as preparing
+/// the publish). A refusal by layer 1 or 2 kills Envoy and skips `beside`; a layer 3 failure to
+/// start (wrong release, no binary) is reported only after layers 1 and 2 passed. `beside`'s
+/// result comes back whenever it ran, whatever Envoy said.
+pub fn validate_all_beside<T>(
+    view: &ConfigView<'_>,
+    entry_count: usize,
+    route_count: usize,
+    opts: &ValidateOptions,
+    beside: impl FnOnce() -> T,
+) -> (Result<Report, ValidationFailure>, Option<T>) {
+    std::thread::scope(|scope| {
+        let envoy =
+            (!opts.skip_envoy).then(|| scope.spawn(|| start_envoy_validation(view, &opts.envoy)));
+        let first_two = pure_layers(view, entry_count, route_count);
+        let beside = first_two.is_ok().then(beside);
+        // Joined before anything returns: on a refusal below, dropping the started Envoy kills it.
+        let envoy = envoy.map(|thread| match thread.join() {
+            Ok(started) => started,
+            Err(panic) => std::panic::resume_unwind(panic),
+        });
+        if let Err(failure) = first_two {
+            return (Err(failure), beside);
+        }
+        let envoy = match envoy {
+            None => None,
+            Some(started) => match started.and_then(EnvoyValidation::verdict) {
+                Ok(verdict) => Some(verdict),
+                Err(error) => {
+                    let layer = Layer::Envoy;
+                    return (Err(ValidationFailure { layer, error }), beside);
+                }
+            },
+        };
+        let report = Report {
+            entry_count,
+            route_count,
+            envoy,
+        };
+        (Ok(report), beside)
+    })
+}
+
+/// Layers 1 and 2: pure, on the values.
+fn pure_layers(
+    view: &ConfigView<'_>,
+    entry_count: usize,
+    route_count: usize,
+) -> Result<(), ValidationFailure> {
     validate_rules(view).map_err(|v| ValidationFailure {
         layer: Layer::Rules,
         error: ValidationError::Rules(v),
@@ -80,20 +137,5 @@ pub fn validate_all(
     validate_not_empty(entry_count, route_count).map_err(|error| ValidationFailure {
         layer: Layer::EmptyRender,
         error,
-    })?;
-    let envoy = if opts.skip_envoy {
-        None
-    } else {
-        Some(
-            validate_with_envoy(view, &opts.envoy).map_err(|error| ValidationFailure {
-                layer: Layer::Envoy,
-                error,
-            })?,
-        )
-    };
-    Ok(Report {
-        entry_count,
-        route_count,
-        envoy,
     })
 }

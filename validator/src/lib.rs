@@ -11,12 +11,15 @@ mod envoy;
 mod error;
 pub mod rules;
 
-pub use all::{validate_all, Layer, Report, ValidateOptions, ValidationFailure};
+pub use all::{
+    validate_all, validate_all_beside, Layer, Report, ValidateOptions, ValidationFailure,
+};
 pub use config::{count_routes, ConfigView, ParsedConfig};
 pub use empty::validate_not_empty;
 pub use envoy::{
-    check_envoy_version, envoy_release, find_executable, lookup_envoy, validate_with_envoy,
-    EnvoyBin, EnvoyOptions, EnvoyVerdict, ENVOY_BIN_SETTING, ENVOY_ON_PATH,
+    check_envoy_version, envoy_release, find_executable, lookup_envoy, start_envoy_validation,
+    validate_with_envoy, EnvoyBin, EnvoyOptions, EnvoyValidation, EnvoyVerdict, ENVOY_BIN_SETTING,
+    ENVOY_ON_PATH,
 };
 pub use error::ValidationError;
 pub use rules::{validate_rules, RuleViolation};

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use gateway_validator::{
-    validate_all, validate_with_envoy, ConfigView, EnvoyOptions, Layer, ParsedConfig,
-    ValidateOptions, ValidationError,
+    start_envoy_validation, validate_all, validate_all_beside, validate_with_envoy, ConfigView,
+    EnvoyOptions, Layer, ParsedConfig, ValidateOptions, ValidationError,
 };
 use serde_json::{json, Value};
 
@@ -229,5 +229,82 @@ fn a_different_envoy_release_is_refused() {
     assert!(
         text.contains("1.2.3") && text.contains(gateway_bootstrap::envoy_version()),
         "{text}"
+    );
+}
+
+#[test]
+fn beside_runs_while_envoy_validates_and_the_verdict_keeps_the_layer_order() {
+    let clusters = vec![cluster("a")];
+    let good = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let view = config_view(&clusters, &good);
+    let real = ValidateOptions {
+        envoy: envoy_options(),
+        skip_envoy: false,
+    };
+    let (verdict, beside) = validate_all_beside(&view, 1, 1, &real, || "prepared");
+    assert!(verdict.expect("valid").envoy.is_some(), "layer 3 ran");
+    assert_eq!(beside, Some("prepared"));
+
+    // Layer 1 refuses: that is the verdict even though Envoy could not even start, and the work
+    // beside is not done.
+    let missing = ValidateOptions {
+        envoy: EnvoyOptions::new("/nonexistent/envoy"),
+        skip_envoy: false,
+    };
+    let bad = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
+    let (verdict, beside) =
+        validate_all_beside(&config_view(&clusters, &bad), 1, 1, &missing, || "prepared");
+    assert_eq!(verdict.expect_err("layer 1").layer, Layer::Rules);
+    assert_eq!(beside, None);
+
+    // Layers 1 and 2 pass and Envoy cannot start: layer 3, and the work beside was done.
+    let (verdict, beside) = validate_all_beside(&view, 1, 1, &missing, || "prepared");
+    let failure = verdict.expect_err("no Envoy");
+    assert_eq!(failure.layer, Layer::Envoy);
+    assert!(
+        failure.to_string().contains("/nonexistent/envoy"),
+        "{failure}"
+    );
+    assert_eq!(beside, Some("prepared"));
+}
+
+#[test]
+fn an_envoy_validation_not_waited_for_is_killed() {
+    // A stand-in for the pinned release that writes its pid and takes ten minutes to judge.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fake = dir.path().join("envoy");
+    let pid_file = dir.path().join("pid");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\necho $$ > {p}.tmp && mv {p}.tmp {p}\nexec sleep 600\n",
+            gateway_bootstrap::envoy_version(),
+            p = pid_file.display()
+        ),
+    )
+    .expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let clusters = vec![cluster("a")];
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
+    let view = config_view(&clusters, &rc);
+    let running = start_envoy_validation(&view, &EnvoyOptions::new(&fake)).expect("started");
+    for _ in 0..1000 {
+        if pid_file.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = std::fs::read_to_string(&pid_file).expect("the stand-in wrote its pid");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    assert!(proc_dir.exists(), "{} runs", proc_dir.display());
+    drop(running);
+    assert!(
+        !proc_dir.exists(),
+        "{} was killed and reaped",
+        proc_dir.display()
     );
 }

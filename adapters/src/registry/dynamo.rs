@@ -528,6 +528,14 @@ impl Registry for DynamoRegistry {
         self.put_statuses_digest(digest).await
     }
 
+    async fn read_render_record(&self) -> Result<Option<super::RenderRecord>, RegistryError> {
+        self.reader.render_record().await
+    }
+
+    async fn record_render(&self, record: &super::RenderRecord) -> Result<(), RegistryError> {
+        self.put_render_record(record).await
+    }
+
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.reader.read_all_entries().await
     }

@@ -14,6 +14,7 @@ mod pages;
 mod plan;
 mod state;
 pub mod proxies;
+mod render_record;
 mod status;
 mod table;
 mod tenancy;
@@ -24,6 +25,7 @@ pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::{Cause, RegistryError};
 pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
+pub use render_record::{RenderRecord, RENDER_RECORD_SK};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use state::{PublishedStateRecord, StateRow};
 pub use table::create_table_if_absent;
@@ -163,6 +165,18 @@ pub trait Registry {
     fn record_statuses_digest(
         &self,
         digest: Option<&str>,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// The last render recorded: its input digest and hash
+    /// (docs/design.md#skipping-an-unchanged-render).
+    fn read_render_record(
+        &self,
+    ) -> impl Future<Output = Result<Option<RenderRecord>, RegistryError>> + Send;
+
+    /// Replaces the render record.
+    fn record_render(
+        &self,
+        record: &RenderRecord,
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 

@@ -11,7 +11,7 @@ use super::keys::{self, get_n, get_s, Item};
 use super::pages::scan_prefix;
 use super::{DynamoRegistry, RegistryError, RegistryReader};
 use crate::retry::Backoff;
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::task::{JoinError, JoinSet};
@@ -232,13 +232,15 @@ impl DynamoRegistry {
             unwritten += batch_outcome(done)?;
         }
         if unwritten > 0 {
-            return Err(RegistryError::Retryable(format!(
+            return Err(RegistryError::Retryable(
+                format!(
                 "{unwritten} of {total} status rows in table {} not written: DynamoDB left them \
                  unprocessed through {} sends",
                 self.table(),
                 UNPROCESSED_SENDS.attempts
             )
-            .into()));
+                .into(),
+            ));
         }
         Ok(())
     }
@@ -246,17 +248,31 @@ impl DynamoRegistry {
     /// Records the digest of what the status rows were brought in line with; `None` clears it
     /// (the row stays, without a digest).
     pub async fn put_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
-        let mut row = keys::key(keys::STATE_PK.to_string(), STATUS_DIGEST_SK);
-        if let Some(digest) = digest {
-            row.insert(ATTR_DIGEST.into(), keys::s(digest));
-        }
+        let attributes = digest.map(|d| (ATTR_DIGEST, keys::s(d)));
+        self.put_state_row(
+            STATUS_DIGEST_SK,
+            attributes,
+            "recording the status rows' digest",
+        )
+        .await
+    }
+
+    /// Replaces the reconciler's `STATE` / `sk` row with these attributes.
+    pub(super) async fn put_state_row(
+        &self,
+        sk: &str,
+        attributes: impl IntoIterator<Item = (&str, AttributeValue)>,
+        what: &str,
+    ) -> Result<(), RegistryError> {
+        let mut row = keys::key(keys::STATE_PK.to_string(), sk);
+        row.extend(attributes.into_iter().map(|(k, v)| (k.to_string(), v)));
         self.client()
             .put_item()
             .table_name(self.table())
             .set_item(Some(row))
             .send()
             .await
-            .map_err(|e| from_sdk("recording the status rows' digest", e))?;
+            .map_err(|e| from_sdk(what, e))?;
         Ok(())
     }
 }

@@ -141,6 +141,18 @@ pub trait ConfigStore {
         &self,
         put: PutBundle<'_>,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// [`ConfigStore::put_bundle`] with the wire form already made: `gzip` is
+    /// [`encoding::compress`] of `put.body`, done by a caller that had a core free for it (the
+    /// reconciler compresses while Envoy validates). A store that keeps no wire form of its own
+    /// (a test double, a preview) puts `put` as `put_bundle` does.
+    fn put_compressed_bundle(
+        &self,
+        put: PutBundle<'_>,
+        gzip: &[u8],
+    ) -> impl Future<Output = Result<String, StoreError>> + Send {
+        let _ = gzip;
+        self.put_bundle(put)
+    }
     /// Keeps a file of a rejected render under `failed/`.
     fn keep_failed(
         &self,

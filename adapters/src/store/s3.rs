@@ -540,6 +540,15 @@ impl ConfigStore for S3Store {
     }
 
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
+        let gzip = super::encoding::compress(put.body);
+        self.put_compressed_bundle(put, &gzip).await
+    }
+
+    async fn put_compressed_bundle(
+        &self,
+        put: PutBundle<'_>,
+        gzip: &[u8],
+    ) -> Result<String, StoreError> {
         let mut req = self
             .client
             .put_object()
@@ -548,7 +557,7 @@ impl ConfigStore for S3Store {
             .content_type("application/json")
             .content_encoding(super::encoding::CONTENT_ENCODING)
             .set_metadata(self.metadata_for(put.hash, put.writer))
-            .body(ByteStream::from(super::encoding::compress(put.body)));
+            .body(ByteStream::from(gzip.to_vec()));
         req = match &put.precondition {
             Precondition::Absent => req.if_none_match("*"),
             Precondition::Matches(etag) => req.if_match(etag),

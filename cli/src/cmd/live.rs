@@ -137,6 +137,7 @@ fn reconcile_config(
         bounds,
         quarantine: gateway_functions::reconcile::QuarantineLimits::from_env()
             .map_err(|e| CmdError::usage(e.to_string()))?,
+        build: gateway_functions::reconcile::BuildIdentity::running(),
     })
 }
 

@@ -5,7 +5,9 @@ use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_adapters::{aws, settings};
-use gateway_functions::reconcile::{handle, QuarantineLimits, ReconcileConfig, ReconcileEvent};
+use gateway_functions::reconcile::{
+    handle, BuildIdentity, QuarantineLimits, ReconcileConfig, ReconcileEvent,
+};
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
@@ -38,6 +40,8 @@ async fn run() -> Result<(), Error> {
         backends: Default::default(),
         bounds,
         quarantine: QuarantineLimits::from_env()?,
+        // Hashed here, at the cold start, rather than in the first run.
+        build: BuildIdentity::running(),
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(

@@ -13,24 +13,31 @@ pub use handler::handle;
 mod bounds;
 mod preview;
 mod quarantine;
+mod render_skip;
 mod status;
 
 pub use outcome::{Outcome, Stage};
 pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};
+pub use render_skip::BuildIdentity;
 
 use quarantine::{ids_in_render_error, Candidate};
+use render_skip::{input_digest, reusable_hash};
 use status::{record_statuses, StatusBasis};
 use std::collections::BTreeMap;
 
 use gateway_adapters::metrics::{Metric, MetricsSink};
-use gateway_adapters::registry::{PublishedState, Registry, RegistryError, StoredEntry};
+use gateway_adapters::registry::{
+    PublishedState, Registry, RegistryError, RenderRecord, StoredEntry,
+};
 use gateway_adapters::resolve::BackendLookup;
-use gateway_adapters::store::{BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer};
+use gateway_adapters::store::{
+    encoding, BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer,
+};
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
 use gateway_render::{render, Bounds, Bundle, Entry, RenderConfig, Rendered};
-use gateway_validator::{validate_all, ConfigView, ValidateOptions};
+use gateway_validator::{validate_all_beside, ConfigView, ValidateOptions};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::{info, warn};
 
@@ -47,6 +54,9 @@ pub struct ReconcileConfig {
     pub bounds: Bounds,
     /// How far one run may quarantine before it rejects as a whole.
     pub quarantine: QuarantineLimits,
+    /// Which build of the renderer runs: part of the key that lets an unchanged run skip its
+    /// render ([`BuildIdentity::running`] in the functions and `gatewayctl`).
+    pub build: BuildIdentity,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +121,18 @@ pub struct RunReport {
     /// How full the memory envelope the registry read is (`CapacityUsed`, percent), when the
     /// run got that far.
     pub capacity_used: Option<f64>,
+    /// The run ended `unchanged` on the recorded render, without rendering
+    /// (docs/design.md#skipping-an-unchanged-render).
+    pub render_skipped: bool,
+}
+
+/// The render a run reached, and the one recorded before it: the record is replaced after a
+/// decided run when they differ.
+#[derive(Debug, Default)]
+struct RenderFacts {
+    recorded: Option<RenderRecord>,
+    reached: Option<RenderRecord>,
+    skipped: bool,
 }
 
 /// [`reconcile`], also naming the quarantined entries. Each is kept under
@@ -131,6 +153,7 @@ where
     let mut validations = 0;
     let mut basis = StatusBasis::default();
     let mut capacity_used = None;
+    let mut render_facts = RenderFacts::default();
     let mut result = run(
         registry,
         store,
@@ -140,12 +163,21 @@ where
         &mut validations,
         &mut basis,
         &mut capacity_used,
+        &mut render_facts,
     )
     .await;
     if let Ok(outcome) = &result {
-        // Status rows are a report: failing to write them never changes the run's decision.
-        if let Err(e) = record_statuses(registry, outcome, &quarantined, &basis).await {
+        // Status rows and the render record are reports: failing to write them never changes
+        // the run's decision (a render not recorded is rendered again by the next run).
+        let (statuses, rendered) = tokio::join!(
+            record_statuses(registry, outcome, &quarantined, &basis),
+            record_render(registry, &render_facts),
+        );
+        if let Err(e) = statuses {
             warn!(error = %e, "could not record per-entry status rows");
+        }
+        if let Err(e) = rendered {
+            warn!(error = %e, "could not record the render; the next run renders again");
         }
     }
     if result.is_ok() {
@@ -202,9 +234,25 @@ where
         quarantined,
         validations,
         capacity_used,
+        render_skipped: render_facts.skipped,
     })
 }
 
+/// Replaces the render record with the render this run reached, when that is another one.
+async fn record_render<R: Registry>(
+    registry: &R,
+    facts: &RenderFacts,
+) -> Result<(), RegistryError> {
+    match &facts.reached {
+        Some(reached) if facts.recorded.as_ref() != Some(reached) => {
+            registry.record_render(reached).await
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The steps of docs/design.md#reconcile-run, in their order.
+#[allow(clippy::too_many_arguments)]
 async fn run<R, S, M>(
     registry: &R,
     store: &S,
@@ -214,6 +262,7 @@ async fn run<R, S, M>(
     validations: &mut usize,
     basis: &mut StatusBasis,
     capacity_used: &mut Option<f64>,
+    render_facts: &mut RenderFacts,
 ) -> Result<Outcome, ReconcileError>
 where
     R: Registry + Sync,
@@ -228,7 +277,13 @@ where
                 .into(),
         });
     }
-    let (mut cand, problems) = check_each(snapshot, &cfg.policy, &cfg.backends).await;
+    // What the drift guard and the render skip stand on is read while the entries are checked.
+    // Its failure counts only where the guard needs it, so a run refused before that refuses
+    // as it always did.
+    let ((mut cand, problems), standing) = tokio::join!(
+        check_each(snapshot, &cfg.policy, &cfg.backends),
+        read_standing(registry, store),
+    );
     basis.revisions = cand.revisions.clone();
     // The live bundle's entries, read only when something needs its previous version.
     let mut previous: Option<BTreeMap<String, Entry>> = None;
@@ -271,6 +326,25 @@ where
             return reject(store, Stage::Registry, why, None).await;
         }
     }
+    // Every entry was checked and every backend resolved again above; only the render is
+    // skipped, and only when its result is already recorded, published and live.
+    let input = input_digest(&cfg.build, &cfg.render, &cand);
+    let checked = cand.quarantined.clone();
+    if let Ok(standing) = &standing {
+        render_facts.recorded = standing.render.clone();
+        let (state, live) = (standing.state.as_ref(), standing.live.as_ref());
+        let record = standing.render.as_ref();
+        if let Some(hash) = reusable_hash(input.as_deref(), record, state, live) {
+            info!(
+                %hash,
+                "entries, configuration and build as recorded for the live bundle; not rendered"
+            );
+            render_facts.skipped = true;
+            *quarantined = checked;
+            basis.unchanged_on = standing.state.clone();
+            return Ok(Outcome::Unchanged { hash });
+        }
+    }
     let rendered = loop {
         let entries = cand.list();
         match render(&entries, &cfg.render) {
@@ -303,13 +377,26 @@ where
         }
     };
     *quarantined = cand.quarantined.clone();
+    // The render this run reached, once it is published or found unchanged: keyed on exactly
+    // what it was given (a quarantine since the check changed that).
+    let reached = |cand: &Candidate, hash: &str| {
+        let input = if cand.quarantined == checked {
+            input.clone()
+        } else {
+            input_digest(&cfg.build, &cfg.render, cand)
+        };
+        input.map(|input_digest| RenderRecord {
+            input_digest,
+            hash: hash.to_string(),
+        })
+    };
 
-    let state = registry.read_state().await?;
-    let live = store.head_live().await?;
+    let Standing { state, live, .. } = standing?;
     let precondition = match guard_drift(registry, state.as_ref(), live.as_ref(), &rendered).await?
     {
         DriftCheck::Clear(p) => p,
         DriftCheck::Adopted(adopted) => {
+            render_facts.reached = reached(&cand, &rendered.hash);
             basis.unchanged_on = Some(adopted);
             return Ok(Outcome::Unchanged {
                 hash: rendered.hash,
@@ -318,6 +405,7 @@ where
         DriftCheck::Held(outcome) => return Ok(outcome),
     };
     if is_unchanged(state.as_ref(), live.as_ref(), &rendered) {
+        render_facts.reached = reached(&cand, &rendered.hash);
         basis.unchanged_on = state;
         return Ok(Outcome::Unchanged {
             hash: rendered.hash,
@@ -325,11 +413,13 @@ where
     }
 
     let entries = cand.list();
-    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
+    let prepare = Some(entries.clone());
+    let validated = validate(rendered, entries.len(), prepare, &cfg.validate).await?;
     *validations += 1;
-    let (rendered, entries) = match verdict {
-        Ok(()) => (rendered, entries),
+    let (rendered, entries, prepared) = match validated.verdict {
+        Ok(()) => (validated.rendered, entries, validated.prepared),
         Err((stage, reason)) => {
+            let rendered = validated.rendered;
             let prev = match previous.take() {
                 Some(p) => p,
                 None => previous_versions(store).await?,
@@ -337,7 +427,7 @@ where
             match narrow(&mut cand, &prev, cfg, &stage, &reason, validations).await? {
                 Ok((r, e)) => {
                     *quarantined = cand.quarantined.clone();
-                    (r, e)
+                    (r, e, None)
                 }
                 Err(why) => {
                     *quarantined = Vec::new();
@@ -348,29 +438,64 @@ where
         }
     };
     if is_unchanged(state.as_ref(), live.as_ref(), &rendered) {
+        render_facts.reached = reached(&cand, &rendered.hash);
         basis.unchanged_on = state;
         return Ok(Outcome::Unchanged {
             hash: rendered.hash,
         });
     }
 
-    let bundle = Bundle::new(&rendered, &entries);
-    let body = bundle.to_json();
-    if let Some(reason) = cfg.bounds.bundle_problem(body.len()) {
+    // Prepared while Envoy validated, unless narrowing picked another render since.
+    let prepared = match prepared {
+        Some(p) if p.hash == rendered.hash => p,
+        _ => Prepared::of(&rendered, &entries),
+    };
+    if let Some(reason) = cfg.bounds.bundle_problem(prepared.body.len()) {
         // Every sidecar would refuse to download it: keep the render for diagnosis instead.
         *quarantined = Vec::new();
         return reject(store, Stage::Render, reason, Some(&rendered)).await;
     }
-    publish(
+    let outcome = publish(
         registry,
         store,
         state.as_ref(),
-        &bundle,
-        &body,
+        &prepared,
         precondition,
         rendered.route_count,
     )
-    .await
+    .await?;
+    render_facts.reached = reached(&cand, &rendered.hash);
+    Ok(outcome)
+}
+
+/// What the drift guard and the render skip stand on: the recorded publish, the live bundle's
+/// head and the recorded render.
+struct Standing {
+    state: Option<PublishedState>,
+    live: Option<BundleHead>,
+    render: Option<RenderRecord>,
+}
+
+/// The three reads at once. The render record is an optimisation: when it cannot be read, the
+/// run renders.
+async fn read_standing<R: Registry, S: ConfigStore>(
+    registry: &R,
+    store: &S,
+) -> Result<Standing, ReconcileError> {
+    let (state, live, render) = tokio::join!(
+        registry.read_state(),
+        store.head_live(),
+        registry.read_render_record(),
+    );
+    let render = render.unwrap_or_else(|e| {
+        warn!(error = %e, "could not read the render record; rendering");
+        None
+    });
+    Ok(Standing {
+        state: state?,
+        live: live?,
+        render,
+    })
 }
 
 /// Every entry re-checked on its own: an entry written straight into the table is held to the
@@ -487,8 +612,12 @@ async fn try_set(
         Ok(r) => r,
         Err(e) => return Ok(Err(e.to_string())),
     };
-    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
-    Ok(verdict.map(|()| rendered).map_err(|(stage, reason)| format!("{stage}: {reason}")))
+    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
+    let rendered = validated.rendered;
+    Ok(validated
+        .verdict
+        .map(|()| rendered)
+        .map_err(|(stage, reason)| format!("{stage}: {reason}")))
 }
 
 /// A validation rejected the candidate: find the entries responsible by validating halves of the
@@ -681,18 +810,44 @@ fn is_unchanged(
     matches!((state, live), (Some(s), Some(l)) if s.hash == rendered.hash && l.hash.as_deref() == Some(&rendered.hash))
 }
 
-/// The render back, with the failing stage and reason when a layer refused it.
-type Validated = (Rendered, Result<(), (Stage, String)>);
+/// The render back, with the failing stage and reason when a layer refused it, and the bundle
+/// prepared while Envoy validated (when asked for and layers 1 and 2 passed).
+struct Validated {
+    rendered: Rendered,
+    verdict: Result<(), (Stage, String)>,
+    prepared: Option<Prepared>,
+}
 
-/// The three layers. Layer 3 runs the Envoy process, so it runs off the async executor.
+/// `bundle.json` as a publish puts it: the canonical bytes, their gzip and the hash.
+struct Prepared {
+    hash: String,
+    body: String,
+    gzip: Vec<u8>,
+}
+
+impl Prepared {
+    fn of(rendered: &Rendered, entries: &[Entry]) -> Prepared {
+        let bundle = Bundle::new(rendered, entries);
+        let body = bundle.to_json();
+        let hash = bundle.hash;
+        let gzip = encoding::compress(body.as_bytes());
+        Prepared { hash, body, gzip }
+    }
+}
+
+/// The three layers, off the async executor (layer 3 runs the Envoy process). Envoy starts
+/// first; layers 1 and 2 and, given `publish_entries`, the bundle's serialisation and gzip run
+/// on the other core meanwhile (`validate_all_beside`, which spells the order). The verdict is
+/// the same as with the layers one after another.
 async fn validate(
     rendered: Rendered,
     entry_count: usize,
+    publish_entries: Option<Vec<Entry>>,
     opts: &ValidateOptions,
 ) -> Result<Validated, ReconcileError> {
     let opts = opts.clone();
     tokio::task::spawn_blocking(move || {
-        let verdict = {
+        let (verdict, prepared) = {
             let view = ConfigView {
                 clusters: &rendered.clusters,
                 route_config: &rendered.route_config,
@@ -702,7 +857,12 @@ async fn validate(
                     .map(String::as_str)
                     .unwrap_or_default(),
             };
-            validate_all(&view, entry_count, rendered.route_count, &opts)
+            let prepare = || {
+                publish_entries
+                    .as_deref()
+                    .map(|entries| Prepared::of(&rendered, entries))
+            };
+            validate_all_beside(&view, entry_count, rendered.route_count, &opts, prepare)
         };
         let verdict = verdict.map(|_| ()).map_err(|failure| {
             (
@@ -710,7 +870,11 @@ async fn validate(
                 failure.error.to_string(),
             )
         });
-        (rendered, verdict)
+        Validated {
+            rendered,
+            verdict,
+            prepared: prepared.flatten(),
+        }
     })
     .await
     .map_err(ReconcileError::ValidationTask)
@@ -757,19 +921,17 @@ async fn publish<R: Registry, S: ConfigStore>(
     registry: &R,
     store: &S,
     state: Option<&PublishedState>,
-    bundle: &Bundle,
-    body: &str,
+    bundle: &Prepared,
     precondition: Precondition,
     routes: usize,
 ) -> Result<Outcome, ReconcileError> {
-    let version_id = store
-        .put_bundle(PutBundle {
-            body: body.as_bytes(),
-            hash: &bundle.hash,
-            writer: Writer::Reconciler,
-            precondition,
-        })
-        .await?;
+    let put = PutBundle {
+        body: bundle.body.as_bytes(),
+        hash: &bundle.hash,
+        writer: Writer::Reconciler,
+        precondition,
+    };
+    let version_id = store.put_compressed_bundle(put, &bundle.gzip).await?;
     let next = PublishedState {
         version_id: version_id.clone(),
         hash: bundle.hash.clone(),
@@ -808,8 +970,9 @@ where
     };
     let rendered =
         render(&entries, &cfg.render).map_err(ReconcileError::Render)?;
-    let (rendered, verdict) = validate(rendered, entries.len(), &cfg.validate).await?;
-    if let Err((stage, reason)) = verdict {
+    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
+    let rendered = validated.rendered;
+    if let Err((stage, reason)) = validated.verdict {
         return Err(ReconcileError::Validator(format!(
             "cannot seed: {stage}: {reason}"
         )));

@@ -6,7 +6,8 @@
 use super::{reconcile_report, ReconcileConfig, ReconcileError, RunReport};
 use gateway_adapters::metrics::{Metric, MetricsError, MetricsSink};
 use gateway_adapters::registry::{
-    EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, StoredEntry,
+    EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, RenderRecord,
+    StoredEntry,
 };
 use gateway_adapters::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
 use gateway_render::bounds::Totals;
@@ -80,6 +81,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
         self.inner.read_statuses_digest().await
     }
     async fn record_statuses_digest(&self, _digest: Option<&str>) -> Result<(), RegistryError> {
+        Ok(())
+    }
+    async fn read_render_record(&self) -> Result<Option<RenderRecord>, RegistryError> {
+        self.inner.read_render_record().await
+    }
+    async fn record_render(&self, _record: &RenderRecord) -> Result<(), RegistryError> {
         Ok(())
     }
 }

@@ -159,7 +159,7 @@ fn statuses_digest(
 mod tests {
     use super::*;
     use crate::reconcile::{Kept, Stage};
-    use gateway_adapters::registry::{RegistryError, RegistrySnapshot};
+    use gateway_adapters::registry::{RegistryError, RegistrySnapshot, RenderRecord};
     use gateway_render::bounds::Totals;
     use std::sync::Mutex;
 
@@ -228,6 +228,12 @@ mod tests {
             });
             *self.digest.lock().expect("digest") = digest.map(str::to_string);
             Ok(())
+        }
+        async fn read_render_record(&self) -> Result<Option<RenderRecord>, RegistryError> {
+            unreachable!("status rows need no render record")
+        }
+        async fn record_render(&self, _: &RenderRecord) -> Result<(), RegistryError> {
+            unreachable!("status rows need no render record")
         }
     }
 

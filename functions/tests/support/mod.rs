@@ -7,9 +7,11 @@ pub mod registry_support;
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, Outcome, ReconcileConfig, ReconcileError};
+use gateway_functions::reconcile::{
+    reconcile, BuildIdentity, Outcome, ReconcileConfig, ReconcileError,
+};
 use gateway_adapters::registry::{
-    DynamoRegistry, PublishedState, Registry, RegistryError, RegistrySnapshot,
+    DynamoRegistry, PublishedState, Registry, RegistryError, RegistrySnapshot, RenderRecord,
 };
 use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
@@ -58,7 +60,8 @@ pub async fn table_and_bucket(
 }
 
 /// The reconcile function's configuration as the tests run it: the pinned Envoy validates every
-/// run; backends and quarantine limits as deployed by default.
+/// run; backends and quarantine limits as deployed by default; the build named `tests` (a test
+/// that stands for another build gives another name).
 pub fn reconcile_config(render: RenderConfig, policy: Policy, bounds: Bounds) -> ReconcileConfig {
     ReconcileConfig {
         render,
@@ -70,6 +73,7 @@ pub fn reconcile_config(render: RenderConfig, policy: Policy, bounds: Bounds) ->
         backends: Default::default(),
         bounds,
         quarantine: Default::default(),
+        build: BuildIdentity::named("tests"),
     }
 }
 
@@ -105,6 +109,12 @@ impl Registry for FaultyRegistry<'_> {
     }
     async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
         self.inner.record_statuses_digest(digest).await
+    }
+    async fn read_render_record(&self) -> Result<Option<RenderRecord>, RegistryError> {
+        self.inner.read_render_record().await
+    }
+    async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
+        self.inner.record_render(record).await
     }
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         if self.faults.fail_read.load(Ordering::SeqCst) {

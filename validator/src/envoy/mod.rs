@@ -59,6 +59,27 @@ pub fn validate_with_envoy(
     view: &ConfigView<'_>,
     opts: &EnvoyOptions,
 ) -> Result<EnvoyVerdict, ValidationError> {
+    start_envoy_validation(view, opts)?.verdict()
+}
+
+/// `envoy --mode validate` started on a config and not yet waited for. Dropping it kills Envoy
+/// (a caller that refuses the config on other grounds meanwhile does not wait for a verdict).
+pub struct EnvoyValidation {
+    // Declared before `dir`: Envoy is stopped before its scratch directory goes.
+    running: process::Running,
+    envoy_version: String,
+    started: Instant,
+    timeout: Duration,
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// [`validate_with_envoy`]'s first half: checks the release, writes the validation bootstrap and
+/// starts Envoy on it; [`EnvoyValidation::verdict`] waits for Envoy's answer.
+pub fn start_envoy_validation(
+    view: &ConfigView<'_>,
+    opts: &EnvoyOptions,
+) -> Result<EnvoyValidation, ValidationError> {
     let envoy_version = check_envoy_version(&opts.envoy_bin)?;
     let dir = tempfile::Builder::new()
         .prefix("gateway-validate-")
@@ -95,9 +116,51 @@ pub fn validate_with_envoy(
         "-c",
     ])
     .arg(&config);
-    let run = process::run(cmd, dir.path(), opts.timeout).map_err(|e| match e {
+    let running = process::start(cmd, dir.path(), opts.timeout)
+        .map_err(|e| run_error(e, &opts.envoy_bin, opts.timeout))?;
+    Ok(EnvoyValidation {
+        running,
+        envoy_version,
+        started,
+        timeout: opts.timeout,
+        bin: opts.envoy_bin.clone(),
+        dir,
+    })
+}
+
+impl EnvoyValidation {
+    /// Waits for Envoy's verdict (killed after the timeout).
+    pub fn verdict(self) -> Result<EnvoyVerdict, ValidationError> {
+        let EnvoyValidation {
+            running,
+            envoy_version,
+            started,
+            timeout,
+            bin,
+            dir,
+        } = self;
+        let run = running.wait().map_err(|e| run_error(e, &bin, timeout))?;
+        drop(dir);
+        if run.success {
+            return Ok(EnvoyVerdict {
+                envoy_version,
+                elapsed: started.elapsed(),
+                warnings: run.stderr,
+            });
+        }
+        let full = format!("{}{}", run.stderr, run.stdout);
+        Err(ValidationError::EnvoyRejected {
+            exit: run.exit,
+            summary: stderr::summary(&full),
+            stderr: full,
+        })
+    }
+}
+
+fn run_error(e: process::RunError, bin: &std::path::Path, timeout: Duration) -> ValidationError {
+    match e {
         process::RunError::Spawn(source) => ValidationError::EnvoyMissing {
-            bin: opts.envoy_bin.clone(),
+            bin: bin.to_path_buf(),
             pinned: gateway_bootstrap::envoy_version(),
             source,
         },
@@ -106,20 +169,7 @@ pub fn validate_with_envoy(
             source,
         },
         process::RunError::Timeout => ValidationError::EnvoyTimeout {
-            seconds: opts.timeout.as_secs(),
+            seconds: timeout.as_secs(),
         },
-    })?;
-    if run.success {
-        return Ok(EnvoyVerdict {
-            envoy_version,
-            elapsed: started.elapsed(),
-            warnings: run.stderr,
-        });
     }
-    let full = format!("{}{}", run.stderr, run.stdout);
-    Err(ValidationError::EnvoyRejected {
-        exit: run.exit,
-        summary: stderr::summary(&full),
-        stderr: full,
-    })
 }
