@@ -423,28 +423,27 @@ fn paths(v: &Value, prefix: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
     }
 }
 
-fn get_mut<'v>(v: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
-    let mut cur = v;
+/// `steps` as a JSON pointer, so that `Value::pointer` and `Value::pointer_mut` walk them (the
+/// steps come from the value's own shape, so a pointer's reading of a numeric key as an index
+/// never arises).
+fn pointer(steps: &[Step]) -> String {
+    let mut out = String::new();
     for s in steps {
-        cur = match (s, cur) {
-            (Step::Key(k), Value::Object(m)) => m.get_mut(k)?,
-            (Step::Index(i), Value::Array(a)) => a.get_mut(*i)?,
-            _ => return None,
-        };
+        out.push('/');
+        match s {
+            Step::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => out.push_str(&i.to_string()),
+        }
     }
-    Some(cur)
+    out
+}
+
+fn get_mut<'v>(v: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
+    v.pointer_mut(&pointer(steps))
 }
 
 fn get<'v>(v: &'v Value, steps: &[Step]) -> Option<&'v Value> {
-    let mut cur = v;
-    for s in steps {
-        cur = match (s, cur) {
-            (Step::Key(k), Value::Object(m)) => m.get(k)?,
-            (Step::Index(i), Value::Array(a)) => a.get(*i)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+    v.pointer(&pointer(steps))
 }
 
 /// Values any field may be replaced by: every JSON type, and the values near each bound.
