@@ -110,31 +110,34 @@ fn envoy_rejects_a_domain_shared_by_two_virtual_hosts() {
     );
 }
 
+/// Envoy's summary when it refuses `clusters` behind one virtual host that routes to `cluster`.
+fn envoy_refusal(clusters: Vec<Value>, cluster: &str) -> String {
+    let rc = route_config(vec![vhost("one", "x.api.example.com", cluster)]);
+    rejected_by_envoy(&config_view(&clusters, &rc)).0
+}
+
+/// Cluster `a` with `field` set to `value`.
+fn cluster_a_with(field: &str, value: Value) -> Value {
+    let mut bad = cluster("a");
+    bad[field] = value;
+    bad
+}
+
 #[test]
 fn envoy_rejects_a_route_to_a_missing_cluster() {
-    let clusters = vec![cluster("a")];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster("a")], "nowhere");
     assert!(summary.contains("nowhere"), "{summary}");
 }
 
 #[test]
 fn envoy_rejects_a_malformed_cluster() {
-    let mut bad = cluster("a");
-    bad["connect_timeout"] = json!("soon");
-    let clusters = vec![bad];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster_a_with("connect_timeout", json!("soon"))], "a");
     assert!(summary.contains("connect_timeout"), "{summary}");
 }
 
 #[test]
 fn envoy_rejects_unknown_fields_in_the_inlined_config() {
-    let mut bad = cluster("a");
-    bad["bogus_field"] = json!(1);
-    let clusters = vec![bad];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster_a_with("bogus_field", json!(1))], "a");
     assert!(summary.contains("bogus_field"), "{summary}");
 }
 
@@ -157,9 +160,7 @@ fn validate_all_names_the_failing_layer() {
     let failure = all(&view, 4, 0).expect_err("entries without routes");
     assert_eq!(failure.layer, Layer::EmptyRender);
 
-    let mut bad = cluster("a");
-    bad["connect_timeout"] = json!("soon");
-    let clusters = vec![bad];
+    let clusters = vec![cluster_a_with("connect_timeout", json!("soon"))];
     let view = config_view(&clusters, &rc);
     let failure = all(&view, 1, 1).expect_err("malformed cluster");
     assert_eq!(failure.layer, Layer::Envoy);
