@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, gatewayctl, list_json};
+use common::on_moto::{assert_register_refused, assert_registers, gatewayctl, list_json};
 
 fn entry_file(
     dir: &tempfile::TempDir,
@@ -115,20 +115,28 @@ fn conflicts_and_rejections_exit_1_with_the_reason() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
     let held = entry_file(&dir, "held.json", "billing", "invoices-api", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &held]).code, 0);
+    assert_registers(&table, &held);
 
-    let other_team = entry_file(&dir, "other.json", "payments", "pay", "/pay");
-    assert_register_refused(
-        &table,
-        &other_team,
-        "host invoices.api.example.com is held by billing",
-    );
-    let same_path = entry_file(&dir, "same.json", "billing", "invoices-v2", "/invoices");
-    assert_register_refused(
-        &table,
-        &same_path,
-        "path /invoices on invoices.api.example.com is held by billing/invoices-api",
-    );
+    // (file, team, service, path, the whole refusal)
+    let refused = [
+        (
+            "other.json",
+            "payments",
+            "pay",
+            "/pay",
+            "host invoices.api.example.com is held by billing",
+        ),
+        (
+            "same.json",
+            "billing",
+            "invoices-v2",
+            "/invoices",
+            "path /invoices on invoices.api.example.com is held by billing/invoices-api",
+        ),
+    ];
+    for (name, team, service, path, reason) in refused {
+        assert_register_refused(&table, &entry_file(&dir, name, team, service, path), reason);
+    }
 
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"team":"billing","service":"x","host":"invoices","backend":"https://x.example","routes":[{"path":"nope"}]}"#)

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, command, gatewayctl, list_json};
+use common::on_moto::{assert_register_refused, assert_registers, command, gatewayctl, list_json};
 use std::process::Stdio;
 
 fn new_table() -> String {
@@ -122,7 +122,7 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &file]).code, 0);
+    assert_registers(&table, &file);
 
     let run = gatewayctl(
         &table,
@@ -210,34 +210,32 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
 fn a_host_inside_or_around_another_teams_host_is_refused_naming_the_holder() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
-    let billing = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &billing]).code, 0);
-
-    let inside = entry_file(&dir, "payments", "pay", "x.invoices", "/pay");
+    let file = |team, service, host, path| entry_file(&dir, team, service, host, path);
+    assert_registers(
+        &table,
+        &file("billing", "invoices-api", "invoices", "/invoices"),
+    );
     assert_register_refused(
         &table,
-        &inside,
+        &file("payments", "pay", "x.invoices", "/pay"),
         "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing",
     );
 
-    let deep = entry_file(&dir, "search", "query", "a.b.c", "/q");
-    assert_eq!(gatewayctl(&table, &["register", &deep]).code, 0);
-    let around = entry_file(&dir, "payments", "pay", "c", "/pay");
+    assert_registers(&table, &file("search", "query", "a.b.c", "/q"));
+    let around = file("payments", "pay", "c", "/pay");
     assert_register_refused(
         &table,
         &around,
         "host a.b.c.api.example.com (inside c.api.example.com) is held by search",
     );
     // The same team nests freely, and once search leaves, c is free.
-    let own = entry_file(&dir, "search", "suggest", "b.c", "/s");
-    assert_eq!(gatewayctl(&table, &["register", &own]).code, 0);
+    assert_registers(&table, &file("search", "suggest", "b.c", "/s"));
     assert_eq!(
         gatewayctl(&table, &["deregister", "search/suggest"]).code,
         0
     );
     assert_eq!(gatewayctl(&table, &["deregister", "search/query"]).code, 0);
-    let run = gatewayctl(&table, &["register", &around]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_registers(&table, &around);
 }
 
 /// Twenty gatewayctl processes race: ten teams for `a.x`, ten for `x`. Exactly one wins, and

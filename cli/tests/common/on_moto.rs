@@ -37,6 +37,12 @@ pub fn new_table(prefix: &str) -> String {
     table
 }
 
+/// `gatewayctl register FILE` on `table` succeeds.
+pub fn assert_registers(table: &str, file: &str) {
+    let run = gatewayctl(table, &["register", file]);
+    assert_eq!(run.code, 0, "register {file}: {}", run.stderr);
+}
+
 /// `gatewayctl register FILE` on `table` exits 1 with `reason` as its whole message.
 pub fn assert_register_refused(table: &str, file: &str, reason: &str) {
     let run = gatewayctl(table, &["register", file]);
