@@ -6,7 +6,9 @@ mod registry_support;
 use gateway_adapters::registry::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
 };
-use registry_support::{entry, holder, invoices_api, pair, registry, row, rows};
+use registry_support::{
+    entry, holder, invoices_api, pair, registry, registry_holding, row, rows, stored_entry,
+};
 
 const FQDN: &str = "invoices.api.example.com";
 
@@ -36,11 +38,7 @@ async fn register_update_and_identical_reregister() {
         RegisterOutcome::Unchanged { revision: 2 }
     );
 
-    let stored = reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .expect("present");
+    let stored = stored_entry(&reg, "billing/invoices-api").await;
     assert_eq!(stored.entry, e);
     assert_eq!(stored.revision, 2);
     assert_ne!(
@@ -105,15 +103,13 @@ async fn a_rejected_entry_writes_nothing() {
 
 #[tokio::test]
 async fn deregister_removes_entry_and_guards_and_releases_the_host() {
-    let reg = registry().await;
-    reg.register(&entry(
+    let reg = registry_holding(&entry(
         "billing",
         "invoices-api",
         "invoices",
         &["/invoices", "/credit-notes"],
     ))
-    .await
-    .expect("register");
+    .await;
     assert_eq!(
         reg.deregister("billing/invoices-api")
             .await
@@ -145,8 +141,7 @@ async fn deregister_removes_entry_and_guards_and_releases_the_host() {
 
 #[tokio::test]
 async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
-    let reg = registry().await;
-    reg.register(&invoices_api()).await.expect("first");
+    let reg = registry_holding(&invoices_api()).await;
     reg.register(&entry(
         "billing",
         "credit-notes",
@@ -179,10 +174,7 @@ async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
 
 #[tokio::test]
 async fn another_team_cannot_take_a_host() {
-    let reg = registry().await;
-    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("payments", "pay", "invoices", &["/pay"])).await;
     let err = reg.register(&invoices_api()).await.expect_err("conflict");
     assert_eq!(
         err.to_string(),
@@ -198,10 +190,7 @@ async fn another_team_cannot_take_a_host() {
 
 #[tokio::test]
 async fn another_service_cannot_take_a_path() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "invoices-v1", "invoices", &["/invoices"])).await;
     let err = reg
         .register(&entry(
             "billing",
@@ -220,10 +209,7 @@ async fn another_service_cannot_take_a_path() {
 
 #[tokio::test]
 async fn nested_prefixes_conflict_in_both_directions() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
-        .await
-        .expect("outer");
+    let reg = registry_holding(&entry("billing", "invoices-v1", "invoices", &["/invoices"])).await;
     let (what, who) = holder(
         reg.register(&entry(
             "billing",
@@ -265,10 +251,7 @@ async fn nested_prefixes_conflict_in_both_directions() {
 
 #[tokio::test]
 async fn moving_paths_releases_the_old_guards() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "a", "invoices", &["/one", "/two"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "a", "invoices", &["/one", "/two"])).await;
     reg.register(&entry("billing", "a", "invoices", &["/two", "/three"]))
         .await
         .expect("moved");
@@ -291,10 +274,7 @@ async fn moving_paths_releases_the_old_guards() {
 
 #[tokio::test]
 async fn moving_hosts_releases_the_old_host() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "a", "invoices", &["/one"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "a", "invoices", &["/one"])).await;
     reg.register(&entry("billing", "a", "billing", &["/one"]))
         .await
         .expect("moved");
@@ -338,10 +318,7 @@ async fn moving_hosts_releases_the_old_host() {
 #[tokio::test]
 async fn snapshot_reports_unreadable_rows_without_failing() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    let reg = registry().await;
-    reg.register(&entry("billing", "b", "invoices", &["/b"]))
-        .await
-        .expect("register");
+    let reg = registry_holding(&entry("billing", "b", "invoices", &["/b"])).await;
     reg.register(&entry("billing", "a", "invoices", &["/a"]))
         .await
         .expect("register");
