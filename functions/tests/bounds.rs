@@ -7,15 +7,7 @@ use gateway_functions::reconcile::{Outcome, Stage};
 use gateway_adapters::registry::{DynamoRegistry, RegistryError};
 use gateway_adapters::store::ConfigStore;
 use gateway_render::Bounds;
-use support::{entry, Harness};
-
-/// The stage and reason of a run that must have rejected.
-fn rejected(outcome: &Outcome) -> (&Stage, &str) {
-    match outcome {
-        Outcome::Rejected { stage, reason, .. } => (stage, reason),
-        other => panic!("expected a rejection, got {other}"),
-    }
-}
+use support::{entry, rejected, Harness};
 
 fn rejection(err: RegistryError) -> Vec<String> {
     match err {

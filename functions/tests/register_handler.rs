@@ -247,11 +247,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
     .await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS", "{}", put.body);
-    let stored = reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .expect("registered");
+    let stored = registry_support::stored_entry(&reg, "billing/invoices-api").await;
     assert_eq!(
         serde_json::to_value(&stored.entry.routes[0].limits).expect("json"),
         json!([ { "per": "client-ip", "requests": 100, "every": "minute" }, { "burst": 20 } ])
@@ -308,12 +304,8 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-v2");
 
     // CloudFormation's cleanup: Delete with the old physical id.
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r3", &old, "billing/invoices-v1"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r3", &old, "billing/invoices-v1");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     let ids: Vec<_> = reg
         .list()
@@ -326,12 +318,8 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(ids, vec!["billing/invoices-v2"]);
 
     // A Delete of something already gone succeeds.
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r4", &old, "billing/invoices-v1"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r4", &old, "billing/invoices-v1");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reason(&put).contains("was not registered"), "{}", put.body);
 }
@@ -454,12 +442,8 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
         "{}",
         put.body
     );
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r3", &e, "billing/invoices-api"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r3", &e, "billing/invoices-api");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reason(&put).contains("left alone"), "{}", put.body);
     assert_eq!(
