@@ -365,20 +365,27 @@ async fn case_health_check(gw: &Gateway, b: &Backends) -> Result<(), String> {
     // The canary fails its health check (its other paths still answer 200: only the active
     // check can know): its share moves to the main backend.
     b.hc_canary.set_healthy(false);
-    wait_all(gw, "health", "hc-main", 50, Duration::from_secs(20)).await?;
-    let after = tally(gw, "health", None, 200).await;
-    if after.get("hc-main") != Some(&200) {
-        return Err(format!("unhealthy canary still served: {after:?}"));
-    }
+    all_health_traffic_on(gw, "hc-main", "unhealthy canary still served").await?;
     // The main backend fails and the canary recovers: everything goes to the canary.
     b.hc_canary.set_healthy(true);
     b.hc_main.set_healthy(false);
-    wait_all(gw, "health", "hc-canary", 50, Duration::from_secs(20)).await?;
-    let after = tally(gw, "health", None, 200).await;
-    if after.get("hc-canary") != Some(&200) {
-        return Err(format!("unhealthy main backend still served: {after:?}"));
-    }
+    all_health_traffic_on(gw, "hc-canary", "unhealthy main backend still served").await?;
     b.hc_main.set_healthy(true);
+    Ok(())
+}
+
+/// Once the health checks have moved every request of the `health` entry to `served_by`, all
+/// of 200 more go there; else the error says `otherwise` and what served them.
+async fn all_health_traffic_on(
+    gw: &Gateway,
+    served_by: &str,
+    otherwise: &str,
+) -> Result<(), String> {
+    wait_all(gw, "health", served_by, 50, Duration::from_secs(20)).await?;
+    let after = tally(gw, "health", None, 200).await;
+    if after.get(served_by) != Some(&200) {
+        return Err(format!("{otherwise}: {after:?}"));
+    }
     Ok(())
 }
 

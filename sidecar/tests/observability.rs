@@ -80,27 +80,17 @@ async fn access_log_request_ids_and_per_service_metrics() {
     let moto = MotoServer::start();
     let billing = Backend::start("billing");
     let search = Backend::start("search");
+    // Each team on its own host: its own path, and the prefix its backend fails on.
+    let team = |team: &str, service: &str, backend: &Backend, path: &str| {
+        let routes = vec![
+            route(path, None, vec![]),
+            route(FAILING_PREFIX, None, vec![]),
+        ];
+        entry(team, service, team, &backend.url(), routes)
+    };
     let entries = vec![
-        entry(
-            "billing",
-            "invoices",
-            "billing",
-            &billing.url(),
-            vec![
-                route("/invoices", None, vec![]),
-                route(FAILING_PREFIX, None, vec![]),
-            ],
-        ),
-        entry(
-            "search",
-            "catalog",
-            "search",
-            &search.url(),
-            vec![
-                route("/search", None, vec![]),
-                route(FAILING_PREFIX, None, vec![]),
-            ],
-        ),
+        team("billing", "invoices", &billing, "/invoices"),
+        team("search", "catalog", &search, "/search"),
     ];
     let gw = Gateway::start_with(&moto, &entries, &["--metrics-interval", "1"]).await;
 
