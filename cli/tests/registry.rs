@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, assert_registers, gatewayctl, list_json};
+use common::on_moto::{
+    assert_register_refused, assert_registers, gatewayctl, gatewayctl_ok, list_json,
+};
 
 fn entry_file(
     dir: &tempfile::TempDir,
@@ -40,32 +42,27 @@ fn register_list_deregister() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
 
-    let run = gatewayctl(&table, &["register", &file]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let created = gatewayctl_ok(&table, &["register", &file]);
     assert_eq!(
-        run.stdout.trim(),
+        created.trim(),
         "created billing/invoices-api on invoices.api.example.com (revision 1)"
     );
-    let run = gatewayctl(&table, &["register", &file]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let unchanged = gatewayctl_ok(&table, &["register", &file]);
     assert!(
-        run.stdout.starts_with("unchanged billing/invoices-api"),
-        "{}",
-        run.stdout
+        unchanged.starts_with("unchanged billing/invoices-api"),
+        "{unchanged}"
     );
 
-    let run = gatewayctl(&table, &["list"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let lines: Vec<_> = run.stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let list = gatewayctl_ok(&table, &["list"]);
+    let lines: Vec<_> = list.lines().collect();
+    assert_eq!(lines.len(), 2, "{list}");
     assert!(lines[0].starts_with("ID") && lines[0].contains("REVISION"));
     assert!(
         lines[1].contains("billing/invoices-api") && lines[1].contains("invoices.api.example.com")
     );
     assert!(
         lines[0].trim_end().ends_with("OWNER") && lines[1].contains("/invoices GET"),
-        "{}",
-        run.stdout
+        "{list}"
     );
     let cells: Vec<&str> = lines[1]
         .split("  ")

@@ -28,6 +28,15 @@ fn rendered_billing(dir: &Path) -> PathBuf {
     out
 }
 
+/// Rewrites the rendered file `name` in `out` with `edit`, which must change it.
+fn edit_rendered(out: &Path, name: &str, edit: impl FnOnce(&str) -> String) {
+    let path = out.join(name);
+    let text = std::fs::read_to_string(&path).expect("read");
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit finds what it changes in {name}");
+    std::fs::write(&path, edited).expect("write");
+}
+
 #[test]
 fn renders_a_directory_and_validates_it_with_envoy() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -89,11 +98,9 @@ fn validate_reports_envoys_message_for_a_broken_file() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = rendered_billing(dir.path());
     // Break a cluster in a way only Envoy knows about: the gateway rules pass it.
-    let path = out.join("clusters.json");
-    let text = std::fs::read_to_string(&path).expect("read");
-    let broken = text.replacen("\"connect_timeout\": \"", "\"connect_timeout\": \"x", 1);
-    assert_ne!(broken, text, "the rendered cluster has a connect_timeout");
-    std::fs::write(&path, broken).expect("write");
+    edit_rendered(&out, "clusters.json", |text| {
+        text.replacen("\"connect_timeout\": \"", "\"connect_timeout\": \"x", 1)
+    });
 
     let r = run(&["validate", s(&out)]);
     assert_eq!(r.code, 1, "{}", r.stdout);
@@ -122,9 +129,9 @@ fn validate_reports_envoys_message_for_a_broken_file() {
 fn validate_reports_rule_violations_by_file_and_object() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = rendered_billing(dir.path());
-    let path = out.join("ratelimit.yaml");
-    let text = std::fs::read_to_string(&path).expect("read");
-    std::fs::write(&path, text.replace("unit: hour", "unit: fortnight")).expect("write");
+    edit_rendered(&out, "ratelimit.yaml", |text| {
+        text.replace("unit: hour", "unit: fortnight")
+    });
     let r = run(&["validate", s(&out)]);
     r.assert_exit_naming(
         1,

@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, assert_registers, command, gatewayctl, list_json};
+use common::on_moto::{
+    assert_register_refused, assert_registers, command, gatewayctl, gatewayctl_ok, list_json,
+};
 use std::process::Stdio;
 
 fn new_table() -> String {
@@ -35,10 +37,9 @@ const STACK: &str = "arn:aws:cloudformation:us-east-1:222222222222:stack/invoice
 #[test]
 fn grants_are_added_listed_and_revoked() {
     let table = new_table();
-    let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let granted = gatewayctl_ok(&table, &["grant", "billing", "--account", "222222222222"]);
     assert_eq!(
-        run.stdout.trim(),
+        granted.trim(),
         "granted team billing to account 222222222222"
     );
     let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
@@ -51,26 +52,15 @@ fn grants_are_added_listed_and_revoked() {
         0
     );
 
-    let run = gatewayctl(&table, &["grant", "billing", "--account", "2222"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("--account \"2222\" is not an AWS account id"),
-        "{}",
-        run.stderr
-    );
-    let run = gatewayctl(&table, &["grant", "Billing!", "--account", "222222222222"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("team"),
-        "the rejection names the field: {}",
-        run.stderr
-    );
+    gatewayctl(&table, &["grant", "billing", "--account", "2222"])
+        .assert_exit_naming(2, &["--account \"2222\" is not an AWS account id"]);
+    // The rejection names the field.
+    gatewayctl(&table, &["grant", "Billing!", "--account", "222222222222"])
+        .assert_exit_naming(1, &["team"]);
 
-    let run = gatewayctl(&table, &["grants"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let lines: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    let grants = gatewayctl_ok(&table, &["grants"]);
+    let lines: Vec<&str> = grants.lines().collect();
+    assert_eq!(lines.len(), 3, "{grants}");
     assert!(lines[0].starts_with("TEAM") && lines[0].contains("ACCOUNT"));
     assert!(
         lines[1].starts_with("billing") && lines[1].contains("222222222222"),
@@ -94,10 +84,9 @@ fn grants_are_added_listed_and_revoked() {
         "who granted it: {doc}"
     );
 
-    let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let revoked = gatewayctl_ok(&table, &["revoke", "billing", "--account", "222222222222"]);
     assert_eq!(
-        run.stdout.trim(),
+        revoked.trim(),
         "revoked team billing from account 222222222222"
     );
     let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
