@@ -897,31 +897,34 @@ fn write_js(v: &Value, out: &mut String) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&js_number(n.as_f64().unwrap_or(0.0))),
         Value::String(s) => write_js_string(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_js(item, out);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => write_js_list(out, ('[', ']'), items, write_js),
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_by_key(|k| array_index(k).map_or((1, 0), |i| (0, i)));
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_js_list(out, ('{', '}'), keys, |k, out| {
                 write_js_string(k, out);
                 out.push(':');
                 write_js(&map[k.as_str()], out);
-            }
-            out.push('}');
+            });
         }
     }
+}
+
+/// `items` between `open` and `close`, comma-separated, each written by `write_item`.
+fn write_js_list<T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = T>,
+    mut write_item: impl FnMut(T, &mut String),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_item(item, out);
+    }
+    out.push(close);
 }
 
 /// A key JavaScript treats as an array index (`"0"`, `"12"`, not `"012"`).

@@ -141,34 +141,44 @@ fn envoy_rejects_unknown_fields_in_the_inlined_config() {
     assert!(summary.contains("bogus_field"), "{summary}");
 }
 
+/// The layer that fails `clusters` behind one virtual host routing to `cluster`, counted as
+/// (entries, routes), and the failure's message; `why` says why it must fail.
+fn failing_layer(
+    clusters: &[Value],
+    cluster: &str,
+    (entries, routes): (usize, usize),
+    why: &str,
+) -> (Layer, String) {
+    let rc = route_config(vec![vhost("one", "x.api.example.com", cluster)]);
+    let failure = all(&config_view(clusters, &rc), entries, routes).expect_err(why);
+    let message = failure.to_string();
+    (failure.layer, message)
+}
+
 #[test]
 fn validate_all_names_the_failing_layer() {
-    let clusters = vec![cluster("a")];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 1, 1).expect_err("route to a missing cluster");
-    assert_eq!(failure.layer, Layer::Rules);
+    let (layer, message) = failing_layer(
+        &[cluster("a")],
+        "nowhere",
+        (1, 1),
+        "route to a missing cluster",
+    );
+    assert_eq!(layer, Layer::Rules);
     assert!(
-        failure
-            .to_string()
-            .contains("cluster nowhere is not in clusters.json"),
-        "{failure}"
+        message.contains("cluster nowhere is not in clusters.json"),
+        "{message}"
     );
 
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 4, 0).expect_err("entries without routes");
-    assert_eq!(failure.layer, Layer::EmptyRender);
+    let (layer, _) = failing_layer(&[cluster("a")], "a", (4, 0), "entries without routes");
+    assert_eq!(layer, Layer::EmptyRender);
 
-    let clusters = vec![cluster_a_with("connect_timeout", json!("soon"))];
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 1, 1).expect_err("malformed cluster");
-    assert_eq!(failure.layer, Layer::Envoy);
+    let malformed = [cluster_a_with("connect_timeout", json!("soon"))];
+    let (layer, message) = failing_layer(&malformed, "a", (1, 1), "malformed cluster");
+    assert_eq!(layer, Layer::Envoy);
     assert!(
-        failure
-            .to_string()
+        message
             .starts_with("layer 3 (envoy --mode validate) failed: envoy --mode validate rejected"),
-        "{failure}"
+        "{message}"
     );
 }
 
