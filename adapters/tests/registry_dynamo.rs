@@ -4,7 +4,7 @@
 mod registry_support;
 
 use gateway_adapters::registry::{
-    DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
+    DeregisterOutcome, DynamoRegistry, PublishedState, RegisterOutcome, Registry, RegistryError,
 };
 use registry_support::{
     entry, holder, invoices_api, pair, registry, registry_holding, row, rows, stored_entry,
@@ -460,32 +460,30 @@ fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// What the guard of host `x` records as lying inside it, sorted.
+async fn inside_x(reg: &DynamoRegistry) -> Vec<String> {
+    let guard = row(reg, "HOST#x.api.example.com", "HOST").await;
+    let mut inside: Vec<String> = guard
+        .and_then(|g| g.get("under").and_then(|v| v.as_ss().ok()).cloned())
+        .unwrap_or_default();
+    inside.sort();
+    inside
+}
+
 /// Moving a service between a host and its subdomain touches one guard row for two reasons
 /// (the old host and the new one's enclosing host): it is written once, and the record of what
 /// lies inside each host follows the move.
 #[tokio::test]
 async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
     let reg = registry().await;
-    let under = |item: Option<
-        std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-    >| {
-        let mut set: Vec<String> = item
-            .and_then(|i| i.get("under").and_then(|v| v.as_ss().ok()).cloned())
-            .unwrap_or_default();
-        set.sort();
-        set
-    };
     reg.register(&entry("billing", "api", "a.x", &["/api"]))
         .await
         .expect("a.x");
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["a.x.api.example.com billing"]
-    );
+    assert_eq!(inside_x(&reg).await, ["a.x.api.example.com billing"]);
     reg.register(&entry("billing", "api", "x", &["/api"]))
         .await
         .expect("a.x to x");
-    assert!(under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await).is_empty());
+    assert!(inside_x(&reg).await.is_empty());
     let err = reg
         .register(&entry("payments", "pay", "b.x", &["/pay"]))
         .await
@@ -497,10 +495,7 @@ async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
     reg.register(&entry("billing", "api", "a.x", &["/api"]))
         .await
         .expect("x back to a.x");
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["a.x.api.example.com billing"]
-    );
+    assert_eq!(inside_x(&reg).await, ["a.x.api.example.com billing"]);
     // x was released by the move, so payments may take a sibling of a.x but not x itself.
     reg.register(&entry("payments", "pay", "b.x", &["/pay"]))
         .await
@@ -517,8 +512,5 @@ async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
         reg.deregister("billing/api").await.expect("deregister"),
         DeregisterOutcome::Deleted
     );
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["b.x.api.example.com payments"]
-    );
+    assert_eq!(inside_x(&reg).await, ["b.x.api.example.com payments"]);
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use gateway_functions::reconcile::{Outcome, Stage};
-use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::registry::RegistryError;
 use gateway_adapters::store::ConfigStore;
 use gateway_render::Bounds;
 use support::{entry, rejected, Harness};
@@ -16,12 +16,15 @@ fn rejection(err: RegistryError) -> Vec<String> {
     }
 }
 
-/// Registers each step's entry (team, service, paths; the team's host) in order: one whose
-/// step names no problem must be accepted, any other refused with exactly that problem.
+/// Registers each step's entry (team, service, paths; the team's host) in order, through a
+/// registry held to `bounds`: one whose step names no problem must be accepted, any other
+/// refused with exactly that problem.
 async fn register_in_order(
-    registry: &DynamoRegistry,
+    h: &Harness,
+    bounds: Bounds,
     steps: &[(&str, &str, &[&str], Option<&str>)],
 ) {
+    let registry = h.registry_view().with_bounds(bounds);
     for (team, service, paths, refused) in steps {
         let result = registry.register(&entry(team, service, team, paths)).await;
         match (result, refused) {
@@ -35,14 +38,13 @@ async fn register_in_order(
 #[tokio::test]
 async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
     let h = Harness::start().await;
-    let bounds = Bounds {
-        max_entries_per_team: 2,
-        max_routes: 5,
-        ..Bounds::default()
-    };
-    let registry = h.registry_view().with_bounds(bounds);
     register_in_order(
-        &registry,
+        &h,
+        Bounds {
+            max_entries_per_team: 2,
+            max_routes: 5,
+            ..Bounds::default()
+        },
         &[
             ("billing", "a", &["/a"], None),
             ("billing", "b", &["/b", "/b2"], None),
@@ -111,9 +113,9 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         max_clusters: 2,
         ..Bounds::default()
     };
-    let registry = h.registry_view().with_bounds(bounds);
     register_in_order(
-        &registry,
+        &h,
+        bounds,
         &[
             ("billing", "a", &["/a"], None),
             ("shop", "cart", &["/a"], None),

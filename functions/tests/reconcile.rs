@@ -9,12 +9,17 @@ use gateway_render::{render, Bundle};
 use serde_json::json;
 use support::{entry, published, Harness};
 
+/// Registers billing/invoices on the host `invoices` with `paths`.
+async fn register_invoices(h: &Harness, paths: &[&str]) {
+    h.register(entry("billing", "invoices", "invoices", paths))
+        .await;
+}
+
 /// A harness with billing/invoices registered and published by a first run; that run's version
 /// id and hash.
 async fn first_publish() -> (Harness, String, String) {
     let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
+    register_invoices(&h, &["/invoices"]).await;
     let outcome = h.reconcile().await;
     let (version_id, hash) = published(&outcome);
     let (version_id, hash) = (version_id.clone(), hash.clone());
@@ -34,8 +39,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
         "a re-run seed never overwrites: {again}"
     );
 
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
+    register_invoices(&h, &["/invoices"]).await;
     h.register(entry("catalog", "products", "catalog", &["/products"]))
         .await;
 
@@ -58,13 +62,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
     assert_eq!(second, Outcome::Unchanged { hash: hash.clone() });
     assert_eq!(h.version_count().await, versions, "no new object version");
 
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/receipts"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/receipts"]).await;
     let third = h.reconcile().await;
     let Outcome::Published {
         hash: new_hash,
@@ -183,13 +181,7 @@ async fn drift_holds_until_restore_or_resume() {
     let (ks_version, ks_hash) = kill_switch(&h.store, &h.cfg.render)
         .await
         .expect("kill switch");
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/late"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/late"]).await;
     for _ in 0..2 {
         let outcome = h.reconcile().await;
         assert!(
@@ -229,13 +221,7 @@ async fn drift_holds_until_restore_or_resume() {
 #[tokio::test]
 async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
     let (h, v1, _) = first_publish().await;
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/v2"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/v2"]).await;
     let versions = h.version_count().await;
 
     // S3 refuses the upload: nothing published, state untouched.
@@ -266,8 +252,7 @@ async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
 #[tokio::test]
 async fn stream_schedule_and_direct_events_run_the_same_reconcile() {
     let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
+    register_invoices(&h, &["/invoices"]).await;
     let stream = json!({"Records": [{"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": "ENTRY#evil/x"}}}}]});
     let schedule = json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
     let direct = json!({});
@@ -290,13 +275,7 @@ async fn stream_schedule_and_direct_events_run_the_same_reconcile() {
 #[tokio::test]
 async fn overlapping_runs_publish_one_version_and_agree_on_state() {
     let (h, _, _) = first_publish().await;
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/both"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/both"]).await;
     let versions = h.version_count().await;
     let (a, b) = tokio::join!(
         reconcile(&h.registry, &h.store, &h.metrics, &h.cfg),

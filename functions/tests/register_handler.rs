@@ -68,6 +68,13 @@ async fn granted() -> DynamoRegistry {
     reg
 }
 
+/// `granted`, with `holder` registered.
+async fn granted_holding(holder: &gateway_render::Entry) -> DynamoRegistry {
+    let reg = granted().await;
+    reg.register(holder).await.expect("holder");
+    reg
+}
+
 /// The handler's answer to `event`, which it must handle (an answer, not an error).
 async fn call(reg: &DynamoRegistry, event: Value) -> Value {
     handle(reg, &http(), GATEWAY_ACCOUNT, event)
@@ -256,10 +263,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
 
 #[tokio::test]
 async fn failed_create_then_its_delete_leaves_the_holder_alone() {
-    let reg = granted().await;
-    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-        .await
-        .expect("holder");
+    let reg = granted_holding(&entry("payments", "pay", "invoices", &["/pay"])).await;
     let (url, mut rx) = response_url(200).await;
     let e = invoices_api();
     let answer = call(&reg, cfn_create(&url, "req-3", &e)).await;
@@ -326,10 +330,7 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
 
 #[tokio::test]
 async fn failed_update_keeps_the_physical_id() {
-    let reg = granted().await;
-    reg.register(&entry("billing", "holder", "invoices", &["/taken"]))
-        .await
-        .expect("holder");
+    let reg = granted_holding(&entry("billing", "holder", "invoices", &["/taken"])).await;
     let (url, mut rx) = response_url(200).await;
     let mine = entry("billing", "mine", "invoices", &["/mine"]);
     let put = put_for(&reg, &mut rx, cfn_create(&url, "c1", &mine)).await;
