@@ -188,10 +188,7 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
     // Its own moto: the metric is checked in CloudWatch, which is not per bucket.
     let moto = MotoServer::start();
     let billing = Backend::start("billing");
-    let limited = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
+    let limited = billing_routes(
         &billing.url(),
         vec![route(
             "/limited",
@@ -203,7 +200,7 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
                 every: Unit::Minute,
             }],
         )],
-    )];
+    );
     let gw = Gateway::start(&moto, &limited).await;
     // Limit 1 a minute, nothing listening where the limiter should be: every request passes.
     let (passed, status) = gw.pass_until_limiter_errors_reported("/limited").await;

@@ -163,13 +163,7 @@ fn global(per: Per, header: Option<&str>, requests: u32, every: Unit) -> Limit {
 }
 
 fn billing(backend: &Backend, routes: Vec<gateway_render::Route>) -> Vec<Entry> {
-    vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        routes,
-    )]
+    billing_routes(&backend.url(), routes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@
 mod common;
 
 use aws_sdk_cloudwatch::types::{Dimension, Statistic};
-use common::{entry, route, Gateway, DOMAIN};
+use common::{billing, entry, route, Gateway, DOMAIN};
 use gateway_testkit::backend::{Backend, FAILING_PREFIX};
 use gateway_testkit::MotoServer;
 use serde_json::Value;
@@ -269,13 +269,7 @@ async fn a_hanging_cloudwatch_never_slows_delivery() {
     let blackhole = std::net::TcpListener::bind("127.0.0.1:0").expect("black hole");
     let blackhole_url = format!("http://{}", blackhole.local_addr().expect("addr"));
     let backend = Backend::start("billing");
-    let first = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        vec![route("/invoices", None, vec![])],
-    )];
+    let first = billing(&backend.url(), &["/invoices"]);
     let bucket = Bucket::create(moto).await;
     let (_, first_hash) = bucket.publish(&first).await;
     let dirs = Dirs::new();
@@ -305,16 +299,7 @@ async fn a_hanging_cloudwatch_never_slows_delivery() {
     }
     // Let a publish start and hang on the black hole.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let second = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        vec![
-            route("/invoices", None, vec![]),
-            route("/refunds", None, vec![]),
-        ],
-    )];
+    let second = billing(&backend.url(), &["/invoices", "/refunds"]);
     let (_, second_hash) = bucket.publish(&second).await;
     let started = Instant::now();
     sidecar

@@ -282,10 +282,7 @@ async fn an_uncompressed_version_from_before_compression_is_delivered() {
 async fn rate_limit_mode_writes_only_the_rules_file() {
     let (moto, backend, bucket, dirs) = billing_fixture().await;
     let limited = |n: u32| {
-        vec![entry(
-            "billing",
-            "invoices",
-            "billing",
+        billing_routes(
             &backend.url(),
             vec![route(
                 "/invoices",
@@ -297,7 +294,7 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
                     every: Unit::Minute,
                 }],
             )],
-        )]
+        )
     };
     // The first rules are published before the sidecar starts; the second while it runs.
     let mut sidecar = None;

@@ -230,15 +230,18 @@ fn with_one_trusted_hop_the_client_is_the_address_the_load_balancer_saw() {
     let billing = Backend::start("billing");
     for (hops, client) in [(1, "7.7.7.7"), (2, "6.6.6.6")] {
         let stack = start(hops, |_| vec![entry("billing", "invoices", &billing.url())]);
+        let with_xff = |xff: &str| {
+            http::request_with_headers(
+                stack.listener(),
+                "GET",
+                BILLING,
+                "/invoices",
+                &[("x-forwarded-for", xff)],
+            )
+            .expect("answer")
+        };
         // The load balancer appends what it saw (7.7.7.7) to what the client wrote (6.6.6.6).
-        let r = http::request_with_headers(
-            stack.listener(),
-            "GET",
-            BILLING,
-            "/invoices",
-            &[("x-forwarded-for", "6.6.6.6, 7.7.7.7")],
-        )
-        .expect("answer");
+        let r = with_xff("6.6.6.6, 7.7.7.7");
         assert_eq!(r.status, 200, "{r:?}");
         assert_eq!(
             r.header("echo-x-envoy-external-address"),
@@ -246,14 +249,7 @@ fn with_one_trusted_hop_the_client_is_the_address_the_load_balancer_saw() {
             "{hops} trusted hop(s): {r:?}"
         );
         // A client that writes more addresses does not move its own.
-        let r = http::request_with_headers(
-            stack.listener(),
-            "GET",
-            BILLING,
-            "/invoices",
-            &[("x-forwarded-for", "1.1.1.1, 2.2.2.2, 6.6.6.6, 7.7.7.7")],
-        )
-        .expect("answer");
+        let r = with_xff("1.1.1.1, 2.2.2.2, 6.6.6.6, 7.7.7.7");
         assert_eq!(r.header("echo-x-envoy-external-address"), Some(client));
     }
 }

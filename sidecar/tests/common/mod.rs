@@ -60,6 +60,11 @@ pub fn rendered(entries: &[Entry]) -> Rendered {
 /// path: the bundle most delivery tests publish.
 pub fn billing(backend: &str, paths: &[&str]) -> Vec<Entry> {
     let routes = paths.iter().map(|p| route(p, None, vec![])).collect();
+    billing_routes(backend, routes)
+}
+
+/// Billing's `invoices` on host `billing`, served by `backend`, with `routes`.
+pub fn billing_routes(backend: &str, routes: Vec<Route>) -> Vec<Entry> {
     vec![entry("billing", "invoices", "billing", backend, routes)]
 }
 
