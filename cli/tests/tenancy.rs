@@ -159,34 +159,14 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
         1
     );
 
-    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--operator"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("now owned by operators"),
-        "{}",
-        run.stdout
-    );
-    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let adopted = gatewayctl_ok(&table, &["adopt", "billing/invoices-api", "--operator"]);
+    assert!(adopted.contains("now owned by operators"), "{adopted}");
+    gatewayctl_ok(&table, &["deregister", "billing/invoices-api"]);
 
-    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--stack", STACK]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr
-            .contains("billing/invoices-api is not registered"),
-        "{}",
-        run.stderr
-    );
-    let run = gatewayctl(
-        &table,
-        &["adopt", "billing/invoices-api", "--stack", "my-stack"],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("not a CloudFormation stack ARN"),
-        "{}",
-        run.stderr
-    );
+    gatewayctl(&table, &["adopt", "billing/invoices-api", "--stack", STACK])
+        .assert_exit_naming(1, &["billing/invoices-api is not registered"]);
+    let not_an_arn = ["adopt", "billing/invoices-api", "--stack", "my-stack"];
+    gatewayctl(&table, &not_an_arn).assert_exit_naming(2, &["not a CloudFormation stack ARN"]);
     let run = gatewayctl(&table, &["adopt", "billing/invoices-api"]);
     assert_eq!(
         run.code, 2,
