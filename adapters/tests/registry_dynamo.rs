@@ -12,6 +12,12 @@ use registry_support::{
 
 const FQDN: &str = "invoices.api.example.com";
 
+/// Registering `e` is refused for a conflict on `what`, held by `by`.
+async fn assert_held(reg: &DynamoRegistry, e: &gateway_render::Entry, what: &str, by: &str) {
+    let (conflict, holder) = holder(reg.register(e).await);
+    assert_eq!((conflict.as_str(), holder.as_str()), (what, by));
+}
+
 #[tokio::test]
 async fn register_update_and_identical_reregister() {
     let reg = registry().await;
@@ -153,14 +159,8 @@ async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
     reg.deregister("billing/invoices-api")
         .await
         .expect("deregister");
-    let (what, who) = holder(
-        reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-            .await,
-    );
-    assert_eq!(
-        (what.as_str(), who.as_str()),
-        ("host invoices.api.example.com", "billing")
-    );
+    let payments = entry("payments", "pay", "invoices", &["/pay"]);
+    assert_held(&reg, &payments, "host invoices.api.example.com", "billing").await;
     // The first service's path is free for the team's other service.
     reg.register(&entry(
         "billing",
@@ -302,14 +302,8 @@ async fn moving_hosts_releases_the_old_host() {
     reg.register(&entry("billing", "a", "elsewhere", &["/one"]))
         .await
         .expect("moved again");
-    let (what, who) = holder(
-        reg.register(&entry("payments", "q", "billing", &["/q"]))
-            .await,
-    );
-    assert_eq!(
-        (what.as_str(), who.as_str()),
-        ("host billing.api.example.com", "billing")
-    );
+    let payments = entry("payments", "q", "billing", &["/q"]);
+    assert_held(&reg, &payments, "host billing.api.example.com", "billing").await;
     reg.register(&entry("billing", "b", "billing", &["/two", "/one"]))
         .await
         .expect("a's old path is free");

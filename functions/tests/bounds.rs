@@ -35,6 +35,17 @@ async fn register_in_order(
     }
 }
 
+/// A reconcile run under the default bounds with one changed by `bound`, which must reject: its
+/// stage and reason.
+async fn rejected_under(h: &mut Harness, bound: impl FnOnce(&mut Bounds)) -> (Stage, String) {
+    let mut bounds = Bounds::default();
+    bound(&mut bounds);
+    h.cfg.bounds = bounds;
+    let outcome = h.reconcile().await;
+    let (stage, reason) = rejected(&outcome);
+    (stage.clone(), reason.to_string())
+}
+
 #[tokio::test]
 async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
     let h = Harness::start().await;
@@ -74,24 +85,14 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
     let mut h = Harness::start().await;
     h.register(entry("billing", "a", "billing", &["/a"])).await;
     h.register(entry("billing", "b", "billing", &["/b"])).await;
-    h.cfg.bounds = Bounds {
-        max_entries_per_team: 1,
-        ..Bounds::default()
-    };
-    let over = h.reconcile().await;
-    let (stage, reason) = rejected(&over);
-    assert_eq!(*stage, Stage::Registry);
+    let (stage, reason) = rejected_under(&mut h, |b| b.max_entries_per_team = 1).await;
+    assert_eq!(stage, Stage::Registry);
     assert_eq!(
         reason,
         "team billing has 2 entries; at most 1 per team (GATEWAY_MAX_ENTRIES_PER_TEAM)"
     );
-    h.cfg.bounds = Bounds {
-        max_bundle_bytes: 1000,
-        ..Bounds::default()
-    };
-    let big = h.reconcile().await;
-    let (stage, reason) = rejected(&big);
-    assert_eq!(*stage, Stage::Render);
+    let (stage, reason) = rejected_under(&mut h, |b| b.max_bundle_bytes = 1000).await;
+    assert_eq!(stage, Stage::Render);
     assert!(
         reason.starts_with("bundle.json is ")
             && reason.ends_with("at most 1000 (GATEWAY_MAX_BUNDLE_BYTES)"),
