@@ -12,6 +12,11 @@ use registry_support::{
 
 const FQDN: &str = "invoices.api.example.com";
 
+/// Why registering `e` is refused; `why` says why it must be.
+async fn refusal(reg: &DynamoRegistry, e: &gateway_render::Entry, why: &str) -> String {
+    reg.register(e).await.expect_err(why).to_string()
+}
+
 /// Registering `e` is refused for a conflict on `what`, held by `by`.
 async fn assert_held(reg: &DynamoRegistry, e: &gateway_render::Entry, what: &str, by: &str) {
     let (conflict, holder) = holder(reg.register(e).await);
@@ -478,12 +483,9 @@ async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
         .await
         .expect("a.x to x");
     assert!(inside_x(&reg).await.is_empty());
-    let err = reg
-        .register(&entry("payments", "pay", "b.x", &["/pay"]))
-        .await
-        .expect_err("x is billing's now");
+    let sibling = entry("payments", "pay", "b.x", &["/pay"]);
     assert_eq!(
-        err.to_string(),
+        refusal(&reg, &sibling, "x is billing's now").await,
         "host x.api.example.com (enclosing b.x.api.example.com) is held by billing"
     );
     reg.register(&entry("billing", "api", "a.x", &["/api"]))
@@ -491,15 +493,10 @@ async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
         .expect("x back to a.x");
     assert_eq!(inside_x(&reg).await, ["a.x.api.example.com billing"]);
     // x was released by the move, so payments may take a sibling of a.x but not x itself.
-    reg.register(&entry("payments", "pay", "b.x", &["/pay"]))
-        .await
-        .expect("a sibling");
-    let err = reg
-        .register(&entry("payments", "root", "x", &["/root"]))
-        .await
-        .expect_err("x encloses billing's a.x");
+    reg.register(&sibling).await.expect("a sibling");
+    let root = entry("payments", "root", "x", &["/root"]);
     assert_eq!(
-        err.to_string(),
+        refusal(&reg, &root, "x encloses billing's a.x").await,
         "host a.x.api.example.com (inside x.api.example.com) is held by billing"
     );
     assert_eq!(
