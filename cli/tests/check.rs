@@ -61,12 +61,7 @@ fn loopback_backends_need_the_flag_or_the_variable() {
 #[test]
 fn a_missing_domain_is_a_usage_error() {
     let r = run_with_stdin(&["check", "-"], BILLING);
-    assert_eq!(r.code, 2);
-    assert!(
-        r.stderr.contains("--domain") && r.stderr.contains("GATEWAY_DOMAIN"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_naming(2, &["--domain", "GATEWAY_DOMAIN"]);
 }
 
 #[test]
@@ -77,8 +72,7 @@ fn an_unreadable_file_fails_naming_it() {
         "--domain",
         "api.example.com",
     ]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("/nonexistent/entry.json"), "{}", r.stderr);
+    r.assert_exit_naming(1, &["/nonexistent/entry.json"]);
 }
 
 fn with_backend(backend: &str) -> String {
@@ -140,12 +134,12 @@ fn a_backend_name_is_judged_by_what_it_resolves_to() {
     let mut must = check_command(&[]);
     must.env("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS", "true");
     let r = run_command_with_stdin(must, &nowhere);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("no-such-name.invalid does not resolve")
-            && r.stderr.contains("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS"),
-        "{}",
-        r.stderr
+    r.assert_exit_naming(
+        1,
+        &[
+            "no-such-name.invalid does not resolve",
+            "GATEWAY_REQUIRE_RESOLVABLE_BACKENDS",
+        ],
     );
 }
 
@@ -190,12 +184,12 @@ fn operator_route_bounds_come_from_flags_or_environment() {
                     "retries": {"attempts": 5, "on": ["5xx"]}}]})
     .to_string();
     let r = check_stdin(&[], &entry);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("routes[0].timeout: is 90s; at most 60s (the operators' maximum route timeout)")
-            && r.stderr.contains("routes[0].retries.attempts: is 5; at most 3 (the operators' maximum retry attempts)"),
-        "{}",
-        r.stderr
+    r.assert_exit_naming(
+        1,
+        &[
+            "routes[0].timeout: is 90s; at most 60s (the operators' maximum route timeout)",
+            "routes[0].retries.attempts: is 5; at most 3 (the operators' maximum retry attempts)",
+        ],
     );
     let mut raised = check_command(&["--max-retry-attempts", "5"]);
     raised.env("GATEWAY_MAX_ROUTE_TIMEOUT", "2m");

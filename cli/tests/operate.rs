@@ -230,29 +230,20 @@ fn the_operator_loop_from_seed_to_kill_switch_and_back() {
 #[test]
 fn errors_say_what_to_do_next() {
     let g = Gateway::new();
-    let run = g.ctl(&["status"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("run `gatewayctl seed`"),
-        "{}",
-        run.stdout
-    );
+    let status = g.ok(&["status"]);
+    assert!(status.contains("run `gatewayctl seed`"), "{status}");
 
-    let run = g.ctl(&["restore"]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("gatewayctl history"), "{}", run.stderr);
+    g.ctl(&["restore"])
+        .assert_exit_naming(1, &["gatewayctl history"]);
 
     g.ok(&["seed"]);
-    let run = g.ctl(&["restore", "no-such-version"]);
-    assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("gatewayctl history"), "{}", run.stderr);
+    g.ctl(&["restore", "no-such-version"])
+        .assert_exit_naming(1, &["gatewayctl history"]);
 
-    let run = g.ctl(&["reconcile"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let reconciled = g.ok(&["reconcile"]);
     assert!(
-        run.stdout.starts_with("kept live config"),
-        "zero entries keep the live config: {}",
-        run.stdout
+        reconciled.starts_with("kept live config"),
+        "zero entries keep the live config: {reconciled}"
     );
 
     let run = g.ctl(&["kill-switch", "--off"]);

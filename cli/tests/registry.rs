@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, gatewayctl, list_json};
+use common::on_moto::{
+    assert_register_refused, assert_registers, gatewayctl, gatewayctl_ok, list_json,
+};
 
 fn entry_file(
     dir: &tempfile::TempDir,
@@ -40,32 +42,27 @@ fn register_list_deregister() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
 
-    let run = gatewayctl(&table, &["register", &file]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let created = gatewayctl_ok(&table, &["register", &file]);
     assert_eq!(
-        run.stdout.trim(),
+        created.trim(),
         "created billing/invoices-api on invoices.api.example.com (revision 1)"
     );
-    let run = gatewayctl(&table, &["register", &file]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let unchanged = gatewayctl_ok(&table, &["register", &file]);
     assert!(
-        run.stdout.starts_with("unchanged billing/invoices-api"),
-        "{}",
-        run.stdout
+        unchanged.starts_with("unchanged billing/invoices-api"),
+        "{unchanged}"
     );
 
-    let run = gatewayctl(&table, &["list"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let lines: Vec<_> = run.stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    let list = gatewayctl_ok(&table, &["list"]);
+    let lines: Vec<_> = list.lines().collect();
+    assert_eq!(lines.len(), 2, "{list}");
     assert!(lines[0].starts_with("ID") && lines[0].contains("REVISION"));
     assert!(
         lines[1].contains("billing/invoices-api") && lines[1].contains("invoices.api.example.com")
     );
     assert!(
         lines[0].trim_end().ends_with("OWNER") && lines[1].contains("/invoices GET"),
-        "{}",
-        run.stdout
+        "{list}"
     );
     let cells: Vec<&str> = lines[1]
         .split("  ")
@@ -115,20 +112,28 @@ fn conflicts_and_rejections_exit_1_with_the_reason() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
     let held = entry_file(&dir, "held.json", "billing", "invoices-api", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &held]).code, 0);
+    assert_registers(&table, &held);
 
-    let other_team = entry_file(&dir, "other.json", "payments", "pay", "/pay");
-    assert_register_refused(
-        &table,
-        &other_team,
-        "host invoices.api.example.com is held by billing",
-    );
-    let same_path = entry_file(&dir, "same.json", "billing", "invoices-v2", "/invoices");
-    assert_register_refused(
-        &table,
-        &same_path,
-        "path /invoices on invoices.api.example.com is held by billing/invoices-api",
-    );
+    // (file, team, service, path, the whole refusal)
+    let refused = [
+        (
+            "other.json",
+            "payments",
+            "pay",
+            "/pay",
+            "host invoices.api.example.com is held by billing",
+        ),
+        (
+            "same.json",
+            "billing",
+            "invoices-v2",
+            "/invoices",
+            "path /invoices on invoices.api.example.com is held by billing/invoices-api",
+        ),
+    ];
+    for (name, team, service, path, reason) in refused {
+        assert_register_refused(&table, &entry_file(&dir, name, team, service, path), reason);
+    }
 
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"team":"billing","service":"x","host":"invoices","backend":"https://x.example","routes":[{"path":"nope"}]}"#)

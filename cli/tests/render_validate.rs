@@ -4,7 +4,7 @@
 //! directory without its bundle.
 mod common;
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn render(entries: &Path, out: &Path) -> Run {
     run(&[
@@ -17,6 +17,24 @@ fn render(entries: &Path, out: &Path) -> Run {
         "api.example.com",
         "--allow-loopback-backends",
     ])
+}
+
+/// `BILLING` written into `dir` and rendered into `dir/out`, which is returned.
+fn rendered_billing(dir: &Path) -> PathBuf {
+    let file = write(dir, "billing.json", BILLING);
+    let out = dir.join("out");
+    let r = render(&file, &out);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    out
+}
+
+/// Rewrites the rendered file `name` in `out` with `edit`, which must change it.
+fn edit_rendered(out: &Path, name: &str, edit: impl FnOnce(&str) -> String) {
+    let path = out.join(name);
+    let text = std::fs::read_to_string(&path).expect("read");
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit finds what it changes in {name}");
+    std::fs::write(&path, edited).expect("write");
 }
 
 #[test]
@@ -68,12 +86,7 @@ fn rejections_name_the_file_and_the_field() {
     let bad = r#"[{"team": "a", "service": "b", "host": "h", "backend": "http://x.internal", "routes": [{"path": "no-slash"}]}]"#;
     let file = write(dir.path(), "bad.json", bad);
     let r = render(&file, &dir.path().join("out"));
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("bad.json[0]: routes[0].path"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_naming(1, &["bad.json[0]: routes[0].path"]);
     assert!(
         !dir.path().join("out").exists(),
         "nothing is written for rejected entries"
@@ -83,15 +96,11 @@ fn rejections_name_the_file_and_the_field() {
 #[test]
 fn validate_reports_envoys_message_for_a_broken_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = write(dir.path(), "billing.json", BILLING);
-    let out = dir.path().join("out");
-    assert_eq!(render(&file, &out).code, 0);
+    let out = rendered_billing(dir.path());
     // Break a cluster in a way only Envoy knows about: the gateway rules pass it.
-    let path = out.join("clusters.json");
-    let text = std::fs::read_to_string(&path).expect("read");
-    let broken = text.replacen("\"connect_timeout\": \"", "\"connect_timeout\": \"x", 1);
-    assert_ne!(broken, text, "the rendered cluster has a connect_timeout");
-    std::fs::write(&path, broken).expect("write");
+    edit_rendered(&out, "clusters.json", |text| {
+        text.replacen("\"connect_timeout\": \"", "\"connect_timeout\": \"x", 1)
+    });
 
     let r = run(&["validate", s(&out)]);
     assert_eq!(r.code, 1, "{}", r.stdout);
@@ -119,46 +128,32 @@ fn validate_reports_envoys_message_for_a_broken_file() {
 #[test]
 fn validate_reports_rule_violations_by_file_and_object() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = write(dir.path(), "billing.json", BILLING);
-    let out = dir.path().join("out");
-    assert_eq!(render(&file, &out).code, 0);
-    let path = out.join("ratelimit.yaml");
-    let text = std::fs::read_to_string(&path).expect("read");
-    std::fs::write(&path, text.replace("unit: hour", "unit: fortnight")).expect("write");
+    let out = rendered_billing(dir.path());
+    edit_rendered(&out, "ratelimit.yaml", |text| {
+        text.replace("unit: hour", "unit: fortnight")
+    });
     let r = run(&["validate", s(&out)]);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("layer 1 (gateway rules) failed"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("ratelimit.yaml: gateway.team_billing")
-            && r.stderr.contains("invalid rate limit unit 'fortnight'"),
-        "{}",
-        r.stderr
+    r.assert_exit_naming(
+        1,
+        &[
+            "layer 1 (gateway rules) failed",
+            "ratelimit.yaml: gateway.team_billing",
+            "invalid rate limit unit 'fortnight'",
+        ],
     );
 }
 
 #[test]
 fn validate_with_a_missing_envoy_fails_naming_envoy_bin() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let file = write(dir.path(), "billing.json", BILLING);
-    let out = dir.path().join("out");
-    assert_eq!(render(&file, &out).code, 0);
+    let out = rendered_billing(dir.path());
     let r = run(&["validate", s(&out), "--envoy-bin", "/nonexistent/envoy"]);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("ENVOY_BIN=/nonexistent/envoy"),
-        "{}",
-        r.stderr
-    );
+    r.assert_exit_naming(1, &["ENVOY_BIN=/nonexistent/envoy"]);
 }
 
 #[test]
 fn validate_without_a_bundle_explains_why_it_is_needed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let r = run(&["validate", s(dir.path())]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("bundle.json: missing"), "{}", r.stderr);
+    r.assert_exit_naming(1, &["bundle.json: missing"]);
 }

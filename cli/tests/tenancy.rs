@@ -3,7 +3,9 @@
 
 mod common;
 
-use common::on_moto::{assert_register_refused, command, gatewayctl, list_json};
+use common::on_moto::{
+    assert_register_refused, assert_registers, command, gatewayctl, gatewayctl_ok, list_json,
+};
 use std::process::Stdio;
 
 fn new_table() -> String {
@@ -35,10 +37,9 @@ const STACK: &str = "arn:aws:cloudformation:us-east-1:222222222222:stack/invoice
 #[test]
 fn grants_are_added_listed_and_revoked() {
     let table = new_table();
-    let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let granted = gatewayctl_ok(&table, &["grant", "billing", "--account", "222222222222"]);
     assert_eq!(
-        run.stdout.trim(),
+        granted.trim(),
         "granted team billing to account 222222222222"
     );
     let run = gatewayctl(&table, &["grant", "billing", "--account", "222222222222"]);
@@ -51,26 +52,15 @@ fn grants_are_added_listed_and_revoked() {
         0
     );
 
-    let run = gatewayctl(&table, &["grant", "billing", "--account", "2222"]);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .contains("--account \"2222\" is not an AWS account id"),
-        "{}",
-        run.stderr
-    );
-    let run = gatewayctl(&table, &["grant", "Billing!", "--account", "222222222222"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("team"),
-        "the rejection names the field: {}",
-        run.stderr
-    );
+    gatewayctl(&table, &["grant", "billing", "--account", "2222"])
+        .assert_exit_naming(2, &["--account \"2222\" is not an AWS account id"]);
+    // The rejection names the field.
+    gatewayctl(&table, &["grant", "Billing!", "--account", "222222222222"])
+        .assert_exit_naming(1, &["team"]);
 
-    let run = gatewayctl(&table, &["grants"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let lines: Vec<&str> = run.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{}", run.stdout);
+    let grants = gatewayctl_ok(&table, &["grants"]);
+    let lines: Vec<&str> = grants.lines().collect();
+    assert_eq!(lines.len(), 3, "{grants}");
     assert!(lines[0].starts_with("TEAM") && lines[0].contains("ACCOUNT"));
     assert!(
         lines[1].starts_with("billing") && lines[1].contains("222222222222"),
@@ -94,10 +84,9 @@ fn grants_are_added_listed_and_revoked() {
         "who granted it: {doc}"
     );
 
-    let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let revoked = gatewayctl_ok(&table, &["revoke", "billing", "--account", "222222222222"]);
     assert_eq!(
-        run.stdout.trim(),
+        revoked.trim(),
         "revoked team billing from account 222222222222"
     );
     let run = gatewayctl(&table, &["revoke", "billing", "--account", "222222222222"]);
@@ -122,7 +111,7 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &file]).code, 0);
+    assert_registers(&table, &file);
 
     let run = gatewayctl(
         &table,
@@ -170,34 +159,14 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
         1
     );
 
-    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--operator"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("now owned by operators"),
-        "{}",
-        run.stdout
-    );
-    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    let adopted = gatewayctl_ok(&table, &["adopt", "billing/invoices-api", "--operator"]);
+    assert!(adopted.contains("now owned by operators"), "{adopted}");
+    gatewayctl_ok(&table, &["deregister", "billing/invoices-api"]);
 
-    let run = gatewayctl(&table, &["adopt", "billing/invoices-api", "--stack", STACK]);
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr
-            .contains("billing/invoices-api is not registered"),
-        "{}",
-        run.stderr
-    );
-    let run = gatewayctl(
-        &table,
-        &["adopt", "billing/invoices-api", "--stack", "my-stack"],
-    );
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(
-        run.stderr.contains("not a CloudFormation stack ARN"),
-        "{}",
-        run.stderr
-    );
+    gatewayctl(&table, &["adopt", "billing/invoices-api", "--stack", STACK])
+        .assert_exit_naming(1, &["billing/invoices-api is not registered"]);
+    let not_an_arn = ["adopt", "billing/invoices-api", "--stack", "my-stack"];
+    gatewayctl(&table, &not_an_arn).assert_exit_naming(2, &["not a CloudFormation stack ARN"]);
     let run = gatewayctl(&table, &["adopt", "billing/invoices-api"]);
     assert_eq!(
         run.code, 2,
@@ -210,34 +179,32 @@ fn adopt_hands_an_entry_to_a_stack_and_back() {
 fn a_host_inside_or_around_another_teams_host_is_refused_naming_the_holder() {
     let table = new_table();
     let dir = tempfile::tempdir().expect("tempdir");
-    let billing = entry_file(&dir, "billing", "invoices-api", "invoices", "/invoices");
-    assert_eq!(gatewayctl(&table, &["register", &billing]).code, 0);
-
-    let inside = entry_file(&dir, "payments", "pay", "x.invoices", "/pay");
+    let file = |team, service, host, path| entry_file(&dir, team, service, host, path);
+    assert_registers(
+        &table,
+        &file("billing", "invoices-api", "invoices", "/invoices"),
+    );
     assert_register_refused(
         &table,
-        &inside,
+        &file("payments", "pay", "x.invoices", "/pay"),
         "host invoices.api.example.com (enclosing x.invoices.api.example.com) is held by billing",
     );
 
-    let deep = entry_file(&dir, "search", "query", "a.b.c", "/q");
-    assert_eq!(gatewayctl(&table, &["register", &deep]).code, 0);
-    let around = entry_file(&dir, "payments", "pay", "c", "/pay");
+    assert_registers(&table, &file("search", "query", "a.b.c", "/q"));
+    let around = file("payments", "pay", "c", "/pay");
     assert_register_refused(
         &table,
         &around,
         "host a.b.c.api.example.com (inside c.api.example.com) is held by search",
     );
     // The same team nests freely, and once search leaves, c is free.
-    let own = entry_file(&dir, "search", "suggest", "b.c", "/s");
-    assert_eq!(gatewayctl(&table, &["register", &own]).code, 0);
+    assert_registers(&table, &file("search", "suggest", "b.c", "/s"));
     assert_eq!(
         gatewayctl(&table, &["deregister", "search/suggest"]).code,
         0
     );
     assert_eq!(gatewayctl(&table, &["deregister", "search/query"]).code, 0);
-    let run = gatewayctl(&table, &["register", &around]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_registers(&table, &around);
 }
 
 /// Twenty gatewayctl processes race: ten teams for `a.x`, ten for `x`. Exactly one wins, and

@@ -5,20 +5,12 @@
 
 mod support;
 
-use gateway_functions::reconcile::{Kept, Outcome, Stage};
-use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::registry::RegistryError;
 use gateway_adapters::store::ConfigStore;
+use gateway_functions::reconcile::{Kept, Outcome, Stage};
 use gateway_render::bounds::Totals;
 use gateway_render::Bounds;
-use support::{entry, Harness};
-
-/// The stage and reason of a run that must have rejected.
-fn rejected(outcome: &Outcome) -> (&Stage, &str) {
-    match outcome {
-        Outcome::Rejected { stage, reason, .. } => (stage, reason),
-        other => panic!("expected a rejection, got {other}"),
-    }
-}
+use support::{entry, rejected, Harness};
 
 fn rejection(err: RegistryError) -> Vec<String> {
     match err {
@@ -27,12 +19,15 @@ fn rejection(err: RegistryError) -> Vec<String> {
     }
 }
 
-/// Registers each step's entry (team, service, paths; the team's host) in order: one whose
-/// step names no problem must be accepted, any other refused with exactly that problem.
+/// Registers each step's entry (team, service, paths; the team's host) in order, through a
+/// registry held to `bounds`: one whose step names no problem must be accepted, any other
+/// refused with exactly that problem.
 async fn register_in_order(
-    registry: &DynamoRegistry,
+    h: &Harness,
+    bounds: Bounds,
     steps: &[(&str, &str, &[&str], Option<&str>)],
 ) {
+    let registry = h.registry_view().with_bounds(bounds);
     for (team, service, paths, refused) in steps {
         let result = registry.register(&entry(team, service, team, paths)).await;
         match (result, refused) {
@@ -43,17 +38,27 @@ async fn register_in_order(
     }
 }
 
+/// A reconcile run under the default bounds with one changed by `bound`, which must reject: its
+/// stage and reason.
+async fn rejected_under(h: &mut Harness, bound: impl FnOnce(&mut Bounds)) -> (Stage, String) {
+    let mut bounds = Bounds::default();
+    bound(&mut bounds);
+    h.cfg.bounds = bounds;
+    let outcome = h.reconcile().await;
+    let (stage, reason) = rejected(&outcome);
+    (stage.clone(), reason.to_string())
+}
+
 #[tokio::test]
 async fn registration_refuses_growth_beyond_the_bounds_naming_the_limit() {
     let h = Harness::start().await;
-    let bounds = Bounds {
-        max_entries_per_team: 2,
-        max_routes: 5,
-        ..Bounds::default()
-    };
-    let registry = h.registry_view().with_bounds(bounds);
     register_in_order(
-        &registry,
+        &h,
+        Bounds {
+            max_entries_per_team: 2,
+            max_routes: 5,
+            ..Bounds::default()
+        },
         &[
             ("billing", "a", &["/a"], None),
             ("billing", "b", &["/b", "/b2"], None),
@@ -90,13 +95,8 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
     assert!(matches!(h.reconcile().await, Outcome::Published { .. }));
     let live = h.live().await;
     // A bound lowered below what is live: no entry grew since, so nothing can be set aside.
-    h.cfg.bounds = Bounds {
-        max_entries_per_team: 1,
-        ..Bounds::default()
-    };
-    let over = h.reconcile().await;
-    let (stage, reason) = rejected(&over);
-    assert_eq!(*stage, Stage::Registry);
+    let (stage, reason) = rejected_under(&mut h, |b| b.max_entries_per_team = 1).await;
+    assert_eq!(stage, Stage::Registry);
     assert_eq!(
         reason,
         format!(
@@ -105,13 +105,8 @@ async fn the_reconciler_publishes_nothing_beyond_the_bounds() {
         )
     );
     h.register(entry("billing", "c", "billing", &["/c"])).await;
-    h.cfg.bounds = Bounds {
-        max_bundle_bytes: 1000,
-        ..Bounds::default()
-    };
-    let big = h.reconcile().await;
-    let (stage, reason) = rejected(&big);
-    assert_eq!(*stage, Stage::Render);
+    let (stage, reason) = rejected_under(&mut h, |b| b.max_bundle_bytes = 1000).await;
+    assert_eq!(stage, Stage::Render);
     assert!(
         reason.starts_with("bundle.json is ")
             && reason.ends_with("at most 1000 (GATEWAY_MAX_BUNDLE_BYTES)"),
@@ -213,9 +208,9 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
         max_clusters: 2,
         ..Bounds::default()
     };
-    let registry = h.registry_view().with_bounds(bounds);
     register_in_order(
-        &registry,
+        &h,
+        bounds,
         &[
             ("billing", "a", &["/a"], None),
             ("shop", "cart", &["/a"], None),

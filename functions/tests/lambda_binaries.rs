@@ -242,11 +242,7 @@ async fn the_register_binary_answers_direct_cloudformation_and_sns_events() {
         got,
         json!({ "ok": true, "outcome": "created", "revision": 1 })
     );
-    let stored = registry
-        .get("billing/invoices-api")
-        .await
-        .expect("read the table")
-        .expect("the entry is in the table");
+    let stored = registry_support::stored_entry(&registry, "billing/invoices-api").await;
     assert_eq!(stored.entry, invoices);
 
     // A rejection names the field (a link-local backend is refused whatever the settings).

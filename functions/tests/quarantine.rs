@@ -4,10 +4,10 @@
 mod support;
 
 use gateway_functions::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
-use gateway_adapters::registry::{EntryState, RegistryError};
+use gateway_adapters::registry::EntryState;
 use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle, Entry};
-use support::{entry, Harness};
+use support::{entry, published, rejected, Harness};
 
 const MISSING_CA: &str = "/nonexistent/ca-certificates.crt";
 
@@ -52,6 +52,19 @@ async fn status_of(h: &Harness, id: &str) -> gateway_adapters::registry::EntrySt
     h.registry.status(id).await.expect("status").expect("row")
 }
 
+/// Registers tls/svc on the host `secure` with `backend` (an https one passes the checks and
+/// is refused by Envoy when the CA bundle is missing).
+async fn register_tls(h: &Harness, backend: &str) {
+    let mut tls = entry("tls", "svc", "secure", &["/s"]);
+    tls.backend = backend.into();
+    h.register(tls).await;
+}
+
+/// The version a run published, which the test expects it to.
+async fn published_version(h: &Harness) -> String {
+    published(&report(h).await.outcome).0.clone()
+}
+
 async fn seed_teams(h: &Harness, n: usize) {
     for i in 0..n {
         let team = format!("team{i}");
@@ -90,14 +103,10 @@ async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publish
     // A row that does not parse.
     put_unreadable_row(&h, "broken/svc").await;
     // Registered properly (the checks pass), but Envoy rejects its cluster.
-    let mut tls = entry("tls", "svc", "secure", &["/s"]);
-    tls.backend = "https://secure.internal.example:8443".into();
-    h.register(tls).await;
+    register_tls(&h, "https://secure.internal.example:8443").await;
 
     let run = report(&h).await;
-    let Outcome::Published { hash, .. } = &run.outcome else {
-        panic!("expected a publish, got {}", run.outcome)
-    };
+    let (_, hash) = published(&run.outcome);
     let mut ids: Vec<(&str, Kept)> = run
         .quarantined
         .iter()
@@ -184,15 +193,9 @@ async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publish
     assert!(total, "the undimensioned total the alarm watches");
 
     // Its guards stay: nobody takes the quarantined entry's host meanwhile.
-    let err = h
-        .registry
-        .register(&entry("thief", "svc", "secure", &["/s"]))
-        .await
-        .expect_err("host still held");
-    assert!(
-        matches!(&err, RegistryError::Conflict { holder, .. } if holder.contains("tls")),
-        "{err}"
-    );
+    let thief = entry("thief", "svc", "secure", &["/s"]);
+    let (_, holder) = support::registry_support::holder(h.registry.register(&thief).await);
+    assert!(holder.contains("tls"), "host still held: {holder}");
 
     // Status rows: team0 published at revision 2 in this bundle; the quarantined ones name why.
     let team0 = status_of(&h, "team0/svc").await;
@@ -220,20 +223,11 @@ async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publish
     assert_eq!(again.quarantined.len(), 4);
 
     // Fixed and registered again: it publishes and its status says so.
-    let mut fixed = entry("tls", "svc", "secure", &["/s"]);
-    fixed.backend = "http://127.0.0.1:8443".into();
-    h.register(fixed).await;
+    register_tls(&h, "http://127.0.0.1:8443").await;
     let run = report(&h).await;
-    let Outcome::Published { hash, .. } = &run.outcome else {
-        panic!("expected a publish, got {}", run.outcome)
-    };
+    let (_, hash) = published(&run.outcome);
     assert_eq!(run.quarantined.len(), 3);
-    let tls_status = h
-        .registry
-        .status("tls/svc")
-        .await
-        .expect("status")
-        .expect("row");
+    let tls_status = status_of(&h, "tls/svc").await;
     assert_eq!(tls_status.state(2), EntryState::Published);
     assert!(tls_status.quarantine.is_none());
     assert_eq!(tls_status.hash.as_deref(), Some(hash.as_str()));
@@ -243,18 +237,14 @@ async fn bad_rows_and_an_envoy_rejected_entry_are_set_aside_and_the_rest_publish
 async fn quarantine_beyond_the_share_rejects_as_before_and_publishes_nothing() {
     let h = Harness::start().await;
     seed_teams(&h, 3).await;
-    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
-        panic!("first publish")
-    };
+    let version_id = published_version(&h).await;
     for i in 0..2 {
         let mut bad = entry(&format!("team{i}"), "svc", &format!("team{i}"), &["/a"]);
         bad.backend = "http://169.254.169.254".into();
         h.put_raw_entry(&bad).await;
     }
     let run = report(&h).await;
-    let Outcome::Rejected { stage, reason, .. } = &run.outcome else {
-        panic!("expected a rejection, got {}", run.outcome)
-    };
+    let (stage, reason) = rejected(&run.outcome);
     assert_eq!(*stage, Stage::Registry);
     assert!(
         reason.contains("team0/svc: backend") && reason.contains("GATEWAY_QUARANTINE_MAX_SHARE"),
@@ -271,21 +261,15 @@ async fn quarantine_beyond_the_share_rejects_as_before_and_publishes_nothing() {
 async fn a_failure_the_live_versions_share_is_global_and_rejects() {
     let mut h = Harness::start().await;
     seed_teams(&h, 5).await;
-    let mut tls = entry("tls", "svc", "secure", &["/s"]);
-    tls.backend = "https://secure.internal.example:8443".into();
-    h.register(tls).await;
-    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
-        panic!("first publish")
-    };
+    register_tls(&h, "https://secure.internal.example:8443").await;
+    let version_id = published_version(&h).await;
     // The CA bundle disappears: the already-published https entry fails too, so no entry is
     // to blame and nothing is quarantined.
     h.cfg.render.upstream_ca_file = MISSING_CA.into();
     h.register(entry("team0", "svc", "team0", &["/a", "/b"]))
         .await;
     let run = report(&h).await;
-    let Outcome::Rejected { stage, reason, .. } = &run.outcome else {
-        panic!("expected a rejection, got {}", run.outcome)
-    };
+    let (stage, reason) = rejected(&run.outcome);
     assert!(
         matches!(stage, Stage::Validation(l) if l.contains("layer 3")),
         "{stage}"
@@ -304,19 +288,13 @@ async fn the_search_is_bounded_in_validations_and_then_rejects_as_before() {
     let mut h = Harness::start().await;
     h.cfg.render.upstream_ca_file = MISSING_CA.into();
     seed_teams(&h, 8).await;
-    let Outcome::Published { version_id, .. } = report(&h).await.outcome else {
-        panic!("first publish")
-    };
+    let version_id = published_version(&h).await;
     h.cfg.quarantine.max_validations = 2;
     h.register(entry("team0", "svc", "team0", &["/a", "/b"]))
         .await;
-    let mut tls = entry("tls", "svc", "secure", &["/s"]);
-    tls.backend = "https://secure.internal.example:8443".into();
-    h.register(tls).await;
+    register_tls(&h, "https://secure.internal.example:8443").await;
     let run = report(&h).await;
-    let Outcome::Rejected { reason, .. } = &run.outcome else {
-        panic!("expected a rejection, got {}", run.outcome)
-    };
+    let (_, reason) = rejected(&run.outcome);
     assert!(
         reason.contains("stopped after 2 validations") && reason.contains(MISSING_CA),
         "{reason}"

@@ -20,6 +20,25 @@ async fn timed(h: &Harness) -> (RunReport, f64) {
     (r, t.elapsed().as_secs_f64())
 }
 
+/// A run, timed, with its row (what it is, Envoy validations, seconds) added to `rows`.
+async fn measured(
+    h: &Harness,
+    rows: &mut Vec<(&'static str, usize, f64)>,
+    what: &'static str,
+) -> RunReport {
+    let (run, secs) = timed(h).await;
+    rows.push((what, run.validations, secs));
+    run
+}
+
+fn assert_published(run: &RunReport) {
+    assert!(
+        matches!(run.outcome, Outcome::Published { .. }),
+        "{}",
+        run.outcome
+    );
+}
+
 fn bad_tls(i: usize) -> gateway_render::Entry {
     let mut e = entry(
         &format!("team{i}"),
@@ -47,63 +66,46 @@ async fn quarantine_one_entry_among_a_thousand() {
         };
         h.put_raw_entry(&e).await;
     }
-    let (cold, secs) = timed(&h).await;
-    assert!(
-        matches!(cold.outcome, Outcome::Published { .. }),
-        "{}",
-        cold.outcome
-    );
+    let cold = measured(&h, &mut rows, "first publish, 1,000 new entries, 1 bad").await;
+    assert_published(&cold);
     assert_eq!(cold.quarantined.len(), 1);
-    rows.push((
-        "first publish, 1,000 new entries, 1 bad",
-        cold.validations,
-        secs,
-    ));
 
     // Warm, clean: one good change among 1,000 published entries.
     h.put_raw_entry(&entry("team1", "svc", "team1", &["/a", "/b"]))
         .await;
-    let (clean, secs) = timed(&h).await;
-    assert!(
-        matches!(clean.outcome, Outcome::Published { .. }),
-        "{}",
-        clean.outcome
-    );
-    rows.push((
+    let clean = measured(
+        &h,
+        &mut rows,
         "1 good change, 1 entry still quarantined from before",
-        clean.validations,
-        secs,
-    ));
+    )
+    .await;
+    assert_published(&clean);
 
     // Warm: one good change and one bad change among 1,000 published entries.
     h.put_raw_entry(&entry("team2", "svc", "team2", &["/a", "/b"]))
         .await;
     h.put_raw_entry(&bad_tls(3)).await;
-    let (one, secs) = timed(&h).await;
-    assert!(
-        matches!(one.outcome, Outcome::Published { .. }),
-        "{}",
-        one.outcome
-    );
+    let one = measured(
+        &h,
+        &mut rows,
+        "2 changed entries, 1 bad (+ 1 still quarantined)",
+    )
+    .await;
+    assert_published(&one);
     assert_eq!(
         one.quarantined.len(),
         2,
         "team500 stays quarantined, team3 joins"
     );
-    rows.push((
-        "2 changed entries, 1 bad (+ 1 still quarantined)",
-        one.validations,
-        secs,
-    ));
 
     // Warm: only the bad entry is changed.
     h.put_raw_entry(&bad_tls(4)).await;
-    let (only, secs) = timed(&h).await;
-    rows.push((
+    measured(
+        &h,
+        &mut rows,
         "1 changed entry, bad (+ 2 still quarantined)",
-        only.validations,
-        secs,
-    ));
+    )
+    .await;
 
     let mut table =
         String::from("| run (1,000 entries) | Envoy validations | seconds |\n|---|---|---|\n");

@@ -7,7 +7,24 @@ use gateway_functions::reconcile::{handle, reconcile, seed, Outcome, SeedOutcome
 use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle};
 use serde_json::json;
-use support::{entry, Harness};
+use support::{entry, published, Harness};
+
+/// Registers billing/invoices on the host `invoices` with `paths`.
+async fn register_invoices(h: &Harness, paths: &[&str]) {
+    h.register(entry("billing", "invoices", "invoices", paths))
+        .await;
+}
+
+/// A harness with billing/invoices registered and published by a first run; that run's version
+/// id and hash.
+async fn first_publish() -> (Harness, String, String) {
+    let h = Harness::start().await;
+    register_invoices(&h, &["/invoices"]).await;
+    let outcome = h.reconcile().await;
+    let (version_id, hash) = published(&outcome);
+    let (version_id, hash) = (version_id.clone(), hash.clone());
+    (h, version_id, hash)
+}
 
 #[tokio::test]
 async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
@@ -22,8 +39,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
         "a re-run seed never overwrites: {again}"
     );
 
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
+    register_invoices(&h, &["/invoices"]).await;
     h.register(entry("catalog", "products", "catalog", &["/products"]))
         .await;
 
@@ -46,13 +62,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
     assert_eq!(second, Outcome::Unchanged { hash: hash.clone() });
     assert_eq!(h.version_count().await, versions, "no new object version");
 
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/receipts"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/receipts"]).await;
     let third = h.reconcile().await;
     let Outcome::Published {
         hash: new_hash,
@@ -80,16 +90,7 @@ async fn publishes_once_then_stays_unchanged_then_publishes_a_change() {
 
 #[tokio::test]
 async fn a_render_envoy_rejects_is_kept_under_failed_and_nothing_is_published() {
-    let mut h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published {
-        version_id: live_version,
-        ..
-    } = h.reconcile().await
-    else {
-        panic!("first publish")
-    };
+    let (mut h, live_version, _) = first_publish().await;
 
     // A real Envoy rejection the registration checks cannot see: the reconciler's image lacks the
     // CA bundle an https backend's certificate validation names. Envoy refuses the cluster.
@@ -140,12 +141,7 @@ async fn a_render_envoy_rejects_is_kept_under_failed_and_nothing_is_published() 
 
 #[tokio::test]
 async fn an_entry_written_straight_into_the_table_is_held_to_the_checks() {
-    let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published { version_id, .. } = h.reconcile().await else {
-        panic!("first publish")
-    };
+    let (h, version_id, _) = first_publish().await;
     let mut bad = entry("intruder", "meta", "meta", &["/meta"]);
     bad.backend = "http://169.254.169.254".into();
     h.put_raw_entry(&bad).await;
@@ -167,12 +163,7 @@ async fn an_entry_written_straight_into_the_table_is_held_to_the_checks() {
 
 #[tokio::test]
 async fn zero_entries_keep_the_live_config() {
-    let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published { version_id, .. } = h.reconcile().await else {
-        panic!("first publish")
-    };
+    let (h, version_id, _) = first_publish().await;
     h.registry
         .deregister("billing/invoices")
         .await
@@ -184,24 +175,13 @@ async fn zero_entries_keep_the_live_config() {
 
 #[tokio::test]
 async fn drift_holds_until_restore_or_resume() {
-    let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published { hash: good, .. } = h.reconcile().await else {
-        panic!("first publish")
-    };
+    let (h, _, good) = first_publish().await;
 
     // Level-2 kill switch: the reconciler must hold, and a team's deploy must not undo it.
     let (ks_version, ks_hash) = kill_switch(&h.store, &h.cfg.render)
         .await
         .expect("kill switch");
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/late"],
-    ))
-    .await;
+    register_invoices(&h, &["/invoices", "/late"]).await;
     for _ in 0..2 {
         let outcome = h.reconcile().await;
         assert!(
@@ -240,19 +220,8 @@ async fn drift_holds_until_restore_or_resume() {
 
 #[tokio::test]
 async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
-    let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published { version_id: v1, .. } = h.reconcile().await else {
-        panic!("first publish")
-    };
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/v2"],
-    ))
-    .await;
+    let (h, v1, _) = first_publish().await;
+    register_invoices(&h, &["/invoices", "/v2"]).await;
     let versions = h.version_count().await;
 
     // S3 refuses the upload: nothing published, state untouched.
@@ -283,8 +252,7 @@ async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
 #[tokio::test]
 async fn stream_schedule_and_direct_events_run_the_same_reconcile() {
     let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
+    register_invoices(&h, &["/invoices"]).await;
     let stream = json!({"Records": [{"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": "ENTRY#evil/x"}}}}]});
     let schedule = json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
     let direct = json!({});
@@ -306,19 +274,8 @@ async fn stream_schedule_and_direct_events_run_the_same_reconcile() {
 
 #[tokio::test]
 async fn overlapping_runs_publish_one_version_and_agree_on_state() {
-    let h = Harness::start().await;
-    h.register(entry("billing", "invoices", "invoices", &["/invoices"]))
-        .await;
-    let Outcome::Published { .. } = h.reconcile().await else {
-        panic!("first publish")
-    };
-    h.register(entry(
-        "billing",
-        "invoices",
-        "invoices",
-        &["/invoices", "/both"],
-    ))
-    .await;
+    let (h, _, _) = first_publish().await;
+    register_invoices(&h, &["/invoices", "/both"]).await;
     let versions = h.version_count().await;
     let (a, b) = tokio::join!(
         reconcile(&h.registry, &h.store, &h.metrics, &h.cfg),

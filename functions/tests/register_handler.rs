@@ -68,6 +68,13 @@ async fn granted() -> DynamoRegistry {
     reg
 }
 
+/// `granted`, with `holder` registered.
+async fn granted_holding(holder: &gateway_render::Entry) -> DynamoRegistry {
+    let reg = granted().await;
+    reg.register(holder).await.expect("holder");
+    reg
+}
+
 /// The handler's answer to `event`, which it must handle (an answer, not an error).
 async fn call(reg: &DynamoRegistry, event: Value) -> Value {
     handle(reg, &http(), GATEWAY_ACCOUNT, event)
@@ -247,11 +254,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
     .await;
     let put = answered(&mut rx).await;
     assert_eq!(put.body["Status"], "SUCCESS", "{}", put.body);
-    let stored = reg
-        .get("billing/invoices-api")
-        .await
-        .expect("get")
-        .expect("registered");
+    let stored = registry_support::stored_entry(&reg, "billing/invoices-api").await;
     assert_eq!(
         serde_json::to_value(&stored.entry.routes[0].limits).expect("json"),
         json!([ { "per": "client-ip", "requests": 100, "every": "minute" }, { "burst": 20 } ])
@@ -260,10 +263,7 @@ async fn custom_resource_object_properties_arrive_as_strings_and_are_coerced() {
 
 #[tokio::test]
 async fn failed_create_then_its_delete_leaves_the_holder_alone() {
-    let reg = granted().await;
-    reg.register(&entry("payments", "pay", "invoices", &["/pay"]))
-        .await
-        .expect("holder");
+    let reg = granted_holding(&entry("payments", "pay", "invoices", &["/pay"])).await;
     let (url, mut rx) = response_url(200).await;
     let e = invoices_api();
     let answer = call(&reg, cfn_create(&url, "req-3", &e)).await;
@@ -308,12 +308,8 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(put.body["PhysicalResourceId"], "billing/invoices-v2");
 
     // CloudFormation's cleanup: Delete with the old physical id.
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r3", &old, "billing/invoices-v1"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r3", &old, "billing/invoices-v1");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     let ids: Vec<_> = reg
         .list()
@@ -326,22 +322,15 @@ async fn update_that_renames_the_service_registers_the_new_id_then_delete_remove
     assert_eq!(ids, vec!["billing/invoices-v2"]);
 
     // A Delete of something already gone succeeds.
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r4", &old, "billing/invoices-v1"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r4", &old, "billing/invoices-v1");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reason(&put).contains("was not registered"), "{}", put.body);
 }
 
 #[tokio::test]
 async fn failed_update_keeps_the_physical_id() {
-    let reg = granted().await;
-    reg.register(&entry("billing", "holder", "invoices", &["/taken"]))
-        .await
-        .expect("holder");
+    let reg = granted_holding(&entry("billing", "holder", "invoices", &["/taken"])).await;
     let (url, mut rx) = response_url(200).await;
     let mine = entry("billing", "mine", "invoices", &["/mine"]);
     let put = put_for(&reg, &mut rx, cfn_create(&url, "c1", &mine)).await;
@@ -455,12 +444,8 @@ async fn a_revoked_account_can_neither_change_nor_delete() {
         "{}",
         put.body
     );
-    let put = put_for(
-        &reg,
-        &mut rx,
-        cfn_delete(&url, "r3", &e, "billing/invoices-api"),
-    )
-    .await;
+    let delete = cfn_delete(&url, "r3", &e, "billing/invoices-api");
+    let put = put_for(&reg, &mut rx, delete).await;
     assert_eq!(put.body["Status"], "SUCCESS");
     assert!(reason(&put).contains("left alone"), "{}", put.body);
     assert_eq!(

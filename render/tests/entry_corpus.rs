@@ -423,28 +423,27 @@ fn paths(v: &Value, prefix: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
     }
 }
 
-fn get_mut<'v>(v: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
-    let mut cur = v;
+/// `steps` as a JSON pointer, so that `Value::pointer` and `Value::pointer_mut` walk them (the
+/// steps come from the value's own shape, so a pointer's reading of a numeric key as an index
+/// never arises).
+fn pointer(steps: &[Step]) -> String {
+    let mut out = String::new();
     for s in steps {
-        cur = match (s, cur) {
-            (Step::Key(k), Value::Object(m)) => m.get_mut(k)?,
-            (Step::Index(i), Value::Array(a)) => a.get_mut(*i)?,
-            _ => return None,
-        };
+        out.push('/');
+        match s {
+            Step::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => out.push_str(&i.to_string()),
+        }
     }
-    Some(cur)
+    out
+}
+
+fn get_mut<'v>(v: &'v mut Value, steps: &[Step]) -> Option<&'v mut Value> {
+    v.pointer_mut(&pointer(steps))
 }
 
 fn get<'v>(v: &'v Value, steps: &[Step]) -> Option<&'v Value> {
-    let mut cur = v;
-    for s in steps {
-        cur = match (s, cur) {
-            (Step::Key(k), Value::Object(m)) => m.get(k)?,
-            (Step::Index(i), Value::Array(a)) => a.get(*i)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
+    v.pointer(&pointer(steps))
 }
 
 /// Values any field may be replaced by: every JSON type, and the values near each bound.
@@ -898,31 +897,34 @@ fn write_js(v: &Value, out: &mut String) {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&js_number(n.as_f64().unwrap_or(0.0))),
         Value::String(s) => write_js_string(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_js(item, out);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => write_js_list(out, ('[', ']'), items, write_js),
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort_by_key(|k| array_index(k).map_or((1, 0), |i| (0, i)));
-            out.push('{');
-            for (i, k) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+            write_js_list(out, ('{', '}'), keys, |k, out| {
                 write_js_string(k, out);
                 out.push(':');
                 write_js(&map[k.as_str()], out);
-            }
-            out.push('}');
+            });
         }
     }
+}
+
+/// `items` between `open` and `close`, comma-separated, each written by `write_item`.
+fn write_js_list<T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = T>,
+    mut write_item: impl FnMut(T, &mut String),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_item(item, out);
+    }
+    out.push(close);
 }
 
 /// A key JavaScript treats as an array index (`"0"`, `"12"`, not `"012"`).

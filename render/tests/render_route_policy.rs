@@ -20,6 +20,11 @@ fn corpus_entry(file: &str) -> Entry {
         .unwrap_or_else(|r| panic!("{file}:\n{r}"))
 }
 
+/// The corpus entry `file`, rendered alone.
+fn render_corpus_entry(file: &str) -> Rendered {
+    render(&[corpus_entry(file)], &config()).expect("renders")
+}
+
 fn routes(rendered: &Rendered) -> &Vec<Value> {
     rendered.route_config["virtual_hosts"][0]["routes"]
         .as_array()
@@ -47,11 +52,7 @@ fn gateway_validator_count(rc: &Value) -> usize {
 
 #[test]
 fn the_design_example_renders_every_field() {
-    let rendered = render(
-        &[corpus_entry("route-policy-design-example.json")],
-        &config(),
-    )
-    .expect("renders");
+    let rendered = render_corpus_entry("route-policy-design-example.json");
     let r = named(&rendered, "billing.invoices-api:GET:/invoices");
     assert_eq!(r["route"]["timeout"], "5s");
     assert_eq!(
@@ -114,11 +115,7 @@ fn the_design_example_renders_every_field() {
 
 #[test]
 fn shared_paths_patterns_percent_and_websocket() {
-    let rendered = render(
-        &[corpus_entry("route-policy-shared-path-and-bounds.json")],
-        &config(),
-    )
-    .expect("renders");
+    let rendered = render_corpus_entry("route-policy-shared-path-and-bounds.json");
     let names: Vec<&str> = routes(&rendered)
         .iter()
         .map(|r| r["name"].as_str().expect("name"))

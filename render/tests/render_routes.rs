@@ -21,6 +21,16 @@ fn vhost<'a>(rendered: &'a gateway_render::Rendered, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no virtual host {name}"))
 }
 
+/// The route called `name` in the virtual host `host`.
+fn named_route<'a>(rendered: &'a gateway_render::Rendered, host: &str, name: &str) -> &'a Value {
+    vhost(rendered, host)["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no route {name} in {host}"))
+}
+
 fn route_names(vhost: &Value) -> Vec<String> {
     vhost["routes"]
         .as_array()
@@ -157,17 +167,7 @@ fn method_specific_comes_before_method_less_at_the_same_prefix_length() {
 #[test]
 fn matches_are_segment_aware_and_methods_use_the_method_header() {
     let rendered = render_examples();
-    let routes = vhost(&rendered, "invoices.api.example.com")["routes"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let by_name = |name: &str| {
-        routes
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name}"))
-            .clone()
-    };
+    let by_name = |name: &str| named_route(&rendered, "invoices.api.example.com", name);
     assert_eq!(
         by_name("billing.invoices-api:GET:/invoices")["match"],
         json!({ "path_separated_prefix": "/invoices", "headers": [{ "name": ":method", "string_match": { "exact": "GET" } }] })
@@ -232,14 +232,11 @@ fn a_team_route_on_the_root_for_all_methods_replaces_the_fallback() {
 #[test]
 fn burst_becomes_a_local_token_bucket_refilled_every_second() {
     let rendered = render_examples();
-    let routes = vhost(&rendered, "invoices.api.example.com")["routes"]
-        .as_array()
-        .unwrap()
-        .clone();
-    let post = routes
-        .iter()
-        .find(|r| r["name"] == "billing.invoices-api:POST:/invoices")
-        .unwrap();
+    let post = named_route(
+        &rendered,
+        "invoices.api.example.com",
+        "billing.invoices-api:POST:/invoices",
+    );
     let local = &post["typed_per_filter_config"][LOCAL_RATE_LIMIT_FILTER];
     assert_eq!(
         local["token_bucket"],
@@ -255,10 +252,11 @@ fn burst_becomes_a_local_token_bucket_refilled_every_second() {
     );
     assert_eq!(local["status"]["code"], "TooManyRequests");
     assert!(local["stat_prefix"].is_string());
-    let get = routes
-        .iter()
-        .find(|r| r["name"] == "billing.invoices-api:GET:/invoices")
-        .unwrap();
+    let get = named_route(
+        &rendered,
+        "invoices.api.example.com",
+        "billing.invoices-api:GET:/invoices",
+    );
     assert!(
         get.get("typed_per_filter_config").is_none(),
         "no burst, no local bucket"

@@ -4,7 +4,6 @@ mod common;
 
 use common::*;
 use gateway_bootstrap::{gateway_bootstrap, proxy_args, AdminAddress, BootstrapParams};
-use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::free_port;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -13,10 +12,7 @@ use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_waits_for_envoy_through_the_admin_socket() {
-    let moto = shared_moto();
-    let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
+    let (moto, backend, bucket, dirs) = billing_fixture().await;
     let socket_dir = tempfile::tempdir().expect("tempdir");
     let socket = socket_dir.path().join("admin.sock");
     let admin = format!("unix:{}", socket.display());

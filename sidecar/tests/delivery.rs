@@ -32,11 +32,17 @@ fn two_teams(billing: &Backend, shop: &Backend) -> Vec<gateway_render::Entry> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
+/// Billing's and shop's backends, and a gateway delivering `two_teams` on them.
+async fn two_teams_gateway() -> (Backend, Backend, Gateway) {
     let billing = Backend::start("billing");
     let shop = Backend::start("shop");
     let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
+    (billing, shop, gw)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
+    let (billing, _shop, gw) = two_teams_gateway().await;
 
     assert_eq!(gw.sidecar.healthz().await, Some(200));
     let status = gw.sidecar.status().await.expect("status");
@@ -85,9 +91,7 @@ async fn first_delivery_before_envoy_then_routing_by_host_path_and_method() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_route_burst_limit_answers_429() {
-    let billing = Backend::start("billing");
-    let shop = Backend::start("shop");
-    let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
+    let (_billing, _shop, gw) = two_teams_gateway().await;
     let mut codes = Vec::new();
     for _ in 0..10 {
         codes.push(gw.code("GET", "billing", "/burst").await);
@@ -108,9 +112,7 @@ async fn per_route_burst_limit_answers_429() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runtime_kill_switch_stops_every_request_and_lifts() {
-    let billing = Backend::start("billing");
-    let shop = Backend::start("shop");
-    let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
+    let (billing, shop, gw) = two_teams_gateway().await;
     assert_eq!(gw.code("GET", "billing", "/invoices").await, 200);
 
     let (code, body) = gw
@@ -142,9 +144,7 @@ async fn runtime_kill_switch_stops_every_request_and_lifts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_switch_bundle_stops_all_traffic_and_restore_brings_it_back() {
-    let billing = Backend::start("billing");
-    let shop = Backend::start("shop");
-    let gw = Gateway::start(shared_moto(), &two_teams(&billing, &shop)).await;
+    let (_billing, _shop, gw) = two_teams_gateway().await;
     let pid = gw.envoy.pid();
 
     let killed = render_kill_switch(&RenderConfig::new(DOMAIN));
@@ -188,10 +188,7 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
     // Its own moto: the metric is checked in CloudWatch, which is not per bucket.
     let moto = MotoServer::start();
     let billing = Backend::start("billing");
-    let limited = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
+    let limited = billing_routes(
         &billing.url(),
         vec![route(
             "/limited",
@@ -203,7 +200,7 @@ async fn global_limit_fails_open_without_a_limiter_and_is_reported() {
                 every: Unit::Minute,
             }],
         )],
-    )];
+    );
     let gw = Gateway::start(&moto, &limited).await;
     // Limit 1 a minute, nothing listening where the limiter should be: every request passes.
     let (passed, status) = gw.pass_until_limiter_errors_reported("/limited").await;

@@ -125,6 +125,23 @@ fn split_canary(weight: u32) -> Value {
     json!({"backend": "", "weight": weight, "header": {"name": "x-canary", "value": "always"}})
 }
 
+/// A GET of `path` on `host` through the gateway, with `header` when there is one.
+fn get_on(
+    gw: &Gateway,
+    host: &str,
+    path: &str,
+    header: Option<(&str, &str)>,
+) -> reqwest::RequestBuilder {
+    let req = gw
+        .client
+        .get(format!("http://{}{path}", gw.listener()))
+        .header(reqwest::header::HOST, format!("{host}.{DOMAIN}"));
+    match header {
+        Some((name, value)) => req.header(name, value),
+        None => req,
+    }
+}
+
 /// Which backends answered `n` requests, by name; anything but a 200 from a backend is counted
 /// under its status and body.
 async fn tally(
@@ -135,14 +152,7 @@ async fn tally(
 ) -> BTreeMap<String, usize> {
     let mut seen = BTreeMap::new();
     for i in 0..n {
-        let mut req = gw
-            .client
-            .get(format!("http://{}/r/{i}", gw.listener()))
-            .header(reqwest::header::HOST, format!("{host}.{DOMAIN}"));
-        if let Some((name, value)) = header {
-            req = req.header(name, value);
-        }
-        let key = match req.send().await {
+        let key = match get_on(gw, host, &format!("/r/{i}"), header).send().await {
             Ok(r) if r.status() == 200 => match r.json::<Value>().await {
                 Ok(v) => v["backend"].as_str().unwrap_or("?").to_string(),
                 Err(e) => format!("not JSON: {e}"),
@@ -283,14 +293,7 @@ async fn case_canary(gw: &Gateway, b: &Backends) -> Result<(), String> {
         let want = backend.url().trim_start_matches("http://").to_string();
         let mut seen_own = false;
         for _ in 0..30 {
-            let mut req = gw
-                .client
-                .get(format!("http://{}/who", gw.listener()))
-                .header(reqwest::header::HOST, format!("split.{DOMAIN}"));
-            if let Some((n, v)) = header {
-                req = req.header(n, v);
-            }
-            let v: Value = req
+            let v: Value = get_on(gw, "split", "/who", header)
                 .send()
                 .await
                 .map_err(|e| e.to_string())?
@@ -365,20 +368,27 @@ async fn case_health_check(gw: &Gateway, b: &Backends) -> Result<(), String> {
     // The canary fails its health check (its other paths still answer 200: only the active
     // check can know): its share moves to the main backend.
     b.hc_canary.set_healthy(false);
-    wait_all(gw, "health", "hc-main", 50, Duration::from_secs(20)).await?;
-    let after = tally(gw, "health", None, 200).await;
-    if after.get("hc-main") != Some(&200) {
-        return Err(format!("unhealthy canary still served: {after:?}"));
-    }
+    all_health_traffic_on(gw, "hc-main", "unhealthy canary still served").await?;
     // The main backend fails and the canary recovers: everything goes to the canary.
     b.hc_canary.set_healthy(true);
     b.hc_main.set_healthy(false);
-    wait_all(gw, "health", "hc-canary", 50, Duration::from_secs(20)).await?;
-    let after = tally(gw, "health", None, 200).await;
-    if after.get("hc-canary") != Some(&200) {
-        return Err(format!("unhealthy main backend still served: {after:?}"));
-    }
+    all_health_traffic_on(gw, "hc-canary", "unhealthy main backend still served").await?;
     b.hc_main.set_healthy(true);
+    Ok(())
+}
+
+/// Once the health checks have moved every request of the `health` entry to `served_by`, all
+/// of 200 more go there; else the error says `otherwise` and what served them.
+async fn all_health_traffic_on(
+    gw: &Gateway,
+    served_by: &str,
+    otherwise: &str,
+) -> Result<(), String> {
+    wait_all(gw, "health", served_by, 50, Duration::from_secs(20)).await?;
+    let after = tally(gw, "health", None, 200).await;
+    if after.get(served_by) != Some(&200) {
+        return Err(format!("{otherwise}: {after:?}"));
+    }
     Ok(())
 }
 

@@ -163,57 +163,36 @@ fn global(per: Per, header: Option<&str>, requests: u32, every: Unit) -> Limit {
 }
 
 fn billing(backend: &Backend, routes: Vec<gateway_render::Route>) -> Vec<Entry> {
-    vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        routes,
-    )]
+    billing_routes(&backend.url(), routes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_global_limit_is_counted_as_registered() {
     let moto = shared_moto();
     let backend = Backend::start("billing");
-    let entries = billing(
-        &backend,
+    // (path, per, header, requests, every): one limit a route, then a route with two.
+    let single = [
+        ("/per-ip", Per::ClientIp, None, 3, Unit::Minute),
+        ("/per-route", Per::Route, None, 2, Unit::Minute),
+        ("/per-header", Per::Header, Some("x-api-key"), 2, Unit::Hour),
+        ("/per-second", Per::Route, None, 2, Unit::Second),
+        ("/per-day", Per::Route, None, 1, Unit::Day),
+    ];
+    let mut routes: Vec<_> = single
+        .into_iter()
+        .map(|(path, per, header, requests, every)| {
+            route(path, None, vec![global(per, header, requests, every)])
+        })
+        .collect();
+    routes.push(route(
+        "/strictest",
+        None,
         vec![
-            route(
-                "/per-ip",
-                None,
-                vec![global(Per::ClientIp, None, 3, Unit::Minute)],
-            ),
-            route(
-                "/per-route",
-                None,
-                vec![global(Per::Route, None, 2, Unit::Minute)],
-            ),
-            route(
-                "/per-header",
-                None,
-                vec![global(Per::Header, Some("x-api-key"), 2, Unit::Hour)],
-            ),
-            route(
-                "/per-second",
-                None,
-                vec![global(Per::Route, None, 2, Unit::Second)],
-            ),
-            route(
-                "/per-day",
-                None,
-                vec![global(Per::Route, None, 1, Unit::Day)],
-            ),
-            route(
-                "/strictest",
-                None,
-                vec![
-                    global(Per::Route, None, 4, Unit::Minute),
-                    global(Per::ClientIp, None, 2, Unit::Minute),
-                ],
-            ),
+            global(Per::Route, None, 4, Unit::Minute),
+            global(Per::ClientIp, None, 2, Unit::Minute),
         ],
-    );
+    ));
+    let entries = billing(&backend, routes);
     let (gw, _rl_sidecar, _limiter) = start_stack(moto, &entries).await;
     clear_of_minute_boundary(30).await;
 

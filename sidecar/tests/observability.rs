@@ -5,7 +5,7 @@
 mod common;
 
 use aws_sdk_cloudwatch::types::{Dimension, Statistic};
-use common::{entry, route, Gateway, DOMAIN};
+use common::{billing, entry, route, Gateway, DOMAIN};
 use gateway_testkit::backend::{Backend, FAILING_PREFIX};
 use gateway_testkit::MotoServer;
 use serde_json::Value;
@@ -80,27 +80,17 @@ async fn access_log_request_ids_and_per_service_metrics() {
     let moto = MotoServer::start();
     let billing = Backend::start("billing");
     let search = Backend::start("search");
+    // Each team on its own host: its own path, and the prefix its backend fails on.
+    let team = |team: &str, service: &str, backend: &Backend, path: &str| {
+        let routes = vec![
+            route(path, None, vec![]),
+            route(FAILING_PREFIX, None, vec![]),
+        ];
+        entry(team, service, team, &backend.url(), routes)
+    };
     let entries = vec![
-        entry(
-            "billing",
-            "invoices",
-            "billing",
-            &billing.url(),
-            vec![
-                route("/invoices", None, vec![]),
-                route(FAILING_PREFIX, None, vec![]),
-            ],
-        ),
-        entry(
-            "search",
-            "catalog",
-            "search",
-            &search.url(),
-            vec![
-                route("/search", None, vec![]),
-                route(FAILING_PREFIX, None, vec![]),
-            ],
-        ),
+        team("billing", "invoices", &billing, "/invoices"),
+        team("search", "catalog", &search, "/search"),
     ];
     let gw = Gateway::start_with(&moto, &entries, &["--metrics-interval", "1"]).await;
 
@@ -279,13 +269,7 @@ async fn a_hanging_cloudwatch_never_slows_delivery() {
     let blackhole = std::net::TcpListener::bind("127.0.0.1:0").expect("black hole");
     let blackhole_url = format!("http://{}", blackhole.local_addr().expect("addr"));
     let backend = Backend::start("billing");
-    let first = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        vec![route("/invoices", None, vec![])],
-    )];
+    let first = billing(&backend.url(), &["/invoices"]);
     let bucket = Bucket::create(moto).await;
     let (_, first_hash) = bucket.publish(&first).await;
     let dirs = Dirs::new();
@@ -315,16 +299,7 @@ async fn a_hanging_cloudwatch_never_slows_delivery() {
     }
     // Let a publish start and hang on the black hole.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let second = vec![entry(
-        "billing",
-        "invoices",
-        "billing",
-        &backend.url(),
-        vec![
-            route("/invoices", None, vec![]),
-            route("/refunds", None, vec![]),
-        ],
-    )];
+    let second = billing(&backend.url(), &["/invoices", "/refunds"]);
     let (_, second_hash) = bucket.publish(&second).await;
     let started = Instant::now();
     sidecar

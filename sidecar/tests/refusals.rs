@@ -280,15 +280,9 @@ async fn an_uncompressed_version_from_before_compression_is_delivered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limit_mode_writes_only_the_rules_file() {
-    let moto = shared_moto();
-    let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
+    let (moto, backend, bucket, dirs) = billing_fixture().await;
     let limited = |n: u32| {
-        vec![entry(
-            "billing",
-            "invoices",
-            "billing",
+        billing_routes(
             &backend.url(),
             vec![route(
                 "/invoices",
@@ -300,7 +294,7 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
                     every: Unit::Minute,
                 }],
             )],
-        )]
+        )
     };
     // The first rules are published before the sidecar starts; the second while it runs.
     let mut sidecar = None;
@@ -344,10 +338,7 @@ fn assert_envoy_runs(envoy: &gateway_testkit::envoy::EnvoyProcess, hash: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_probe_usage_and_sigterm() {
-    let moto = shared_moto();
-    let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
+    let (moto, backend, bucket, dirs) = billing_fixture().await;
     let ports = EnvoyPorts::free();
     let admin = format!("http://{}", ports.admin);
     let once_args = envoy_mode_args(&bucket.name, &dirs, &admin, &["--once"]);

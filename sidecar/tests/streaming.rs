@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::generated::{generated, status_kib};
+use common::generated::{generated, route_counts, status_kib};
 use common::*;
 use gateway_adapters::store::{encoding, Writer};
 use gateway_render::contract::{BUNDLE_META_HASH, BUNDLE_META_WRITER, ROUTES_FILE};
@@ -52,10 +52,7 @@ async fn refusal(sidecar: &SidecarProcess, version: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_in_memory_reading_refused_is_refused_while_streaming() {
-    let moto = shared_moto();
-    let backend = Backend::start("billing");
-    let bucket = Bucket::create(moto).await;
-    let dirs = Dirs::new();
+    let (moto, backend, bucket, dirs) = billing_fixture().await;
     // Nothing listens here: a first delivery never asks Envoy, and nothing refused gets further.
     let admin = format!("http://{}", EnvoyPorts::free().admin);
     let good = Bundle::new(&rendered(&billing(&backend)), &[]);
@@ -156,11 +153,7 @@ async fn what_the_in_memory_reading_refused_is_refused_while_streaming() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: run with --ignored --nocapture"]
 async fn first_delivery_memory() {
-    let sizes: Vec<usize> = std::env::var("STREAMING_ROUTES")
-        .unwrap_or_else(|_| "10000".into())
-        .split(',')
-        .map(|n| n.trim().parse().expect("STREAMING_ROUTES: counts"))
-        .collect();
+    let sizes = route_counts("STREAMING_ROUTES", "10000");
     let moto = shared_moto();
     for routes in sizes {
         let entries: Vec<Entry> = (0..routes / 10).map(|i| generated(i, 10)).collect();

@@ -180,6 +180,16 @@ fn still_open(ports: &[u16]) -> Vec<u16> {
         .collect()
 }
 
+/// Nothing accepts connections on the demo's ports any more, `after` what; `output` is the
+/// demo's, for the failure message.
+fn assert_all_closed(ports: &Ports, after: &str, output: &str) {
+    let open = still_open(&ports.all());
+    assert!(
+        open.is_empty(),
+        "ports {open:?} still accept connections after {after}\n{output}"
+    );
+}
+
 #[test]
 fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
     let run_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("run dir: {e}"));
@@ -228,11 +238,7 @@ fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
         run_dir.path().join("envoy.json").is_file(),
         "the bootstrap is written in the run directory"
     );
-    let open = still_open(&ports.all());
-    assert!(
-        open.is_empty(),
-        "ports {open:?} still accept connections after the demo exited\n{output}"
-    );
+    assert_all_closed(&ports, "the demo exited", &output);
 }
 
 #[test]
@@ -274,11 +280,7 @@ fn a_failing_step_exits_1_with_the_reason_and_stops_what_it_started() {
     assert!(done.stderr.contains("failed at [6/13] seeding"), "{output}");
     assert!(done.stdout.contains("stopped"), "{output}");
     assert!(done.stdout.contains("moto's server"), "{output}");
-    let open = still_open(&ports.all());
-    assert!(
-        open.is_empty(),
-        "ports {open:?} still accept connections after the failure\n{output}"
-    );
+    assert_all_closed(&ports, "the failure", &output);
 }
 
 #[test]

@@ -20,7 +20,9 @@ mod common;
 #[path = "../../functions/tests/support/mod.rs"]
 mod support;
 
-use common::generated::{generated, generous_bounds, one_certificate_ca, status_kib};
+use common::generated::{
+    generated, generous_bounds, one_certificate_ca, route_counts, status_kib,
+};
 use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::store::ConfigStore;
@@ -178,11 +180,7 @@ async fn measure(routes: usize, ca: (&'static str, String)) -> Row {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement; run with --ignored"]
 async fn memory_envelope() {
-    let sizes: Vec<usize> = std::env::var("ENVELOPE_ROUTES")
-        .unwrap_or_else(|_| "10000,25000,50000".into())
-        .split(',')
-        .map(|s| s.trim().parse().expect("ENVELOPE_ROUTES: route counts"))
-        .collect();
+    let sizes = route_counts("ENVELOPE_ROUTES", "10000,25000,50000");
     let small_ca = one_certificate_ca();
     let mut rows = Vec::new();
     for &n in &sizes {

@@ -53,29 +53,52 @@ impl Stack {
     }
 }
 
+/// The watched directories (CDS, RDS) under `dir`, created empty.
+fn watched_dirs(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cds, rds) = (dir.join("cds"), dir.join("rds"));
+    std::fs::create_dir_all(&cds).expect("cds dir");
+    std::fs::create_dir_all(&rds).expect("rds dir");
+    (cds, rds)
+}
+
+/// `entries` rendered into the watched directories `cds` and `rds`, and the production
+/// bootstrap parameters on them with the listener at `listen` and the rate-limit service at
+/// `ratelimit` (its admin address left for the caller to set).
+fn production_params_serving(
+    entries: &[Entry],
+    (cds, rds): (&Path, &Path),
+    listen: SocketAddr,
+    ratelimit: SocketAddr,
+) -> BootstrapParams {
+    let rendered = render(entries, &RenderConfig::new(DOMAIN)).expect("the registry renders");
+    std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
+    std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
+    let mut params = BootstrapParams::production();
+    params.clusters_dir = cds.to_path_buf();
+    params.routes_dir = rds.to_path_buf();
+    params.listen = listen;
+    params.ratelimit = ratelimit;
+    params
+}
+
 /// The production bootstrap with only the places a test needs changed: the admin socket in a
 /// temporary directory, free listener port, test watched directories. `entries(listener)` gives
 /// the registry, rendered before Envoy starts (it exits when a watched file is missing).
 fn start(hops: u32, entries: impl Fn(SocketAddr) -> Vec<Entry>) -> Stack {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
-    std::fs::create_dir_all(&cds).expect("cds dir");
-    std::fs::create_dir_all(&rds).expect("rds dir");
+    let (cds, rds) = watched_dirs(dir.path());
     let socket = dir.path().join("admin.sock");
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, gateway_testkit::free_port()));
     let envoy = EnvoyProcess::start_with_admin_socket(
         &socket,
         |ports: EnvoyPorts| {
-            let rendered = render(&entries(ports.listener), &RenderConfig::new(DOMAIN))
-                .expect("the registry renders");
-            std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
-            std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
-            let mut params = BootstrapParams::production();
-            params.clusters_dir = cds.clone();
-            params.routes_dir = rds.clone();
-            params.listen = ports.listener;
+            let mut params = production_params_serving(
+                &entries(ports.listener),
+                (&cds, &rds),
+                ports.listener,
+                ratelimit,
+            );
             params.admin = gateway_bootstrap::AdminAddress::Unix(socket.clone());
-            params.ratelimit = ratelimit;
             params.xff_num_trusted_hops = hops;
             gateway_bootstrap(&params).expect("bootstrap")
         },
@@ -207,15 +230,18 @@ fn with_one_trusted_hop_the_client_is_the_address_the_load_balancer_saw() {
     let billing = Backend::start("billing");
     for (hops, client) in [(1, "7.7.7.7"), (2, "6.6.6.6")] {
         let stack = start(hops, |_| vec![entry("billing", "invoices", &billing.url())]);
+        let with_xff = |xff: &str| {
+            http::request_with_headers(
+                stack.listener(),
+                "GET",
+                BILLING,
+                "/invoices",
+                &[("x-forwarded-for", xff)],
+            )
+            .expect("answer")
+        };
         // The load balancer appends what it saw (7.7.7.7) to what the client wrote (6.6.6.6).
-        let r = http::request_with_headers(
-            stack.listener(),
-            "GET",
-            BILLING,
-            "/invoices",
-            &[("x-forwarded-for", "6.6.6.6, 7.7.7.7")],
-        )
-        .expect("answer");
+        let r = with_xff("6.6.6.6, 7.7.7.7");
         assert_eq!(r.status, 200, "{r:?}");
         assert_eq!(
             r.header("echo-x-envoy-external-address"),
@@ -223,14 +249,7 @@ fn with_one_trusted_hop_the_client_is_the_address_the_load_balancer_saw() {
             "{hops} trusted hop(s): {r:?}"
         );
         // A client that writes more addresses does not move its own.
-        let r = http::request_with_headers(
-            stack.listener(),
-            "GET",
-            BILLING,
-            "/invoices",
-            &[("x-forwarded-for", "1.1.1.1, 2.2.2.2, 6.6.6.6, 7.7.7.7")],
-        )
-        .expect("answer");
+        let r = with_xff("1.1.1.1, 2.2.2.2, 6.6.6.6, 7.7.7.7");
         assert_eq!(r.header("echo-x-envoy-external-address"), Some(client));
     }
 }
@@ -241,9 +260,7 @@ fn with_one_trusted_hop_the_client_is_the_address_the_load_balancer_saw() {
 fn control_a_tcp_admin_is_one_route_away() {
     let billing = Backend::start("billing");
     let dir = tempfile::tempdir().expect("tempdir");
-    let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
-    std::fs::create_dir_all(&cds).expect("cds dir");
-    std::fs::create_dir_all(&rds).expect("rds dir");
+    let (cds, rds) = watched_dirs(dir.path());
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, gateway_testkit::free_port()));
     let envoy = EnvoyProcess::start_with_args(
         |ports: EnvoyPorts| {
@@ -251,15 +268,9 @@ fn control_a_tcp_admin_is_one_route_away() {
                 entry("billing", "invoices", &billing.url()),
                 entry("eve", "admin", &format!("http://{}", ports.admin)),
             ];
-            let rendered = render(&entries, &RenderConfig::new(DOMAIN)).expect("renders");
-            std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
-            std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
-            let mut params = BootstrapParams::production();
-            params.clusters_dir = cds.clone();
-            params.routes_dir = rds.clone();
-            params.listen = ports.listener;
+            let mut params =
+                production_params_serving(&entries, (&cds, &rds), ports.listener, ratelimit);
             params.admin = ports.admin.into();
-            params.ratelimit = ratelimit;
             gateway_bootstrap(&params).expect("bootstrap")
         },
         |file: &Path| proxy_args(file, true),

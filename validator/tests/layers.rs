@@ -110,64 +110,75 @@ fn envoy_rejects_a_domain_shared_by_two_virtual_hosts() {
     );
 }
 
+/// Envoy's summary when it refuses `clusters` behind one virtual host that routes to `cluster`.
+fn envoy_refusal(clusters: Vec<Value>, cluster: &str) -> String {
+    let rc = route_config(vec![vhost("one", "x.api.example.com", cluster)]);
+    rejected_by_envoy(&config_view(&clusters, &rc)).0
+}
+
+/// Cluster `a` with `field` set to `value`.
+fn cluster_a_with(field: &str, value: Value) -> Value {
+    let mut bad = cluster("a");
+    bad[field] = value;
+    bad
+}
+
 #[test]
 fn envoy_rejects_a_route_to_a_missing_cluster() {
-    let clusters = vec![cluster("a")];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster("a")], "nowhere");
     assert!(summary.contains("nowhere"), "{summary}");
 }
 
 #[test]
 fn envoy_rejects_a_malformed_cluster() {
-    let mut bad = cluster("a");
-    bad["connect_timeout"] = json!("soon");
-    let clusters = vec![bad];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster_a_with("connect_timeout", json!("soon"))], "a");
     assert!(summary.contains("connect_timeout"), "{summary}");
 }
 
 #[test]
 fn envoy_rejects_unknown_fields_in_the_inlined_config() {
-    let mut bad = cluster("a");
-    bad["bogus_field"] = json!(1);
-    let clusters = vec![bad];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let (summary, _) = rejected_by_envoy(&config_view(&clusters, &rc));
+    let summary = envoy_refusal(vec![cluster_a_with("bogus_field", json!(1))], "a");
     assert!(summary.contains("bogus_field"), "{summary}");
+}
+
+/// The layer that fails `clusters` behind one virtual host routing to `cluster`, counted as
+/// (entries, routes), and the failure's message; `why` says why it must fail.
+fn failing_layer(
+    clusters: &[Value],
+    cluster: &str,
+    (entries, routes): (usize, usize),
+    why: &str,
+) -> (Layer, String) {
+    let rc = route_config(vec![vhost("one", "x.api.example.com", cluster)]);
+    let failure = all(&config_view(clusters, &rc), entries, routes).expect_err(why);
+    let message = failure.to_string();
+    (failure.layer, message)
 }
 
 #[test]
 fn validate_all_names_the_failing_layer() {
-    let clusters = vec![cluster("a")];
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "nowhere")]);
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 1, 1).expect_err("route to a missing cluster");
-    assert_eq!(failure.layer, Layer::Rules);
+    let (layer, message) = failing_layer(
+        &[cluster("a")],
+        "nowhere",
+        (1, 1),
+        "route to a missing cluster",
+    );
+    assert_eq!(layer, Layer::Rules);
     assert!(
-        failure
-            .to_string()
-            .contains("cluster nowhere is not in clusters.json"),
-        "{failure}"
+        message.contains("cluster nowhere is not in clusters.json"),
+        "{message}"
     );
 
-    let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 4, 0).expect_err("entries without routes");
-    assert_eq!(failure.layer, Layer::EmptyRender);
+    let (layer, _) = failing_layer(&[cluster("a")], "a", (4, 0), "entries without routes");
+    assert_eq!(layer, Layer::EmptyRender);
 
-    let mut bad = cluster("a");
-    bad["connect_timeout"] = json!("soon");
-    let clusters = vec![bad];
-    let view = config_view(&clusters, &rc);
-    let failure = all(&view, 1, 1).expect_err("malformed cluster");
-    assert_eq!(failure.layer, Layer::Envoy);
+    let malformed = [cluster_a_with("connect_timeout", json!("soon"))];
+    let (layer, message) = failing_layer(&malformed, "a", (1, 1), "malformed cluster");
+    assert_eq!(layer, Layer::Envoy);
     assert!(
-        failure
-            .to_string()
+        message
             .starts_with("layer 3 (envoy --mode validate) failed: envoy --mode validate rejected"),
-        "{failure}"
+        "{message}"
     );
 }
 

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use gateway_adapters::aws::dynamodb_client;
-use gateway_adapters::registry::{DynamoRegistry, RegistryError};
+use gateway_adapters::registry::{DynamoRegistry, RegistryError, StoredEntry};
 use gateway_render::check::Policy;
 use gateway_render::{Entry, Route};
 use gateway_testkit::{unique_name, MotoServer};
@@ -32,6 +32,35 @@ pub async fn registry() -> DynamoRegistry {
         .unwrap_or_else(|e| panic!("creating the table: {e}"));
     assert!(created, "a fresh table name must be created");
     registry
+}
+
+/// A registry on a new table of the shared server, holding `first`.
+pub async fn registry_holding(first: &Entry) -> DynamoRegistry {
+    let registry = registry().await;
+    registry
+        .register(first)
+        .await
+        .unwrap_or_else(|e| panic!("registering {}: {e}", first.id()));
+    registry
+}
+
+/// The stored entry `id`, which the test expects to be registered.
+pub async fn stored_entry(registry: &DynamoRegistry, id: &str) -> StoredEntry {
+    registry
+        .get(id)
+        .await
+        .unwrap_or_else(|e| panic!("reading {id}: {e}"))
+        .unwrap_or_else(|| panic!("{id} is not registered"))
+}
+
+/// An SDK call's output, or a panic saying what `doing` failed with (the SDK's whole context).
+fn or_panic<T, E: std::error::Error>(result: Result<T, E>, doing: &str) -> T {
+    result.unwrap_or_else(|e| {
+        panic!(
+            "{doing}: {}",
+            aws_sdk_dynamodb::error::DisplayErrorContext(&e)
+        )
+    })
 }
 
 /// A valid entry with one method-less route per path.
@@ -77,19 +106,14 @@ pub async fn rows(registry: &DynamoRegistry) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut start = None;
     loop {
-        let page = client
+        let scan = client
             .scan()
             .table_name(registry.table())
             .consistent_read(true)
             .set_exclusive_start_key(start.take())
             .send()
-            .await
-            .unwrap_or_else(|e| {
-                panic!(
-                    "scanning: {}",
-                    aws_sdk_dynamodb::error::DisplayErrorContext(&e)
-                )
-            });
+            .await;
+        let page = or_panic(scan, "scanning");
         for item in page.items() {
             let get = |k: &str| {
                 item.get(k)
@@ -115,7 +139,7 @@ pub async fn row(
     sk: &str,
 ) -> Option<std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
     use aws_sdk_dynamodb::types::AttributeValue;
-    client(moto())
+    let read = client(moto())
         .await
         .get_item()
         .table_name(registry.table())
@@ -123,13 +147,8 @@ pub async fn row(
         .key("sk", AttributeValue::S(sk.into()))
         .consistent_read(true)
         .send()
-        .await
-        .unwrap_or_else(|e| {
-            panic!(
-                "reading {pk}/{sk}: {}",
-                aws_sdk_dynamodb::error::DisplayErrorContext(&e)
-            )
-        })
+        .await;
+    or_panic(read, &format!("reading {pk}/{sk}"))
         .item()
         .cloned()
 }

@@ -14,6 +14,20 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// Asserts the exit code, and that stderr names each of `needles`.
+    pub fn assert_exit_naming(&self, code: i32, needles: &[&str]) {
+        assert_eq!(self.code, code, "{}", self.stderr);
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "stderr does not name {needle:?}: {}",
+                self.stderr
+            );
+        }
+    }
+}
+
 /// The exit code and output of a finished `gatewayctl`.
 pub fn finish(out: Output) -> Run {
     Run {
@@ -77,19 +91,8 @@ pub fn run_command_with_stdin(mut cmd: Command, stdin: &str) -> Run {
     finish(child.wait_with_output().expect("gatewayctl runs"))
 }
 
-pub const BILLING: &str = r#"{
-  "team": "billing",
-  "service": "invoices-api",
-  "host": "invoices",
-  "backend": "https://invoices.internal.example:8443",
-  "routes": [
-    { "path": "/invoices", "methods": ["GET"],
-      "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] },
-    { "path": "/invoices", "methods": ["POST"],
-      "limits": [ { "per": "route", "requests": 500, "every": "minute" }, { "burst": 20 } ] },
-    { "path": "/invoices/export", "limits": [ { "per": "header", "header": "x-api-key", "requests": 10, "every": "hour" } ] }
-  ]
-}"#;
+/// Billing's `invoices-api`, the sample entry in `examples/entries`.
+pub const BILLING: &str = include_str!("../../../examples/entries/billing-invoices-api.json");
 
 pub const SHIPPING: &str = r#"[
   {"team": "shipping", "service": "tracker", "host": "track", "backend": "http://127.0.0.1:9000", "routes": [{"path": "/track"}]},

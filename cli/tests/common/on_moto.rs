@@ -28,6 +28,13 @@ pub fn gatewayctl(table: &str, args: &[&str]) -> Run {
     finish(command(table, args).output().expect("gatewayctl runs"))
 }
 
+/// The output of `gatewayctl ARGS` on `table`, which must succeed.
+pub fn gatewayctl_ok(table: &str, args: &[&str]) -> String {
+    let run = gatewayctl(table, args);
+    assert_eq!(run.code, 0, "gatewayctl {args:?}: {}", run.stderr);
+    run.stdout
+}
+
 /// A new table (`gatewayctl init`) named from `prefix`.
 pub fn new_table(prefix: &str) -> String {
     let table = unique_name(prefix);
@@ -35,6 +42,12 @@ pub fn new_table(prefix: &str) -> String {
     assert_eq!(run.code, 0, "init: {}", run.stderr);
     assert!(run.stdout.contains("created table"), "{}", run.stdout);
     table
+}
+
+/// `gatewayctl register FILE` on `table` succeeds.
+pub fn assert_registers(table: &str, file: &str) {
+    let run = gatewayctl(table, &["register", file]);
+    assert_eq!(run.code, 0, "register {file}: {}", run.stderr);
 }
 
 /// `gatewayctl register FILE` on `table` exits 1 with `reason` as its whole message.

@@ -7,14 +7,14 @@ pub mod registry_support;
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{
-    reconcile, BuildIdentity, Outcome, ReconcileConfig, ReconcileError,
-};
 use gateway_adapters::registry::{
     DynamoRegistry, PublishedState, Registry, RegistryError, RegistrySnapshot, RenderRecord,
 };
 use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
+};
+use gateway_functions::reconcile::{
+    reconcile, BuildIdentity, Outcome, ReconcileConfig, ReconcileError, Stage,
 };
 use gateway_render::bounds::Bounds;
 use gateway_render::check::Policy;
@@ -33,6 +33,24 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
         backend: "http://127.0.0.1:9".into(),
         ..registry_support::entry(team, service, host, paths)
+    }
+}
+
+/// The stage and reason of an outcome the test expects to be a rejection.
+pub fn rejected(outcome: &Outcome) -> (&Stage, &str) {
+    match outcome {
+        Outcome::Rejected { stage, reason, .. } => (stage, reason),
+        other => panic!("expected a rejection, got {other}"),
+    }
+}
+
+/// The version id and hash of an outcome the test expects to be a publish.
+pub fn published(outcome: &Outcome) -> (&String, &String) {
+    match outcome {
+        Outcome::Published {
+            version_id, hash, ..
+        } => (version_id, hash),
+        other => panic!("expected a publish, got {other}"),
     }
 }
 

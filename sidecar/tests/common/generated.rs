@@ -6,6 +6,20 @@ use gateway_render::bounds::Bounds;
 use gateway_render::Entry;
 use serde_json::json;
 
+/// The route counts a measurement runs at: the comma-separated list in the environment
+/// variable `var`, else `default`.
+pub fn route_counts(var: &str, default: &str) -> Vec<usize> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("{var}: route counts, {n:?}: {e}"))
+        })
+        .collect()
+}
+
 /// Entry `i` of a generated registry: `routes` routes under its own prefix, every limit kind
 /// spread over them, one https backend on a private address (no DNS involved). Four entries
 /// share each team's host.

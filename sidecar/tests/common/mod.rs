@@ -9,6 +9,7 @@ pub mod traffic;
 use gateway_adapters::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
 use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};
+use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::{free_port, unique_name, MotoServer};
 use serde_json::Value;
@@ -59,6 +60,11 @@ pub fn rendered(entries: &[Entry]) -> Rendered {
 /// path: the bundle most delivery tests publish.
 pub fn billing(backend: &str, paths: &[&str]) -> Vec<Entry> {
     let routes = paths.iter().map(|p| route(p, None, vec![])).collect();
+    billing_routes(backend, routes)
+}
+
+/// Billing's `invoices` on host `billing`, served by `backend`, with `routes`.
+pub fn billing_routes(backend: &str, routes: Vec<Route>) -> Vec<Entry> {
     vec![entry("billing", "invoices", "billing", backend, routes)]
 }
 
@@ -143,6 +149,15 @@ impl Bucket {
             .unwrap_or_else(|e| panic!("publishing into {}: {e}", self.name));
         (version, hash.to_string())
     }
+}
+
+/// Where a sidecar test of its own (no `Gateway`) starts: the shared moto, billing's backend, a
+/// new bucket on moto, and empty watched directories.
+pub async fn billing_fixture() -> (&'static MotoServer, Backend, Bucket, Dirs) {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let bucket = Bucket::create(moto).await;
+    (moto, backend, bucket, Dirs::new())
 }
 
 /// A CDS and an RDS watched directory, and a place for the state file outside both.

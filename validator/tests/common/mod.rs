@@ -37,18 +37,11 @@ pub const EMPTY_RULES: &str = "domain: gateway\n";
 /// A small registry with every limit kind, through the real renderer.
 pub fn sample_entries() -> Vec<Entry> {
     let docs = [
-        json!({
-            "team": "billing", "service": "invoices-api", "host": "invoices",
-            "backend": "https://invoices.internal.example:8443",
-            "routes": [
-                { "path": "/invoices", "methods": ["GET"],
-                  "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] },
-                { "path": "/invoices", "methods": ["POST"],
-                  "limits": [ { "per": "route", "requests": 500, "every": "minute" }, { "burst": 20 } ] },
-                { "path": "/invoices/export",
-                  "limits": [ { "per": "header", "header": "x-api-key", "requests": 10, "every": "hour" } ] }
-            ]
-        }),
+        // Billing's `invoices-api`, the sample entry in `examples/entries`.
+        serde_json::from_str(include_str!(
+            "../../../examples/entries/billing-invoices-api.json"
+        ))
+        .expect("the sample entry is JSON"),
         json!({"team": "shipping", "service": "tracker", "host": "track", "backend": "http://tracker.internal:8080",
                "routes": [{"path": "/track"}, {"path": "/track/live", "limits": [{"per": "client-ip", "requests": 5, "every": "second"}]}]}),
         json!({"team": "shipping", "service": "labels", "host": "track", "backend": "http://10.0.0.7",
