@@ -6,8 +6,8 @@
 mod registry_support;
 
 use gateway_adapters::registry::{
-    EntryStatus, PublishedState, PublishedStateRead, PublishedStateRecord, Registry, RegistryError,
-    RegistryReader, StateRow,
+    EntryStatus, PublishedState, PublishedStateRead, Registry, RegistryError, RegistryReader,
+    StateRow,
 };
 use registry_support::{client, invoices_api, moto, registry};
 
@@ -91,7 +91,7 @@ async fn a_state_row_without_a_policy_moves_the_published_state_under_its_condit
         row.record(None, &state("v2")).await,
         Err(RegistryError::StateConflict)
     ));
-    row.record_published_state(Some(&state("v1")), &state("v2"))
+    row.record(Some(&state("v1")), &state("v2"))
         .await
         .expect("record over the expected state");
     assert!(matches!(

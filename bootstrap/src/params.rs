@@ -1,7 +1,7 @@
 use crate::BootstrapError;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Where Envoy's admin endpoint listens. Production puts it on a Unix socket: no route, whatever
@@ -91,6 +91,25 @@ impl BootstrapParams {
             admin: AdminAddress::Unix(PathBuf::from(PRODUCTION_ADMIN_SOCKET)),
             ratelimit: SocketAddr::from((Ipv4Addr::LOCALHOST, PRODUCTION_RATE_LIMIT_PORT)),
             xff_num_trusted_hops: 1,
+        }
+    }
+
+    /// A local run's layout (the demo, tests): the caller's watched directories, listener, admin
+    /// address and rate-limit service, with `xff_num_trusted_hops` proxies in front (0: none, the
+    /// client's address is the peer's).
+    pub fn local(
+        (clusters_dir, routes_dir): (&Path, &Path),
+        (listen, admin): (SocketAddr, AdminAddress),
+        ratelimit: SocketAddr,
+        xff_num_trusted_hops: u32,
+    ) -> Self {
+        BootstrapParams {
+            clusters_dir: clusters_dir.to_path_buf(),
+            routes_dir: routes_dir.to_path_buf(),
+            listen,
+            admin,
+            ratelimit,
+            xff_num_trusted_hops,
         }
     }
 

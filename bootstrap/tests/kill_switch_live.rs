@@ -36,14 +36,12 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
     // The gateway bootstrap for the ports the kit chose, started with the proxy's arguments.
     let envoy = EnvoyProcess::start_with_args(
         |ports| {
-            let params = BootstrapParams {
-                clusters_dir: clusters_dir.clone(),
-                routes_dir: routes_dir.clone(),
-                listen: ports.listener,
-                admin: ports.admin.into(),
+            let params = BootstrapParams::local(
+                (&clusters_dir, &routes_dir),
+                (ports.listener, ports.admin.into()),
                 ratelimit,
-                xff_num_trusted_hops: 2,
-            };
+                2,
+            );
             gateway_bootstrap(&params).expect("valid params")
         },
         |config| {

@@ -307,14 +307,12 @@ fn runtime_kill_switch_flips_a_running_envoy() {
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start(
         |ports| {
-            let params = BootstrapParams {
-                clusters_dir: cds.clone(),
-                routes_dir: rds.clone(),
-                listen: ports.listener,
-                admin: ports.admin.into(),
+            let params = BootstrapParams::local(
+                (&cds, &rds),
+                (ports.listener, ports.admin.into()),
                 ratelimit,
-                xff_num_trusted_hops: 2,
-            };
+                2,
+            );
             gateway_bootstrap(&params).expect("bootstrap")
         },
         &[],

@@ -53,14 +53,12 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start(
         |ports| {
-            gateway_bootstrap(&BootstrapParams {
-                clusters_dir: cds.clone(),
-                routes_dir: rds.clone(),
-                listen: ports.listener,
-                admin: ports.admin.into(),
+            gateway_bootstrap(&BootstrapParams::local(
+                (&cds, &rds),
+                (ports.listener, ports.admin.into()),
                 ratelimit,
-                xff_num_trusted_hops: 1,
-            })
+                1,
+            ))
             .expect("bootstrap")
         },
         &[],

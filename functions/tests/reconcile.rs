@@ -2,9 +2,9 @@
 
 mod support;
 
+use gateway_adapters::store::ConfigStore;
 use gateway_functions::operator::{kill_switch, restore, resume};
 use gateway_functions::reconcile::{handle, reconcile, seed, Outcome, SeedOutcome, Stage};
-use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle};
 use serde_json::json;
 use support::{entry, published, Harness};
@@ -210,7 +210,9 @@ async fn drift_holds_until_restore_or_resume() {
         .await
         .expect("kill switch");
     assert!(matches!(h.reconcile().await, Outcome::HeldDrift { .. }));
-    resume(&h.registry, &h.store).await.expect("resume");
+    resume(&h.registry.state_row(), &h.store)
+        .await
+        .expect("resume");
     let outcome = h.reconcile().await;
     assert!(
         matches!(&outcome, Outcome::Published { hash, .. } if hash == after_restore),

@@ -133,14 +133,12 @@ fn serves_on_a_unix_socket_reloads_replaced_rules_and_keeps_them_when_refused() 
     let envoy = EnvoyProcess::start_on(
         EnvoyPorts::free(),
         |ports| {
-            let params = BootstrapParams {
-                clusters_dir: cds.clone(),
-                routes_dir: rds.clone(),
-                listen: ports.listener,
-                admin: ports.admin.into(),
-                ratelimit: free_addr(),
-                xff_num_trusted_hops: 0,
-            };
+            let params = BootstrapParams::local(
+                (&cds, &rds),
+                (ports.listener, ports.admin.into()),
+                free_addr(),
+                0,
+            );
             let mut bootstrap = gateway_bootstrap(&params).expect("bootstrap");
             let cluster = bootstrap["static_resources"]["clusters"]
                 .as_array_mut()

@@ -27,14 +27,12 @@ async fn once_waits_for_envoy_through_the_admin_socket() {
     let envoy = EnvoyProcess::start_with_admin_socket(
         &socket,
         |ports: EnvoyPorts| {
-            let params = BootstrapParams {
-                clusters_dir: dirs.clusters.clone(),
-                routes_dir: dirs.routes.clone(),
-                listen: ports.listener,
-                admin: AdminAddress::Unix(socket.clone()),
+            let params = BootstrapParams::local(
+                (&dirs.clusters, &dirs.routes),
+                (ports.listener, AdminAddress::Unix(socket.clone())),
                 ratelimit,
-                xff_num_trusted_hops: 0,
-            };
+                0,
+            );
             gateway_bootstrap(&params).expect("bootstrap")
         },
         |file: &Path| proxy_args(file, true),

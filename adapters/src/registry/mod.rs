@@ -27,7 +27,7 @@ pub use owner::{Actor, Owner};
 pub use proxies::{ProxyReport, ProxyTable};
 pub use render_record::{RenderRecord, RENDER_RECORD_SK};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
-pub use state::{PublishedStateRecord, StateRow};
+pub use state::StateRow;
 pub use table::create_table_if_absent;
 pub use tenancy::{is_account_id, Grant, Tenancy};
 pub use totals::TOTALS_SK;

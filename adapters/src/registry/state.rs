@@ -9,7 +9,6 @@ use super::keys;
 use super::{PublishedState, PublishedStateRead, RegistryError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use std::collections::HashMap;
-use std::future::Future;
 
 /// The state row alone, read and recorded.
 #[derive(Debug, Clone)]
@@ -78,35 +77,5 @@ impl StateRow {
 impl PublishedStateRead for StateRow {
     async fn published_state(&self) -> Result<Option<PublishedState>, RegistryError> {
         self.reader.read_state().await
-    }
-}
-
-/// The reconciler's publish record, read and moved: what `restore` and `resume` need. A
-/// [`StateRow`] gives it with no policy, and so does every [`super::Registry`].
-pub trait PublishedStateRecord: PublishedStateRead {
-    fn record_published_state(
-        &self,
-        expected: Option<&PublishedState>,
-        next: &PublishedState,
-    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
-}
-
-impl PublishedStateRecord for StateRow {
-    async fn record_published_state(
-        &self,
-        expected: Option<&PublishedState>,
-        next: &PublishedState,
-    ) -> Result<(), RegistryError> {
-        self.record(expected, next).await
-    }
-}
-
-impl<R: super::Registry + Sync> PublishedStateRecord for R {
-    async fn record_published_state(
-        &self,
-        expected: Option<&PublishedState>,
-        next: &PublishedState,
-    ) -> Result<(), RegistryError> {
-        self.record_published(expected, next).await
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{load_bundle, OperatorError};
 use crate::reconcile::now;
-use gateway_adapters::registry::{PublishedState, PublishedStateRead, PublishedStateRecord};
+use gateway_adapters::registry::{PublishedState, PublishedStateRead, StateRow};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
 use gateway_render::{render_kill_switch, Bundle, RenderConfig};
 
@@ -52,8 +52,8 @@ pub async fn restore<R: PublishedStateRead, S: ConfigStore>(
 
 /// Accepts the live bundle as the reconciler's own: drift clears, and the next run publishes
 /// the registry's render again if it differs (which lifts a kill switch).
-pub async fn resume<R: PublishedStateRecord, S: ConfigStore>(
-    registry: &R,
+pub async fn resume<S: ConfigStore>(
+    state: &StateRow,
     store: &S,
 ) -> Result<PublishedState, OperatorError> {
     let Some(live) = store.head_live().await? else {
@@ -62,14 +62,12 @@ pub async fn resume<R: PublishedStateRecord, S: ConfigStore>(
         ));
     };
     let bundle = load_bundle(store, &live.version_id).await?;
-    let recorded = registry.published_state().await?;
+    let recorded = state.published_state().await?;
     let next = PublishedState {
         version_id: live.version_id,
         hash: bundle.hash,
         published_at: now(),
     };
-    registry
-        .record_published_state(recorded.as_ref(), &next)
-        .await?;
+    state.record(recorded.as_ref(), &next).await?;
     Ok(next)
 }

@@ -431,14 +431,12 @@ pub fn bootstrap_with(
     xff_hops: u32,
 ) -> impl Fn(EnvoyPorts) -> Value + '_ {
     move |ports: EnvoyPorts| {
-        let params = BootstrapParams {
-            clusters_dir: dirs.clusters.clone(),
-            routes_dir: dirs.routes.clone(),
-            listen: ports.listener,
-            admin: ports.admin.into(),
+        let params = BootstrapParams::local(
+            (&dirs.clusters, &dirs.routes),
+            (ports.listener, ports.admin.into()),
             ratelimit,
-            xff_num_trusted_hops: xff_hops,
-        };
+            xff_hops,
+        );
         gateway_bootstrap(&params).unwrap_or_else(|e| panic!("gateway bootstrap: {e}"))
     }
 }

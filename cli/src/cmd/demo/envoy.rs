@@ -55,15 +55,13 @@ pub async fn version(bin: &Path) -> Result<String, String> {
 /// Writes the gateway's bootstrap for the demo's addresses and directories and starts Envoy with
 /// the proxy's own arguments (plus `--disable-hot-restart` for a local run).
 pub fn spawn(plan: &Plan, files: &RunFiles, bin: &Path) -> Result<Managed, String> {
-    let params = BootstrapParams {
-        clusters_dir: files.clusters_dir.clone(),
-        routes_dir: files.routes_dir.clone(),
-        listen: plan.listen,
-        admin: plan.admin.into(),
-        ratelimit: plan.ratelimit,
+    let params = BootstrapParams::local(
+        (&files.clusters_dir, &files.routes_dir),
+        (plan.listen, plan.admin.into()),
+        plan.ratelimit,
         // Nothing sits in front of the demo's Envoy: the client's address is the peer's.
-        xff_num_trusted_hops: 0,
-    };
+        0,
+    );
     let bootstrap = gateway_bootstrap(&params).map_err(|e| format!("the bootstrap: {e}"))?;
     std::fs::write(&files.bootstrap, to_pretty_json(&bootstrap))
         .map_err(|e| format!("writing {}: {e}", files.bootstrap.display()))?;
