@@ -10,7 +10,7 @@ use gateway_adapters::store::ConfigStore;
 use gateway_functions::reconcile::{Kept, Outcome, Stage};
 use gateway_render::bounds::Totals;
 use gateway_render::Bounds;
-use support::{entry, rejected, Harness};
+use support::{entry, published, rejected, Harness};
 
 fn rejection(err: RegistryError) -> Vec<String> {
     match err {
@@ -133,15 +133,8 @@ async fn the_reconciler_records_the_totals_and_sets_aside_the_growth_past_a_boun
         max_clusters: 2,
         ..Bounds::default()
     };
-    let run = || {
-        gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
-    };
-    let first = run().await.expect("run");
-    assert!(
-        matches!(first.outcome, Outcome::Published { .. }),
-        "{}",
-        first.outcome
-    );
+    let first = h.reconcile_report().await;
+    published(&first.outcome);
     let counted = |routes, clusters, teams: &[(&str, usize)]| Totals {
         routes,
         clusters,
@@ -160,7 +153,7 @@ async fn the_reconciler_records_the_totals_and_sets_aside_the_growth_past_a_boun
         .await;
     h.put_raw_entry(&entry("shop", "till", "shop", &["/till"]))
         .await;
-    let second = run().await.expect("run");
+    let second = h.reconcile_report().await;
     assert!(
         matches!(second.outcome, Outcome::Published { routes: 8, .. }),
         "billing's change and shop's cart publish: {}",
@@ -232,15 +225,8 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
     // The reconciler measures the same envelope on every run and holds the line on rows
     // written around the register function; the live config stays.
     h.cfg.bounds = bounds;
-    let run = || {
-        gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
-    };
-    let report = run().await.expect("run");
-    assert!(
-        matches!(report.outcome, Outcome::Published { .. }),
-        "{}",
-        report.outcome
-    );
+    let report = h.reconcile_report().await;
+    published(&report.outcome);
     assert_eq!(
         report.capacity_used,
         Some(100.0),
@@ -249,7 +235,7 @@ async fn the_memory_envelope_counts_clusters_at_registration_and_at_every_run() 
     let live = h.store.head_live().await.expect("head").expect("live");
     h.put_raw_entry(&entry("shop", "pay", "shop", &["/pay"]))
         .await;
-    let over = run().await.expect("run");
+    let over = h.reconcile_report().await;
     assert!(
         matches!(over.outcome, Outcome::Unchanged { .. }),
         "{}",

@@ -129,6 +129,19 @@ pub struct Route {
     pub websocket: bool,
 }
 
+impl Route {
+    /// A route at `path` answering `methods` (`None`: every method) with `limits`; every other
+    /// field its default.
+    pub fn new(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
+        Route {
+            path: path.into(),
+            methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
+            limits,
+            ..Default::default()
+        }
+    }
+}
+
 /// A route's retry policy. Conditions and status codes are kept sorted (canonical entry).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -81,11 +81,7 @@ mod tests {
     use super::*;
 
     fn route(path: &str, methods: Option<&[&str]>) -> Route {
-        Route {
-            path: path.into(),
-            methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-            ..Default::default()
-        }
+        Route::new(path, methods, vec![])
     }
 
     fn entry() -> Entry {

@@ -66,13 +66,7 @@ fn run_envoy(rendered: &Rendered) -> EnvoyProcess {
 }
 
 fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
-    Route {
-        path: path.into(),
-        methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-        limits,
-        timeout: None,
-        ..Default::default()
-    }
+    Route::new(path, methods, limits)
 }
 
 fn entry(service: &str, backend: &Backend, routes: Vec<Route>) -> Entry {

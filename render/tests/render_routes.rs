@@ -130,13 +130,7 @@ fn entry(team: &str, service: &str, host: &str, routes: Vec<Route>) -> Entry {
 }
 
 fn route(path: &str, methods: Option<&[&str]>) -> Route {
-    Route {
-        path: path.into(),
-        methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-        limits: vec![],
-        timeout: None,
-        ..Default::default()
-    }
+    Route::new(path, methods, vec![])
 }
 
 #[test]

@@ -287,12 +287,7 @@ mod tests {
     }
 
     fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
-        Route {
-            path: path.into(),
-            methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-            limits,
-            ..Default::default()
-        }
+        Route::new(path, methods, limits)
     }
 
     fn bundle(hash: &str, entries: Vec<Entry>) -> Bundle {

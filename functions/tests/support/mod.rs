@@ -293,6 +293,18 @@ impl Harness {
             .expect("reconcile run")
     }
 
+    /// A run's whole report (outcome, capacity, quarantine), for tests of what it measures.
+    pub async fn reconcile_report(&self) -> gateway_functions::reconcile::RunReport {
+        gateway_functions::reconcile::reconcile_report(
+            &self.registry,
+            &self.store,
+            &self.metrics,
+            &self.cfg,
+        )
+        .await
+        .expect("reconcile run")
+    }
+
     pub async fn reconcile_faulty(&self) -> Result<Outcome, ReconcileError> {
         let registry = FaultyRegistry {
             inner: &self.registry,

@@ -29,13 +29,7 @@ pub fn shared_moto() -> &'static MotoServer {
 }
 
 pub fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
-    Route {
-        path: path.into(),
-        methods: methods.map(|m| m.iter().map(|s| s.to_string()).collect()),
-        limits,
-        timeout: None,
-        ..Default::default()
-    }
+    Route::new(path, methods, limits)
 }
 
 pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<Route>) -> Entry {
