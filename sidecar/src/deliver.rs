@@ -22,6 +22,7 @@ use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
 use crate::error::SidecarError;
 use crate::files::{self, Previous, TempFile};
 use crate::staged::Staged;
+use crate::timing;
 use crate::union::{clusters_first, union_version, write_union, ClustersFirst, ClustersIndex};
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -176,13 +177,16 @@ impl EnvoyTarget {
         }
 
         // 1. Make: every cluster the new routes need, next to the ones the live routes use.
+        let started = std::time::Instant::now();
         let live_clusters = self.clusters_dir.join(CLUSTERS_FILE);
         let live_index = ClustersIndex::read(open(&live_clusters)?, "live clusters.json")?;
         let new_index = ClustersIndex::read(open(clusters.path())?, "new clusters.json")?;
         let step1 = clusters_first(&live_index, &new_index);
+        timing::step_since("index", started);
         match step1 {
             ClustersFirst::Union => {
                 tracing::info!(hash, "step 1: clusters union of live and new");
+                let started = std::time::Instant::now();
                 let union = TempFile::create(&self.clusters_dir, CLUSTERS_FILE)?;
                 let mut out = union.writer()?;
                 write_union(
@@ -194,7 +198,8 @@ impl EnvoyTarget {
                 out.flush()
                     .map_err(|e| SidecarError::file(union.path(), "writing", e))?;
                 drop((out, live_index, new_index));
-                self.apply(Subscription::Cds, &union, &union_version(hash))
+                timing::step_since("step 1 union", started);
+                self.apply("step 1", Subscription::Cds, &union, &union_version(hash))
                     .await?;
             }
             ClustersFirst::NewClusters => {
@@ -204,7 +209,8 @@ impl EnvoyTarget {
                     hash,
                     "step 1: new clusters (no cluster goes away, no union)"
                 );
-                self.apply(Subscription::Cds, &clusters, hash).await?;
+                self.apply("step 1", Subscription::Cds, &clusters, hash)
+                    .await?;
             }
             ClustersFirst::Nothing => {
                 tracing::info!(hash, "step 1: every new cluster is already live")
@@ -215,7 +221,9 @@ impl EnvoyTarget {
                 // `/ready` and a restart read).
                 tracing::info!(hash, "step 1: skipped, the clusters are the live ones");
                 tracing::info!(hash, "step 2: routes, with the unchanged clusters");
-                self.apply_all(&[
+                self.apply_all(
+                    "step 2",
+                    &[
                     Step {
                         sub: Subscription::Rds,
                         file: &routes,
@@ -226,7 +234,8 @@ impl EnvoyTarget {
                         file: &clusters,
                         version: hash,
                     },
-                ])
+                    ],
+                )
                 .await?;
                 tracing::info!(hash, "step 3: skipped, no cluster changes");
                 return Ok(Delivered::Applied);
@@ -234,14 +243,16 @@ impl EnvoyTarget {
         }
         // 2. Switch the routes.
         tracing::info!(hash, "step 2: routes");
-        self.apply(Subscription::Rds, &routes, hash).await?;
+        self.apply("step 2", Subscription::Rds, &routes, hash)
+            .await?;
         if step1 == ClustersFirst::NewClusters {
             tracing::info!(hash, "step 3: skipped, the new clusters are in");
             return Ok(Delivered::Applied);
         }
         // 3. Break: the new clusters alone.
         tracing::info!(hash, "step 3: clusters");
-        self.apply(Subscription::Cds, &clusters, hash).await?;
+        self.apply("step 3", Subscription::Cds, &clusters, hash)
+            .await?;
         Ok(Delivered::Applied)
     }
 
@@ -250,17 +261,20 @@ impl EnvoyTarget {
     /// is up.
     async fn apply(
         &self,
+        label: &str,
         sub: Subscription,
         file: &TempFile,
         version: &str,
     ) -> Result<(), SidecarError> {
-        self.apply_all(&[Step { sub, file, version }]).await
+        self.apply_all(label, &[Step { sub, file, version }]).await
     }
 
     /// [`Self::apply`] for several files at once (each of its own subscription): all are put in
     /// place, then one wait until Envoy reports every version. When Envoy refuses one, or the
-    /// time is up, every file this call replaced goes back.
-    async fn apply_all(&self, steps: &[Step<'_>]) -> Result<(), SidecarError> {
+    /// time is up, every file this call replaced goes back. `label` names the step in its
+    /// timing lines (`{label} put`: the renames; `{label} wait`: until Envoy applied).
+    async fn apply_all(&self, label: &str, steps: &[Step<'_>]) -> Result<(), SidecarError> {
+        let started = std::time::Instant::now();
         let before = self.admin.stats().await?;
         let rejected_before: Vec<u64> = steps.iter().map(|s| s.sub.rejected(&before)).collect();
         let mut written = Vec::new();
@@ -288,6 +302,7 @@ impl EnvoyTarget {
                 }
             }
         }
+        let started = timing::step_since(&format!("{label} put"), started);
         let deadline = Instant::now() + self.apply_timeout;
         let mut last = before;
         loop {
@@ -298,6 +313,7 @@ impl EnvoyTarget {
                 for s in steps {
                     tracing::info!(file = s.sub.file(), version = s.version, "Envoy applied");
                 }
+                timing::step_since(&format!("{label} wait"), started);
                 return Ok(());
             }
             for (step, rejected_before) in steps.iter().zip(&rejected_before) {
