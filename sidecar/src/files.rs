@@ -124,6 +124,16 @@ impl TempFile {
             .map_err(|e| SidecarError::file(&self.path, "opening the temp file", e))
     }
 
+    /// Starts the file's fsync on a blocking thread and returns: `put_in_place`'s own fsync
+    /// then finds little left to write. Its errors are left to that fsync, which reports them.
+    pub fn sync_in_background(&self) {
+        if let Ok(file) = self.file.try_clone() {
+            tokio::task::spawn_blocking(move || {
+                let _ = file.sync_data();
+            });
+        }
+    }
+
     /// fsyncs the file, renames it over `dir/name` and fsyncs the directory, so the rename
     /// survives a crash.
     pub fn put_in_place(&self, dir: &Path, name: &str) -> Result<(), SidecarError> {
