@@ -242,16 +242,16 @@ impl EnvoyTarget {
                 self.apply_all(
                     "step 2",
                     &[
-                    Step {
-                        sub: Subscription::Rds,
-                        file: &routes,
-                        version: hash,
-                    },
-                    Step {
-                        sub: Subscription::Cds,
-                        file: &clusters,
-                        version: hash,
-                    },
+                        Step {
+                            sub: Subscription::Rds,
+                            file: &routes,
+                            version: hash,
+                        },
+                        Step {
+                            sub: Subscription::Cds,
+                            file: &clusters,
+                            version: hash,
+                        },
                     ],
                     &mut seen,
                 )
@@ -386,7 +386,10 @@ impl EnvoyTarget {
                 rejections_read = reading;
                 self.admin.stats().await
             } else {
-                self.admin.versions().await.map(|v| last.clone().with_texts_of(v))
+                self.admin
+                    .versions()
+                    .await
+                    .map(|v| last.clone().with_texts_of(v))
             };
             took = reading.elapsed();
             // An admin hiccup during a wait is retried until the deadline.

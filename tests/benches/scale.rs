@@ -23,7 +23,11 @@
 //! 5. under steady traffic on `live` and `steady`, bundles that move `/live` to another backend
 //!    cluster (a cluster added and one removed: all three make-before-break steps) are put into
 //!    the bucket at varying points of the one-second poll interval; each time until the new
-//!    backend answers, and every request that did not get a 200.
+//!    backend answers, and every request that did not get a 200; and the sidecar's own `step
+//!    timed` log lines of each move, printed per step (median and max).
+//!
+//! `-- --delivery-only` runs steps 4 and 5 alone, on a bundle rendered here and put into the
+//! bucket directly: the delivery at a size without the registry load and the reconcile runs.
 
 // The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
 // copied.
