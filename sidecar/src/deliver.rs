@@ -22,6 +22,7 @@ use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
 use crate::error::SidecarError;
 use crate::files::{self, Previous, TempFile};
 use crate::staged::Staged;
+use crate::timing;
 use crate::union::{clusters_first, union_version, write_union, ClustersFirst, ClustersIndex};
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
@@ -31,9 +32,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How often a wait re-reads Envoy's stats. A reload takes milliseconds for small configs and
-/// seconds at 10k routes.
-const STATS_POLL: Duration = Duration::from_millis(100);
+/// How often a wait re-reads Envoy's version texts (at most: a reading that took longer is
+/// followed by a pause as long, so the admin calls take at most half of Envoy's main thread,
+/// which applies the config). A reload takes milliseconds for small configs and seconds at 10k
+/// routes; a step is seen applied within about this much of it.
+const VERSIONS_POLL: Duration = Duration::from_millis(25);
+
+/// How often a wait reads the refusal counters as well (the costly reading at 10k clusters;
+/// a refusal is seen within about this much).
+const REJECTIONS_POLL: Duration = Duration::from_millis(500);
 
 /// Where a bundle goes.
 #[derive(Debug, Clone)]
@@ -175,14 +182,28 @@ impl EnvoyTarget {
             return Ok(Delivered::First);
         }
 
+        // The staged files reach the disk while the steps before their renames run, so the
+        // fsync at each rename has little left to wait for.
+        clusters.sync_in_background();
+        routes.sync_in_background();
+
         // 1. Make: every cluster the new routes need, next to the ones the live routes use.
+        // Envoy's refusal counters are read meanwhile: the baseline every step compares with.
+        let started = std::time::Instant::now();
         let live_clusters = self.clusters_dir.join(CLUSTERS_FILE);
-        let live_index = ClustersIndex::read(open(&live_clusters)?, "live clusters.json")?;
-        let new_index = ClustersIndex::read(open(clusters.path())?, "new clusters.json")?;
+        let (seen, indexes) = tokio::join!(self.admin.stats(), async {
+            let live = ClustersIndex::read(open(&live_clusters)?, "live clusters.json")?;
+            let new = ClustersIndex::read(open(clusters.path())?, "new clusters.json")?;
+            Ok::<_, SidecarError>((live, new))
+        });
+        let (live_index, new_index) = indexes?;
+        let mut seen = seen?;
         let step1 = clusters_first(&live_index, &new_index);
+        timing::step_since("index", started);
         match step1 {
             ClustersFirst::Union => {
                 tracing::info!(hash, "step 1: clusters union of live and new");
+                let started = std::time::Instant::now();
                 let union = TempFile::create(&self.clusters_dir, CLUSTERS_FILE)?;
                 let mut out = union.writer()?;
                 write_union(
@@ -194,7 +215,9 @@ impl EnvoyTarget {
                 out.flush()
                     .map_err(|e| SidecarError::file(union.path(), "writing", e))?;
                 drop((out, live_index, new_index));
-                self.apply(Subscription::Cds, &union, &union_version(hash))
+                timing::step_since("step 1 union", started);
+                let version = union_version(hash);
+                self.apply("step 1", Subscription::Cds, &union, &version, &mut seen)
                     .await?;
             }
             ClustersFirst::NewClusters => {
@@ -204,7 +227,8 @@ impl EnvoyTarget {
                     hash,
                     "step 1: new clusters (no cluster goes away, no union)"
                 );
-                self.apply(Subscription::Cds, &clusters, hash).await?;
+                self.apply("step 1", Subscription::Cds, &clusters, hash, &mut seen)
+                    .await?;
             }
             ClustersFirst::Nothing => {
                 tracing::info!(hash, "step 1: every new cluster is already live")
@@ -215,18 +239,22 @@ impl EnvoyTarget {
                 // `/ready` and a restart read).
                 tracing::info!(hash, "step 1: skipped, the clusters are the live ones");
                 tracing::info!(hash, "step 2: routes, with the unchanged clusters");
-                self.apply_all(&[
-                    Step {
-                        sub: Subscription::Rds,
-                        file: &routes,
-                        version: hash,
-                    },
-                    Step {
-                        sub: Subscription::Cds,
-                        file: &clusters,
-                        version: hash,
-                    },
-                ])
+                self.apply_all(
+                    "step 2",
+                    &[
+                        Step {
+                            sub: Subscription::Rds,
+                            file: &routes,
+                            version: hash,
+                        },
+                        Step {
+                            sub: Subscription::Cds,
+                            file: &clusters,
+                            version: hash,
+                        },
+                    ],
+                    &mut seen,
+                )
                 .await?;
                 tracing::info!(hash, "step 3: skipped, no cluster changes");
                 return Ok(Delivered::Applied);
@@ -234,14 +262,16 @@ impl EnvoyTarget {
         }
         // 2. Switch the routes.
         tracing::info!(hash, "step 2: routes");
-        self.apply(Subscription::Rds, &routes, hash).await?;
+        self.apply("step 2", Subscription::Rds, &routes, hash, &mut seen)
+            .await?;
         if step1 == ClustersFirst::NewClusters {
             tracing::info!(hash, "step 3: skipped, the new clusters are in");
             return Ok(Delivered::Applied);
         }
         // 3. Break: the new clusters alone.
         tracing::info!(hash, "step 3: clusters");
-        self.apply(Subscription::Cds, &clusters, hash).await?;
+        self.apply("step 3", Subscription::Cds, &clusters, hash, &mut seen)
+            .await?;
         Ok(Delivered::Applied)
     }
 
@@ -250,18 +280,33 @@ impl EnvoyTarget {
     /// is up.
     async fn apply(
         &self,
+        label: &str,
         sub: Subscription,
         file: &TempFile,
         version: &str,
+        seen: &mut Stats,
     ) -> Result<(), SidecarError> {
-        self.apply_all(&[Step { sub, file, version }]).await
+        self.apply_all(label, &[Step { sub, file, version }], seen)
+            .await
     }
 
     /// [`Self::apply`] for several files at once (each of its own subscription): all are put in
     /// place, then one wait until Envoy reports every version. When Envoy refuses one, or the
-    /// time is up, every file this call replaced goes back.
-    async fn apply_all(&self, steps: &[Step<'_>]) -> Result<(), SidecarError> {
-        let before = self.admin.stats().await?;
+    /// time is up, every file this call replaced goes back. `label` names the step in its
+    /// timing lines (`{label} put`: the renames; `{label} wait`: until Envoy applied).
+    ///
+    /// `seen` is Envoy's stats as last read in this delivery, the baseline a refusal is told by:
+    /// its counters rise only for a file this delivery wrote, and every earlier step's file was
+    /// applied, so a reading from before an earlier step serves as well as a new one (and costs
+    /// no reading of every counter at 10k clusters). It is left at this step's last reading.
+    async fn apply_all(
+        &self,
+        label: &str,
+        steps: &[Step<'_>],
+        seen: &mut Stats,
+    ) -> Result<(), SidecarError> {
+        let started = std::time::Instant::now();
+        let before = seen.clone();
         let rejected_before: Vec<u64> = steps.iter().map(|s| s.sub.rejected(&before)).collect();
         let mut written = Vec::new();
         for step in steps {
@@ -288,8 +333,10 @@ impl EnvoyTarget {
                 }
             }
         }
+        let started = timing::step_since(&format!("{label} put"), started);
         let deadline = Instant::now() + self.apply_timeout;
         let mut last = before;
+        let (mut rejections_read, mut took) = (Instant::now(), Duration::ZERO);
         loop {
             if steps
                 .iter()
@@ -298,6 +345,8 @@ impl EnvoyTarget {
                 for s in steps {
                     tracing::info!(file = s.sub.file(), version = s.version, "Envoy applied");
                 }
+                timing::step_since(&format!("{label} wait"), started);
+                *seen = last;
                 return Ok(());
             }
             for (step, rejected_before) in steps.iter().zip(&rejected_before) {
@@ -331,9 +380,20 @@ impl EnvoyTarget {
                     seconds: self.apply_timeout.as_secs(),
                 });
             }
-            tokio::time::sleep(STATS_POLL).await;
+            tokio::time::sleep(VERSIONS_POLL.max(took)).await;
+            let reading = Instant::now();
+            let read = if reading >= rejections_read + REJECTIONS_POLL {
+                rejections_read = reading;
+                self.admin.stats().await
+            } else {
+                self.admin
+                    .versions()
+                    .await
+                    .map(|v| last.clone().with_texts_of(v))
+            };
+            took = reading.elapsed();
             // An admin hiccup during a wait is retried until the deadline.
-            match self.admin.stats().await {
+            match read {
                 Ok(stats) => last = stats,
                 Err(e) => tracing::debug!(error = %e, "reading Envoy stats during a wait"),
             }

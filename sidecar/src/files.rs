@@ -10,6 +10,9 @@ use std::io::{self, BufReader, BufWriter, ErrorKind, Read, Seek, SeekFrom, Write
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// How much a writer into a temp file buffers between writes.
+pub const WRITE_BUFFER: usize = 64 * 1024;
+
 /// Replaces `dir/name` with `bytes` atomically.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SidecarError> {
     let temp = TempFile::create(dir, name)?;
@@ -111,11 +114,24 @@ impl TempFile {
 
     /// A buffered writer into the file (flush it before `put_in_place`).
     pub fn writer(&self) -> Result<BufWriter<File>, SidecarError> {
-        let file = self
-            .file
+        Ok(BufWriter::with_capacity(WRITE_BUFFER, self.handle()?))
+    }
+
+    /// Another handle on the file, for a writer of the caller's own.
+    pub fn handle(&self) -> Result<File, SidecarError> {
+        self.file
             .try_clone()
-            .map_err(|e| SidecarError::file(&self.path, "opening the temp file", e))?;
-        Ok(BufWriter::with_capacity(64 * 1024, file))
+            .map_err(|e| SidecarError::file(&self.path, "opening the temp file", e))
+    }
+
+    /// Starts the file's fsync on a blocking thread and returns: `put_in_place`'s own fsync
+    /// then finds little left to write. Its errors are left to that fsync, which reports them.
+    pub fn sync_in_background(&self) {
+        if let Ok(file) = self.file.try_clone() {
+            tokio::task::spawn_blocking(move || {
+                let _ = file.sync_data();
+            });
+        }
     }
 
     /// fsyncs the file, renames it over `dir/name` and fsyncs the directory, so the rename

@@ -15,6 +15,7 @@ pub mod run;
 pub mod source;
 pub mod staged;
 pub mod state;
+pub mod timing;
 pub mod traffic;
 pub mod union;
 

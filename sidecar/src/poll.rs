@@ -6,10 +6,11 @@ use crate::deliver::{Delivered, Target};
 use crate::error::SidecarError;
 use crate::source::BundleSource;
 use crate::state::{now, Event, LiveState, SharedStatus};
+use crate::timing;
 use gateway_adapters::metrics::{Metric, MetricsSink};
 use gateway_adapters::store::LiveHead;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A metrics call must not hold up delivery; CloudWatch answers in well under this.
 const METRICS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -131,7 +132,9 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
 
     /// HEAD, and on a new version: download, verify, deliver, remember.
     pub async fn round(&mut self) -> Result<PollOutcome, SidecarError> {
-        let live = match self.source.head(self.etag.as_deref()).await? {
+        let started = Instant::now();
+        let head = self.source.head(self.etag.as_deref()).await?;
+        let live = match head {
             LiveHead::Unchanged => return Ok(PollOutcome::Unchanged),
             LiveHead::Absent => return Ok(PollOutcome::NoBundle),
             LiveHead::Live(live) => live,
@@ -157,6 +160,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
             });
         }
         tracing::info!(version_id = %live.version_id, "new bundle version");
+        timing::step_since("head", started);
         let mut verified = self.source.download(&live, self.target.staging()).await?;
         let hash = verified.hash.clone();
         match self.target.deliver(&mut verified.staged, &hash).await {

@@ -4,11 +4,13 @@
 
 use crate::error::SidecarError;
 use crate::staged::Staged;
+use crate::timing::{self, Spent};
 use aws_sdk_s3::error::DisplayErrorContext;
 use gateway_adapters::store::{BundleHead, LiveHead, ReadError, S3Store};
 use gateway_render::bundle::{read_bundle, StreamError};
 use gateway_render::contract::BUNDLE_OBJECT;
 use std::io::BufReader;
+use std::time::{Duration, Instant};
 
 /// How much of the decompressed bundle is read at a time.
 const READ_BUFFER: usize = 64 * 1024;
@@ -68,6 +70,7 @@ impl BundleSource {
         let version_id = &live.version_id;
         let action = format!("GET {BUNDLE_OBJECT} version {version_id}");
         let max = self.store.max_bundle_bytes();
+        let started = Instant::now();
         let opened = self
             .store
             .open_version(version_id, Some(max))
@@ -77,7 +80,9 @@ impl BundleSource {
             version_id: version_id.clone(),
             reason,
         };
-        let body = opened.body;
+        let started = timing::step_since("get", started);
+        let body_reads = Spent::default();
+        let body = body_reads.reader(opened.body);
         // The body blocks on the download, and reading is CPU work: off the async threads.
         let (read, staged) = tokio::task::spawn_blocking(move || {
             let mut staged = staged;
@@ -87,6 +92,7 @@ impl BundleSource {
         })
         .await
         .map_err(|e| unverified(format!("reading it stopped: {e}")))?;
+        log_read_steps(started.elapsed(), body_reads.total(), staged.write_time());
         let streamed = read.map_err(|e| match e {
             StreamError::Bundle(e) => unverified(e.to_string()),
             StreamError::Read(e) => self.read_error(action, version_id, ReadError::from_io(e)),
@@ -137,6 +143,14 @@ impl BundleSource {
             reason,
         }
     }
+}
+
+/// The read of a bundle in three: waiting on the body (the download and gunzip), writing the
+/// staged files, and the rest (parsing, hashing, the canonical check).
+fn log_read_steps(whole: Duration, body: Duration, writes: Duration) {
+    timing::step_took("body", body);
+    timing::step_took("staging writes", writes);
+    timing::step_took("verify", whole.saturating_sub(body + writes));
 }
 
 /// An error and its causes, one after another.

@@ -24,7 +24,11 @@
 //! 5. under steady traffic on `live` and `steady`, bundles that move `/live` to another backend
 //!    cluster (a cluster added and one removed: all three make-before-break steps) are put into
 //!    the bucket at varying points of the one-second poll interval; each time until the new
-//!    backend answers, and every request that did not get a 200.
+//!    backend answers, and every request that did not get a 200; and the sidecar's own `step
+//!    timed` log lines of each move, printed per step (median and max).
+//!
+//! `-- --delivery-only` runs steps 4 and 5 alone, on a bundle rendered here and put into the
+//! bucket directly: the delivery at a size without the registry load and the reconcile runs.
 
 // The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
 // copied.
@@ -257,6 +261,7 @@ impl MetricsSink for TimedMetrics<'_> {
 }
 
 /// One size's measurements.
+#[derive(Default)]
 struct Row {
     routes: usize,
     clusters: usize,
@@ -284,6 +289,8 @@ struct Row {
     requests_ok: u64,
     requests_failed: u64,
     failed_samples: Vec<String>,
+    /// The sidecar's timed steps of each route move (its `step timed` lines).
+    move_steps: Vec<Vec<(String, Duration)>>,
 }
 
 /// The entries that carry traffic: `/live` on `live-a` or `live-b` (each its own cluster), and
@@ -462,6 +469,41 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         .content_length()
         .unwrap_or_default() as u64;
 
+    // 4. and 5.
+    let backends = (&a, &b, &steady);
+    let delivered = deliver_and_move(moto, &store, &entries, backends, &render_cfg, &hash).await;
+    Row {
+        routes: route_count,
+        clusters,
+        register_sample,
+        register_failures,
+        reconcile: reconcile_time,
+        read_to_publish,
+        first_io,
+        render: render_time,
+        validate,
+        unchanged,
+        unchanged_read,
+        unchanged_io,
+        bundle_raw,
+        bundle_gzip,
+        ..delivered
+    }
+}
+
+/// Steps 4 and 5 for the published bundle `hash` of `entries` (the two traffic entries last):
+/// the sidecar's first delivery and idle RSS, then the route moves under steady traffic. Only
+/// the delivery fields of the row are set.
+async fn deliver_and_move(
+    moto: &MotoServer,
+    store: &S3Store,
+    entries: &[Entry],
+    (a, b, steady): (&Backend, &Backend, &Backend),
+    render_cfg: &RenderConfig,
+    hash: &str,
+) -> Row {
+    let bucket = store.bucket().to_string();
+    let routes = entries.len() * ROUTES_PER_ENTRY;
     // 4. The sidecar's first delivery, then idle.
     let dirs = Dirs::new();
     let ports = EnvoyPorts::free();
@@ -475,7 +517,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let sidecar = SidecarProcess::start(moto, &args);
     common::wait_files(&dirs, Duration::from_secs(600)).await;
     let envoy = start_envoy(&dirs, ports);
-    sidecar.wait_live(&hash, Duration::from_secs(600)).await;
+    sidecar.wait_live(hash, Duration::from_secs(600)).await;
     let sidecar_first_peak_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
     tokio::time::sleep(IDLE).await;
     let sidecar_idle_kib = status_kib(sidecar.pid(), "VmRSS").unwrap_or(0);
@@ -499,13 +541,14 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     loops.start(listener, "steady", "/steady/1", &tally);
     let generated_entries = &entries[..entries.len() - 2];
     let mut propagation = Vec::new();
+    let mut move_steps = Vec::new();
     let mut on_b = false;
     let moves = if routes >= 50_000 { 4 } else { MOVES };
     for round in 1..=moves {
         on_b = !on_b;
         let mut next: Vec<Entry> = generated_entries.to_vec();
-        next.extend(traffic_entries(on_b, &a, &b, &steady));
-        let rendered = render(&next, &render_cfg).expect("renders");
+        next.extend(traffic_entries(on_b, a, b, steady));
+        let rendered = render(&next, render_cfg).expect("renders");
         let bundle = Bundle::new(&rendered, &next);
         drop(rendered);
         let body = bundle.to_json();
@@ -514,6 +557,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
             (round as u64 * 373) % POLL_INTERVAL.as_millis() as u64,
         ))
         .await;
+        let log_before = sidecar.log_text().len();
         store
             .put_bundle(PutBundle {
                 body: body.as_bytes(),
@@ -538,24 +582,13 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         sidecar
             .wait_live(&bundle.hash, Duration::from_secs(600))
             .await;
+        move_steps.push(timed_steps(
+            sidecar.log_text().get(log_before..).unwrap_or_default(),
+        ));
     }
     loops.stop().await;
     let sidecar_peak_after_moves_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
     Row {
-        routes: route_count,
-        clusters,
-        register_sample,
-        register_failures,
-        reconcile: reconcile_time,
-        read_to_publish,
-        first_io,
-        render: render_time,
-        validate,
-        unchanged,
-        unchanged_read,
-        unchanged_io,
-        bundle_raw,
-        bundle_gzip,
         sidecar_first_peak_kib,
         sidecar_idle_kib,
         sidecar_peak_after_moves_kib,
@@ -564,6 +597,150 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         requests_ok: tally.ok(),
         requests_failed: tally.failed(),
         failed_samples: tally.samples(),
+        move_steps,
+        ..Row::default()
+    }
+}
+
+/// The sidecar's `step timed` lines in `log` (`step="…"` and `ms=…`, as its log writes them), in
+/// their order.
+fn timed_steps(log: &str) -> Vec<(String, Duration)> {
+    log.lines()
+        .map(strip_ansi)
+        .filter(|line| line.contains("step timed"))
+        .filter_map(|line| {
+            let step = line.split("step=\"").nth(1)?.split('"').next()?;
+            let ms: f64 = line
+                .split("ms=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            Some((step.to_string(), Duration::from_secs_f64(ms / 1000.0)))
+        })
+        .collect()
+}
+
+/// A log line without its terminal colour codes.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // `ESC [ … m`
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The steps of the route moves, median and max of each over the moves (a step a move took
+/// twice counts summed), in the order the sidecar took them; and the time before the route
+/// answered that no step accounts for (the wait for the next poll, the traffic's own sampling).
+fn step_breakdown(r: &Row) -> String {
+    let mut order: Vec<&str> = Vec::new();
+    let mut per_step: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    for steps in &r.move_steps {
+        let mut summed: BTreeMap<&str, Duration> = BTreeMap::new();
+        for (step, took) in steps {
+            if !order.contains(&step.as_str()) {
+                order.push(step);
+            }
+            *summed.entry(step).or_default() += *took;
+        }
+        for (step, took) in summed {
+            per_step.entry(step).or_default().push(took);
+        }
+    }
+    let mut text = format!(
+        "\nThe sidecar's steps of each route move at {} routes (its `step timed` lines; \
+         `body`, `staging writes` and `verify` are the parts of one streamed read), median / max \
+         over {} moves, ms:\n\n| step | median | max |\n|---|---:|---:|\n",
+        r.routes,
+        r.move_steps.len()
+    );
+    for step in &order {
+        let samples = per_step.get(step).cloned().unwrap_or_default();
+        let max = samples.iter().max().copied().unwrap_or_default();
+        text.push_str(&format!(
+            "| {step} | {:.1} | {:.1} |\n",
+            median(samples).as_secs_f64() * 1000.0,
+            max.as_secs_f64() * 1000.0
+        ));
+    }
+    // Until the new route answers: everything up to and including step 2's wait.
+    let before_serving: Vec<Duration> = r
+        .move_steps
+        .iter()
+        .zip(&r.propagation)
+        .map(|(steps, total)| {
+            let steps: Duration = steps
+                .iter()
+                .take_while(|(step, _)| !step.starts_with("step 3"))
+                .map(|(_, took)| *took)
+                .sum();
+            total.saturating_sub(steps)
+        })
+        .collect();
+    text.push_str(&format!(
+        "\nPublish → serving less the steps before it (the wait for the next poll, and the \
+         traffic noticing the route): median {:.0} ms, all: {}\n",
+        median(before_serving.clone()).as_secs_f64() * 1000.0,
+        before_serving
+            .iter()
+            .map(|d| format!("{:.0}", d.as_secs_f64() * 1000.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    text
+}
+
+/// `--delivery-only`: steps 4 and 5 alone, on a bundle rendered here and put into the bucket
+/// directly (no registry, no reconcile run), so the delivery at a size can be measured in a
+/// fraction of the whole bench's time. The row's other columns stay empty.
+async fn measure_delivery_only(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
+    let conf = moto.sdk_config().await;
+    let policy = Policy::new(DOMAIN, true);
+    let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
+    let (_, store) = support::table_and_bucket(moto, dynamo, &policy, "bench").await;
+    let mut render_cfg = RenderConfig::new(DOMAIN);
+    render_cfg.upstream_ca_file = ca_file.to_string();
+    let (a, b, steady) = (
+        Backend::start("live-a"),
+        Backend::start("live-b"),
+        Backend::start("steady"),
+    );
+    let mut entries: Vec<Entry> = (0..routes.div_ceil(ROUTES_PER_ENTRY))
+        .map(|i| generated(i, ROUTES_PER_ENTRY))
+        .collect();
+    entries.extend(traffic_entries(false, &a, &b, &steady));
+    let rendered = render(&entries, &render_cfg).expect("the generated registry renders");
+    let bundle = Bundle::new(&rendered, &entries);
+    let (route_count, clusters) = (rendered.route_count, rendered.clusters.len());
+    drop(rendered);
+    store
+        .put_bundle(PutBundle {
+            body: bundle.to_json().as_bytes(),
+            hash: &bundle.hash,
+            writer: Writer::Reconciler,
+            precondition: Precondition::None,
+        })
+        .await
+        .expect("publish");
+    let backends = (&a, &b, &steady);
+    let delivered =
+        deliver_and_move(moto, &store, &entries, backends, &render_cfg, &bundle.hash).await;
+    Row {
+        routes: route_count,
+        clusters,
+        ..delivered
     }
 }
 
@@ -576,6 +753,7 @@ fn mib(kib: u64) -> String {
 }
 
 fn main() {
+    let delivery_only = std::env::args().any(|a| a == "--delivery-only");
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
@@ -599,7 +777,11 @@ fn main() {
     let mut rows = Vec::new();
     for routes in sizes {
         eprintln!("measuring {routes} routes …");
-        let row = runtime.block_on(measure(moto, routes, &ca));
+        let row = if delivery_only {
+            runtime.block_on(measure_delivery_only(moto, routes, &ca))
+        } else {
+            runtime.block_on(measure(moto, routes, &ca))
+        };
         eprintln!(
             "{} routes: reconcile {} (registry read → publish {}), validate {}, unchanged {}, sidecar peak {}",
             row.routes,
@@ -702,10 +884,17 @@ fn main() {
             ));
         }
     }
+    let steps: String = rows.iter().map(step_breakdown).collect();
     let text = format!(
-        "# Scale\n\n`scripts/bench.sh`: {} build, moto's server, Envoy {}, upstream CA a \
+        "# Scale\n\n{}`scripts/bench.sh`: {} build, moto's server, Envoy {}, upstream CA a \
          one-certificate file, poll interval {} s, {} route moves per size (4 at 50k routes; each adds a \
-         cluster and removes one). Load average at the start: {}\n\n{table}\n{details}",
+         cluster and removes one). Load average at the start: {}\n\n{table}\n{details}{steps}",
+        if delivery_only {
+            "Delivery only (`--delivery-only`): no registry and no reconcile run, their columns \
+             empty.\n\n"
+        } else {
+            ""
+        },
         if cfg!(debug_assertions) { "debug" } else { "release" },
         gateway_bootstrap::envoy_version(),
         POLL_INTERVAL.as_secs(),

@@ -26,6 +26,12 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 /// serde_json's nesting limit, kept for the values skipped here.
 const MAX_DEPTH: usize = 128;
 
+/// How much of a file is handled at a time: read out of its string, and gathered before it is
+/// hashed. A file's string arrives with an escape every few bytes (each quote and newline of the
+/// JSON inside it); taken piece by piece, every step between the reader and the digests would
+/// run per escape.
+const PIECE: usize = 64 * 1024;
+
 /// A bundle read by [`read_bundle`]: every check passed, and the caller's writers hold the files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamedBundle {
@@ -475,13 +481,16 @@ impl<R: BufRead> Scanner<R> {
         };
         hasher.begin(name);
         if is_json(name) {
-            let mut whole = Sha256::new();
-            let mut read = BufReader::new(&mut raw);
+            let mut whole = Gathered::new(Sha256::new());
+            let mut hashed = Gathered::new(&mut *hasher);
+            // By value: serde_json reads byte by byte, which std makes cheap for a `BufReader`
+            // (not for a reference to one).
             let streamed = stream_top_level(
-                &mut read,
-                &mut |b: &[u8]| whole.update(b),
-                &mut |b: &[u8]| hasher.update(b),
+                BufReader::with_capacity(PIECE, &mut raw),
+                &mut |b: &[u8]| whole.put(b),
+                &mut |b: &[u8]| hashed.put(b),
             );
+            hashed.flush();
             match streamed {
                 Ok(streamed) if !streamed.is_object => {
                     found.refused = Some(BundleError::NotAnObject {
@@ -504,11 +513,11 @@ impl<R: BufRead> Scanner<R> {
             }
             // What serde_json left unread (after an error) still goes to the writer, so the
             // document can be read on.
-            io::copy(&mut read, &mut io::sink()).map_err(|e| Fail::from_io(e, name))?;
-            drop(read);
-            found.canonical = whole.finalize() == raw.digest.clone().finalize();
+            io::copy(&mut raw, &mut io::sink()).map_err(|e| Fail::from_io(e, name))?;
+            whole.flush();
+            found.canonical = whole.sink.finalize() == raw.digest.clone().finalize();
         } else {
-            let mut buf = [0u8; 16 * 1024];
+            let mut buf = vec![0u8; PIECE];
             loop {
                 let n = raw.read(&mut buf).map_err(|e| Fail::from_io(e, name))?;
                 if n == 0 {
@@ -725,7 +734,23 @@ impl<'s, R: BufRead> StrReader<'s, R> {
 }
 
 impl<R: BufRead> Read for StrReader<'_, R> {
+    /// Fills `buf` across escapes, up to the end of the string.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.piece(&mut buf[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        Ok(filled)
+    }
+}
+
+impl<R: BufRead> StrReader<'_, R> {
+    /// The next run of plain bytes, or an escape's bytes; 0 at the end of the string. An error
+    /// ends the read: whatever `read` had gathered before it belongs to a document refused.
+    fn piece(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             if self.pending_at < self.pending_len {
                 let n = (self.pending_len - self.pending_at).min(buf.len());
@@ -811,6 +836,55 @@ impl Utf8Check {
 
     fn is_complete(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// Pieces of canonical output gathered before they go to a digest: one call per [`PIECE`], not
+/// one per token.
+struct Gathered<S> {
+    sink: S,
+    buf: Vec<u8>,
+}
+
+/// What [`Gathered`] feeds.
+trait Digests {
+    fn digest(&mut self, bytes: &[u8]);
+}
+
+impl Digests for Sha256 {
+    fn digest(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+impl Digests for &mut FilesHasher {
+    fn digest(&mut self, bytes: &[u8]) {
+        self.update(bytes);
+    }
+}
+
+impl<S: Digests> Gathered<S> {
+    fn new(sink: S) -> Self {
+        Gathered {
+            sink,
+            buf: Vec::with_capacity(PIECE),
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        if self.buf.len() + bytes.len() > PIECE {
+            self.flush();
+        }
+        if bytes.len() > PIECE {
+            self.sink.digest(bytes);
+        } else {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+
+    fn flush(&mut self) {
+        self.sink.digest(&self.buf);
+        self.buf.clear();
     }
 }
 
