@@ -126,25 +126,26 @@ struct TimedRegistry<'a> {
     clock: &'a Clock,
 }
 
+impl TimedRegistry<'_> {
+    /// Every call but the full read, summed under one label.
+    async fn other<T>(&self, call: impl std::future::Future<Output = T>) -> T {
+        self.clock.time(REGISTRY_WRITES, call).await
+    }
+}
+
 impl Registry for TimedRegistry<'_> {
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.clock.mark(|m| m.read_started = Some(Instant::now()));
         self.clock.time(READ, self.inner.read_all_entries()).await
     }
     async fn read_totals(&self) -> Result<Option<Totals>, RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.read_totals())
-            .await
+        self.other(self.inner.read_totals()).await
     }
     async fn record_totals(&self, totals: &Totals) -> Result<(), RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.record_totals(totals))
-            .await
+        self.other(self.inner.record_totals(totals)).await
     }
     async fn read_state(&self) -> Result<Option<PublishedState>, RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.read_state())
-            .await
+        self.other(self.inner.read_state()).await
     }
     async fn record_published(
         &self,
@@ -152,41 +153,28 @@ impl Registry for TimedRegistry<'_> {
         next: &PublishedState,
     ) -> Result<(), RegistryError> {
         let recorded = self
-            .clock
-            .time(REGISTRY_WRITES, self.inner.record_published(expected, next))
+            .other(self.inner.record_published(expected, next))
             .await;
         self.clock.mark(|m| m.published = Some(Instant::now()));
         recorded
     }
     async fn read_statuses(&self) -> Result<BTreeMap<String, EntryStatus>, RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.read_statuses())
-            .await
+        self.other(self.inner.read_statuses()).await
     }
     async fn write_statuses(&self, rows: &[EntryStatus]) -> Result<(), RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.write_statuses(rows))
-            .await
+        self.other(self.inner.write_statuses(rows)).await
     }
     async fn read_statuses_digest(&self) -> Result<Option<String>, RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.read_statuses_digest())
-            .await
+        self.other(self.inner.read_statuses_digest()).await
     }
     async fn record_statuses_digest(&self, digest: Option<&str>) -> Result<(), RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.record_statuses_digest(digest))
-            .await
+        self.other(self.inner.record_statuses_digest(digest)).await
     }
     async fn read_render_record(&self) -> Result<Option<RenderRecord>, RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.read_render_record())
-            .await
+        self.other(self.inner.read_render_record()).await
     }
     async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
-        self.clock
-            .time(REGISTRY_WRITES, self.inner.record_render(record))
-            .await
+        self.other(self.inner.record_render(record)).await
     }
 }
 
@@ -336,15 +324,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     seed(&registry, &store, &cfg).await.expect("seed");
 
     // 1. The registry.
-    let (a, b, steady) = (
-        Backend::start("live-a"),
-        Backend::start("live-b"),
-        Backend::start("steady"),
-    );
-    let mut entries: Vec<Entry> = (0..routes.div_ceil(ROUTES_PER_ENTRY))
-        .map(|i| generated(i, ROUTES_PER_ENTRY))
-        .collect();
-    entries.extend(traffic_entries(false, &a, &b, &steady));
+    let ((a, b, steady), entries) = generated_registry(routes);
     // The sample: the last generated entries (the traffic entries are loaded with the rest).
     let generated_len = entries.len() - 2;
     let sample = if routes >= 50_000 { 5 } else { REGISTER_SAMPLE }.min(generated_len / 2);
@@ -702,6 +682,21 @@ fn step_breakdown(r: &Row) -> String {
     text
 }
 
+/// The generated registry for `routes` routes, then the two entries that carry the traffic, on
+/// their loopback backends (`live-a`, `live-b`, `steady`).
+fn generated_registry(routes: usize) -> ((Backend, Backend, Backend), Vec<Entry>) {
+    let (a, b, steady) = (
+        Backend::start("live-a"),
+        Backend::start("live-b"),
+        Backend::start("steady"),
+    );
+    let mut entries: Vec<Entry> = (0..routes.div_ceil(ROUTES_PER_ENTRY))
+        .map(|i| generated(i, ROUTES_PER_ENTRY))
+        .collect();
+    entries.extend(traffic_entries(false, &a, &b, &steady));
+    ((a, b, steady), entries)
+}
+
 /// `--delivery-only`: steps 4 and 5 alone, on a bundle rendered here and put into the bucket
 /// directly (no registry, no reconcile run), so the delivery at a size can be measured in a
 /// fraction of the whole bench's time. The row's other columns stay empty.
@@ -712,15 +707,7 @@ async fn measure_delivery_only(moto: &MotoServer, routes: usize, ca_file: &str) 
     let (_, store) = support::table_and_bucket(moto, dynamo, &policy, "bench").await;
     let mut render_cfg = RenderConfig::new(DOMAIN);
     render_cfg.upstream_ca_file = ca_file.to_string();
-    let (a, b, steady) = (
-        Backend::start("live-a"),
-        Backend::start("live-b"),
-        Backend::start("steady"),
-    );
-    let mut entries: Vec<Entry> = (0..routes.div_ceil(ROUTES_PER_ENTRY))
-        .map(|i| generated(i, ROUTES_PER_ENTRY))
-        .collect();
-    entries.extend(traffic_entries(false, &a, &b, &steady));
+    let ((a, b, steady), entries) = generated_registry(routes);
     let rendered = render(&entries, &render_cfg).expect("the generated registry renders");
     let bundle = Bundle::new(&rendered, &entries);
     let (route_count, clusters) = (rendered.route_count, rendered.clusters.len());
