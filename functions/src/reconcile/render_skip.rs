@@ -67,7 +67,7 @@ fn executable_digest() -> std::io::Result<String> {
         }
         sha.update(&buf[..n]);
     }
-    Ok(format!("exe:{}", hex(&sha.finalize())))
+    Ok(format!("exe:{:x}", sha.finalize()))
 }
 
 /// The render input digest of `cand` as it is about to be rendered; `None` when the build is
@@ -116,7 +116,7 @@ pub(super) fn input_digest(
         field(q.stage.to_string().as_bytes());
         field(q.kept.as_str().as_bytes());
     }
-    Some(format!("v1:{}", hex(&sha.finalize())))
+    Some(format!("v1:{:x}", sha.finalize()))
 }
 
 /// The hash this run's render would give, when it is known without rendering: the recorded
@@ -132,10 +132,6 @@ pub(super) fn reusable_hash(
     let same_render = record.input_digest == input;
     let published = record.hash == state.hash && live.hash.as_deref() == Some(state.hash.as_str());
     (same_render && published).then(|| state.hash.clone())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
