@@ -96,6 +96,11 @@ pub enum RenderError {
 }
 
 /// Renders the registry. Entries are sorted by id first, so the input order never matters.
+///
+/// The clusters, the route configuration and the rate-limit rules depend only on the entries, not
+/// on one another, so each is built (and each Envoy document serialised) on a thread of its own.
+/// The error is the one a render in that order would meet first: the clusters', else the routes',
+/// else the rules'.
 pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderError> {
     let mut sorted: Vec<(String, &Entry)> = entries.iter().map(|e| (e.id(), e)).collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -105,13 +110,50 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
         });
     }
     let sorted: Vec<&Entry> = sorted.into_iter().map(|(_, e)| e).collect();
-    let mut clusters = Vec::with_capacity(sorted.len());
-    for entry in &sorted {
-        clusters.extend(clusters::clusters(entry, cfg)?);
+    let (clusters, routes, ratelimit) = std::thread::scope(|scope| {
+        let clusters = scope.spawn(|| {
+            let mut clusters = Vec::with_capacity(sorted.len());
+            for entry in &sorted {
+                clusters.extend(clusters::clusters(entry, cfg)?);
+            }
+            Ok(Serialised::of(clusters, CLUSTER_TYPE_URL))
+        });
+        let ratelimit = scope.spawn(|| {
+            ratelimit::rule_tree(sorted.iter().copied()).map(|tree| {
+                let rules = ratelimit::to_yaml(&tree);
+                (tree, rules)
+            })
+        });
+        let routes = routes::route_configuration(sorted.iter().copied(), cfg)
+            .map(|(config, count)| (Serialised::of(vec![config], ROUTE_CONFIG_TYPE_URL), count));
+        (joined(clusters), routes, joined(ratelimit))
+    });
+    let clusters: Serialised = clusters?;
+    let (routes, route_count) = routes?;
+    let (ratelimit, rules) = ratelimit?;
+    finish(clusters, routes, ratelimit, rules?, route_count)
+}
+
+/// A scoped thread's result; its panic goes on.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// A DiscoveryResponse document and its canonical bytes, without `version_info` yet.
+struct Serialised {
+    doc: Value,
+    file: Document,
+}
+
+impl Serialised {
+    fn of(resources: Vec<Value>, type_url: &str) -> Serialised {
+        let doc = document(resources, type_url);
+        // `document` builds objects.
+        let file = Document::of(&doc).expect("a document is an object");
+        Serialised { doc, file }
     }
-    let (route_config, route_count) = routes::route_configuration(sorted.iter().copied(), cfg)?;
-    let ratelimit = ratelimit::rule_tree(sorted.iter().copied())?;
-    assemble(clusters, route_config, ratelimit, route_count)
 }
 
 /// Serialises the three files, hashes them, and stamps the hash into the Envoy files'
@@ -124,22 +166,35 @@ pub(crate) fn assemble(
     ratelimit: RateLimitConfig,
     route_count: usize,
 ) -> Result<Rendered, RenderError> {
-    let clusters_doc = document(clusters, CLUSTER_TYPE_URL);
-    let routes_doc = document(vec![route_config], ROUTE_CONFIG_TYPE_URL);
+    let clusters = Serialised::of(clusters, CLUSTER_TYPE_URL);
+    let routes = Serialised::of(vec![route_config], ROUTE_CONFIG_TYPE_URL);
     let rules = ratelimit::to_yaml(&ratelimit)?;
+    finish(clusters, routes, ratelimit, rules, route_count)
+}
 
-    // `document` builds objects.
-    let clusters_file = Document::of(&clusters_doc).expect("a document is an object");
-    let routes_file = Document::of(&routes_doc).expect("a document is an object");
-
+fn finish(
+    clusters: Serialised,
+    routes: Serialised,
+    ratelimit: RateLimitConfig,
+    rules: String,
+    route_count: usize,
+) -> Result<Rendered, RenderError> {
     // Name order: clusters.json, ratelimit.yaml, routes.json.
     let mut hasher = FilesHasher::new();
-    hasher.bytes(CLUSTERS_FILE, clusters_file.bytes());
+    hasher.bytes(CLUSTERS_FILE, clusters.file.bytes());
     hasher.text(RATE_LIMIT_FILE, &rules);
-    hasher.bytes(ROUTES_FILE, routes_file.bytes());
+    hasher.bytes(ROUTES_FILE, routes.file.bytes());
     let hash = hasher.finish();
 
     let version_info = Value::String(hash.clone());
+    let Serialised {
+        doc: clusters_doc,
+        file: clusters_file,
+    } = clusters;
+    let Serialised {
+        doc: routes_doc,
+        file: routes_file,
+    } = routes;
     let files = BTreeMap::from([
         (
             CLUSTERS_FILE.to_string(),

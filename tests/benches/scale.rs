@@ -17,8 +17,11 @@
 //! 2. the reconcile function's code runs once (registry read → render → checks → validate with
 //!    Envoy → publish), the registry read timed on its own, and the span from the registry read
 //!    to the publish (the goal's span: the status rows and metrics come after it); then Envoy's
-//!    validate alone on the same rendered config, and the render alone;
+//!    own validate (the process alone, on the validation bootstrap written to a file) on the same
+//!    rendered config, and the render alone;
 //! 3. the run again with nothing changed (median of three), with and without its registry read;
+//!    then two more publishing runs (one route's timeout changed, then changed back), so the
+//!    whole run and its registry read → publish are each the median of three publishing runs;
 //! 4. the sidecar binary (this build) delivers the published bundle to a real Envoy on the
 //!    gateway's bootstrap: its peak RSS then, and its RSS after a few idle polls;
 //! 5. under steady traffic on `live` and `steady`, bundles that move `/live` to another backend
@@ -29,6 +32,7 @@
 //!
 //! `-- --delivery-only` runs steps 4 and 5 alone, on a bundle rendered here and put into the
 //! bucket directly: the delivery at a size without the registry load and the reconcile runs.
+//! `-- --reconcile-only` runs steps 1 to 3 alone: the reconcile columns without the delivery.
 
 // The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
 // copied.
@@ -48,13 +52,14 @@ use gateway_adapters::registry::{
 use gateway_adapters::store::{
     BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
 };
+use gateway_bootstrap::ValidationBootstrap;
 use gateway_functions::reconcile::{reconcile, seed, Outcome};
 use gateway_render::bounds::Totals;
 use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
 use gateway_testkit::{envoy_bin, repo_root, MotoServer};
-use gateway_validator::{validate_with_envoy, ConfigView};
+use gateway_validator::{ConfigView, EnvoyOptions};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -255,10 +260,15 @@ struct Row {
     clusters: usize,
     register_sample: Vec<Duration>,
     register_failures: Vec<String>,
+    /// The median of the publishing runs (the first publish and two changes).
     reconcile: Duration,
-    /// The first run's registry read → publish: the goal's span, without the status rows and
-    /// metrics that follow the publish.
+    /// The same runs' median registry read → publish: the goal's span, without the status rows
+    /// and metrics that follow the publish.
     read_to_publish: Duration,
+    /// The first run alone, which `first_io` splits.
+    first_run: Duration,
+    /// Each publishing run: whole, and registry read → publish.
+    publishing_runs: Vec<(Duration, Duration)>,
     /// The first run's time per kind of I/O.
     first_io: BTreeMap<&'static str, Duration>,
     render: Duration,
@@ -303,12 +313,51 @@ fn traffic_entries(on_b: bool, a: &Backend, b: &Backend, steady: &Backend) -> Ve
     ]
 }
 
+/// Envoy's own `--mode validate` (median of `runs`): the process alone, from its start to its
+/// exit, on the validation bootstrap already written to a file. Not the validator's
+/// `validate_with_envoy`, which also serialises the bootstrap and checks the release.
+fn envoy_own_validate(view: &ConfigView<'_>, opts: &EnvoyOptions, runs: usize) -> Duration {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("validate.json");
+    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)
+        .expect("the validation bootstrap");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&config).expect("create"));
+    bootstrap.to_writer(&mut file).expect("write the bootstrap");
+    std::io::Write::flush(&mut file).expect("write the bootstrap");
+    drop(file);
+    let samples = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            let out = std::process::Command::new(&opts.envoy_bin)
+                .args([
+                    "--mode",
+                    "validate",
+                    "--disable-hot-restart",
+                    "-l",
+                    "warning",
+                    "-c",
+                ])
+                .arg(&config)
+                .output()
+                .expect("run Envoy");
+            let elapsed = started.elapsed();
+            assert!(
+                out.status.success(),
+                "Envoy refused the generated registry: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            elapsed
+        })
+        .collect();
+    median(samples)
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
-async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
+async fn measure(moto: &MotoServer, routes: usize, ca_file: &str, deliver: bool) -> Row {
     let conf = moto.sdk_config().await;
     let policy = Policy::new(DOMAIN, true);
     let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
@@ -401,15 +450,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
         ratelimit_yaml: &rendered.files[gateway_render::contract::RATE_LIMIT_FILE],
     };
     let runs = if routes >= 50_000 { 1 } else { 3 };
-    let mut validate_samples = Vec::new();
-    for _ in 0..runs {
-        let started = Instant::now();
-        if let Err(e) = validate_with_envoy(&view, &cfg.validate.envoy) {
-            panic!("Envoy refused the generated registry: {e}");
-        }
-        validate_samples.push(started.elapsed());
-    }
-    let validate = median(validate_samples);
+    let validate = envoy_own_validate(&view, &cfg.validate.envoy, runs);
     drop(rendered);
 
     // 3. Unchanged runs.
@@ -436,6 +477,32 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
     let unchanged_io = unchanged_reads.swap_remove(at);
     let unchanged_read = unchanged_io.get(READ).copied().unwrap_or_default();
 
+    // Two more publishing runs, for the median with the first: one route's timeout changed in
+    // one entry row, then changed back (so the live bundle is the first run's again).
+    let mut read_to_publish_samples = vec![read_to_publish];
+    let mut reconcile_samples = vec![reconcile_time];
+    let original = entries[0].clone();
+    let mut changed = original.clone();
+    changed.routes[0].timeout = Some("7s".to_string());
+    for entry in [&changed, &original] {
+        support::load_entries(&dynamo, registry.table(), std::slice::from_ref(entry)).await;
+        let started = Instant::now();
+        let outcome = reconcile(&timed, &timed_store, &metrics, &cfg)
+            .await
+            .expect("reconcile a change");
+        reconcile_samples.push(started.elapsed());
+        assert!(
+            matches!(&outcome, Outcome::Published { .. }),
+            "a changed registry publishes: {outcome}"
+        );
+        read_to_publish_samples.push(
+            clock
+                .take_read_to_publish()
+                .expect("a publishing run reads the registry and publishes"),
+        );
+        clock.take();
+    }
+
     // Bundle bytes: canonical and on the wire.
     let bundle_raw = store.get_version(&version_id).await.expect("get").len() as u64;
     let bundle_gzip = s3
@@ -451,14 +518,24 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str) -> Row {
 
     // 4. and 5.
     let backends = (&a, &b, &steady);
-    let delivered = deliver_and_move(moto, &store, &entries, backends, &render_cfg, &hash).await;
+    let delivered = if deliver {
+        deliver_and_move(moto, &store, &entries, backends, &render_cfg, &hash).await
+    } else {
+        Row::default()
+    };
     Row {
         routes: route_count,
         clusters,
         register_sample,
         register_failures,
-        reconcile: reconcile_time,
-        read_to_publish,
+        reconcile: median(reconcile_samples.clone()),
+        read_to_publish: median(read_to_publish_samples.clone()),
+        first_run: reconcile_time,
+        publishing_runs: reconcile_samples
+            .iter()
+            .zip(&read_to_publish_samples)
+            .map(|(a, b)| (*a, *b))
+            .collect(),
         first_io,
         render: render_time,
         validate,
@@ -741,6 +818,7 @@ fn mib(kib: u64) -> String {
 
 fn main() {
     let delivery_only = std::env::args().any(|a| a == "--delivery-only");
+    let reconcile_only = std::env::args().any(|a| a == "--reconcile-only");
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
@@ -767,7 +845,7 @@ fn main() {
         let row = if delivery_only {
             runtime.block_on(measure_delivery_only(moto, routes, &ca))
         } else {
-            runtime.block_on(measure(moto, routes, &ca))
+            runtime.block_on(measure(moto, routes, &ca, !reconcile_only))
         };
         eprintln!(
             "{} routes: reconcile {} (registry read → publish {}), validate {}, unchanged {}, sidecar peak {}",
@@ -819,7 +897,7 @@ fn main() {
         p.sort();
         let io = |label| r.first_io.get(label).copied().unwrap_or_default();
         let rest = r
-            .reconcile
+            .first_run
             .saturating_sub(io(READ) + io(REGISTRY_WRITES) + io(BUCKET) + io(METRICS));
         let un = |label| r.unchanged_io.get(label).copied().unwrap_or_default();
         let unchanged_rest = r
@@ -856,6 +934,18 @@ fn main() {
                 .collect::<Vec<_>>()
                 .join(", "),
         ));
+        if !r.publishing_runs.is_empty() {
+            let runs: Vec<String> = r
+                .publishing_runs
+                .iter()
+                .map(|(whole, span)| format!("{} ({})", secs(*whole), secs(*span)))
+                .collect();
+            details.push_str(&format!(
+                "\nPublishing runs at {} routes, whole (registry read → publish): {}\n",
+                r.routes,
+                runs.join(", ")
+            ));
+        }
         if let Some(first) = r.register_failures.first() {
             details.push_str(&format!(
                 "\nRegistrations of the sample that did not come back `Created` at {} routes: {} of {}; the first: {first}\n",
@@ -879,6 +969,8 @@ fn main() {
         if delivery_only {
             "Delivery only (`--delivery-only`): no registry and no reconcile run, their columns \
              empty.\n\n"
+        } else if reconcile_only {
+            "Reconcile only (`--reconcile-only`): no delivery, its columns empty.\n\n"
         } else {
             ""
         },

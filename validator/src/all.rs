@@ -1,8 +1,8 @@
 //! The three layers in order; the first that fails stops the run and says which it was.
 
 use crate::{
-    start_envoy_validation, validate_not_empty, validate_rules, ConfigView, EnvoyOptions,
-    EnvoyValidation, EnvoyVerdict, ValidationError,
+    spawn_envoy_validation, validate_not_empty, validate_rules, ConfigView, EnvoyOptions,
+    EnvoyValidation, EnvoyVerdict, PendingEnvoy, ValidationError,
 };
 use std::fmt;
 
@@ -80,9 +80,9 @@ pub fn validate_all(
 /// [`validate_all`] gives, the first failing layer in order, as if they ran one after another.
 ///
 /// The order, on two cores: Envoy (layer 3, seconds on one core) is started first, on a thread
-/// of its own that writes the validation bootstrap and spawns it; meanwhile this thread runs
-/// layers 1 and 2 and then `beside` (a caller's work that needs no verdict, such as preparing
-/// the publish). A refusal by layer 1 or 2 kills Envoy and skips `beside`; a layer 3 failure to
+/// of its own that writes the validation bootstrap into it; meanwhile this thread runs layers 1
+/// and 2 and then `beside` (a caller's work that needs no verdict, such as preparing the
+/// publish). A refusal by layer 1 or 2 kills Envoy and skips `beside`; a layer 3 failure to
 /// start (wrong release, no binary) is reported only after layers 1 and 2 passed. `beside`'s
 /// result comes back whenever it ran, whatever Envoy said.
 pub fn validate_all_beside<T>(
@@ -92,9 +92,28 @@ pub fn validate_all_beside<T>(
     opts: &ValidateOptions,
     beside: impl FnOnce() -> T,
 ) -> (Result<Report, ValidationFailure>, Option<T>) {
+    validate_all_beside_started(view, entry_count, route_count, opts, None, beside)
+}
+
+/// [`validate_all_beside`] with Envoy already spawned by the caller
+/// ([`crate::spawn_envoy_validation`], before its render), or its failure to spawn, which is
+/// reported where a failure to start is. `None` spawns it here. Ignored (and killed) when
+/// `opts` skips layer 3.
+pub fn validate_all_beside_started<T>(
+    view: &ConfigView<'_>,
+    entry_count: usize,
+    route_count: usize,
+    opts: &ValidateOptions,
+    spawned: Option<Result<PendingEnvoy, ValidationError>>,
+    beside: impl FnOnce() -> T,
+) -> (Result<Report, ValidationFailure>, Option<T>) {
+    let spawned = if opts.skip_envoy {
+        None
+    } else {
+        Some(spawned.unwrap_or_else(|| spawn_envoy_validation(&opts.envoy)))
+    };
     std::thread::scope(|scope| {
-        let envoy =
-            (!opts.skip_envoy).then(|| scope.spawn(|| start_envoy_validation(view, &opts.envoy)));
+        let envoy = spawned.map(|spawned| scope.spawn(|| spawned.and_then(|p| p.feed(view))));
         let first_two = pure_layers(view, entry_count, route_count);
         let beside = first_two.is_ok().then(beside);
         // Joined before anything returns: on a refusal below, dropping the started Envoy kills it.

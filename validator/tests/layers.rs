@@ -281,14 +281,15 @@ fn beside_runs_while_envoy_validates_and_the_verdict_keeps_the_layer_order() {
 
 #[test]
 fn an_envoy_validation_not_waited_for_is_killed() {
-    // A stand-in for the pinned release that writes its pid and takes ten minutes to judge.
+    // A stand-in for the pinned release that reads its config (`-c PATH`, the last argument),
+    // writes its pid and takes ten minutes to judge.
     let dir = tempfile::tempdir().expect("temp dir");
     let fake = dir.path().join("envoy");
     let pid_file = dir.path().join("pid");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\necho $$ > {p}.tmp && mv {p}.tmp {p}\nexec sleep 600\n",
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\nfor a; do config=$a; done\ncat \"$config\" > /dev/null\necho $$ > {p}.tmp && mv {p}.tmp {p}\nexec sleep 600\n",
             gateway_bootstrap::envoy_version(),
             p = pid_file.display()
         ),

@@ -5,7 +5,7 @@
 
 use super::quarantine::Candidate;
 use super::Stage;
-use gateway_adapters::registry::{Registry, RegistrySnapshot};
+use gateway_adapters::registry::Registry;
 use gateway_render::bounds::Totals;
 use gateway_render::check::Policy;
 use gateway_render::{Bounds, Entry};
@@ -15,8 +15,7 @@ use tracing::warn;
 /// Records the totals of every readable entry row when they differ from the recorded ones. A
 /// failure is logged, never the run's: the totals only steer registrations, and the next run
 /// writes them again.
-pub(super) async fn record_totals<R: Registry>(registry: &R, snapshot: &RegistrySnapshot) {
-    let totals = Totals::of(snapshot.entries.iter().map(|s| &s.entry));
+pub(super) async fn record_totals<R: Registry>(registry: &R, totals: Totals) {
     let recorded = match registry.read_totals().await {
         Ok(recorded) => recorded,
         Err(e) => {

@@ -34,10 +34,14 @@ use gateway_adapters::resolve::BackendLookup;
 use gateway_adapters::store::{
     encoding, BundleHead, ConfigStore, Precondition, PutBundle, StoreError, Writer,
 };
+use gateway_render::bounds::Totals;
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
 use gateway_render::{render, Bounds, Bundle, Entry, RenderConfig, Rendered};
-use gateway_validator::{validate_all_beside, ConfigView, ValidateOptions};
+use gateway_validator::{
+    spawn_envoy_validation, validate_all_beside_started, ConfigView, PendingEnvoy, ValidateOptions,
+    ValidationError,
+};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::{info, warn};
 
@@ -270,19 +274,21 @@ where
     M: MetricsSink + Sync,
 {
     let snapshot = registry.read_all_entries().await?;
-    bounds::record_totals(registry, &snapshot).await;
     if snapshot.entries.is_empty() && snapshot.unreadable.is_empty() {
+        bounds::record_totals(registry, Totals::default()).await;
         return Ok(Outcome::KeptLive {
             reason: "the registry read returned no entries; an empty route table is an outage"
                 .into(),
         });
     }
-    // What the drift guard and the render skip stand on is read while the entries are checked.
-    // Its failure counts only where the guard needs it, so a run refused before that refuses
-    // as it always did.
-    let ((mut cand, problems), standing) = tokio::join!(
+    // What the drift guard and the render skip stand on is read, and the totals recorded, while
+    // the entries are checked. The standing's failure counts only where the guard needs it, so a
+    // run refused before that refuses as it always did.
+    let totals = Totals::of(snapshot.entries.iter().map(|s| &s.entry));
+    let ((mut cand, problems), standing, ()) = tokio::join!(
         check_each(snapshot, &cfg.policy, &cfg.backends),
         read_standing(registry, store),
+        bounds::record_totals(registry, totals),
     );
     basis.revisions = cand.revisions.clone();
     // The live bundle's entries, read only when something needs its previous version.
@@ -345,6 +351,10 @@ where
             return Ok(Outcome::Unchanged { hash });
         }
     }
+    // Envoy starts now and waits for the bootstrap while the render runs: its own start-up and
+    // the release check are off the run's path. A run that validates nothing drops it, which
+    // kills it.
+    let mut envoy = (!cfg.validate.skip_envoy).then(|| spawn_envoy_validation(&cfg.validate.envoy));
     let rendered = loop {
         let entries = cand.list();
         match render(&entries, &cfg.render) {
@@ -414,7 +424,14 @@ where
 
     let entries = cand.list();
     let prepare = Some(entries.clone());
-    let validated = validate(rendered, entries.len(), prepare, &cfg.validate).await?;
+    let validated = validate(
+        rendered,
+        entries.len(),
+        prepare,
+        &cfg.validate,
+        envoy.take(),
+    )
+    .await?;
     *validations += 1;
     let (rendered, entries, prepared) = match validated.verdict {
         Ok(()) => (validated.rendered, entries, validated.prepared),
@@ -612,7 +629,7 @@ async fn try_set(
         Ok(r) => r,
         Err(e) => return Ok(Err(e.to_string())),
     };
-    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
+    let validated = validate(rendered, entries.len(), None, &cfg.validate, None).await?;
     let rendered = validated.rendered;
     Ok(validated
         .verdict
@@ -844,6 +861,7 @@ async fn validate(
     entry_count: usize,
     publish_entries: Option<Vec<Entry>>,
     opts: &ValidateOptions,
+    spawned: Option<Result<PendingEnvoy, ValidationError>>,
 ) -> Result<Validated, ReconcileError> {
     let opts = opts.clone();
     tokio::task::spawn_blocking(move || {
@@ -862,7 +880,8 @@ async fn validate(
                     .as_deref()
                     .map(|entries| Prepared::of(&rendered, entries))
             };
-            validate_all_beside(&view, entry_count, rendered.route_count, &opts, prepare)
+            let route_count = rendered.route_count;
+            validate_all_beside_started(&view, entry_count, route_count, &opts, spawned, prepare)
         };
         let verdict = verdict.map(|_| ()).map_err(|failure| {
             (
@@ -970,7 +989,7 @@ where
     };
     let rendered =
         render(&entries, &cfg.render).map_err(ReconcileError::Render)?;
-    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
+    let validated = validate(rendered, entries.len(), None, &cfg.validate, None).await?;
     let rendered = validated.rendered;
     if let Err((stage, reason)) = validated.verdict {
         return Err(ReconcileError::Validator(format!(

@@ -2,11 +2,13 @@
 //! code in the validator.
 
 mod bin;
+mod pipe;
 mod process;
 mod stderr;
 mod version;
 
 pub use bin::{find_executable, lookup_envoy, EnvoyBin, ENVOY_BIN_SETTING, ENVOY_ON_PATH};
+use version::judge_release;
 pub use version::{check_envoy_version, envoy_release};
 
 use crate::{ConfigView, ValidationError};
@@ -67,20 +69,37 @@ pub fn validate_with_envoy(
 pub struct EnvoyValidation {
     // Declared before `dir`: Envoy is stopped before its scratch directory goes.
     running: process::Running,
-    envoy_version: String,
+    /// `envoy --version`, run beside the validation; judged before its verdict.
+    version: process::Running,
     started: Instant,
     timeout: Duration,
     bin: PathBuf,
     dir: tempfile::TempDir,
 }
 
-/// [`validate_with_envoy`]'s first half: checks the release, writes the validation bootstrap and
-/// starts Envoy on it; [`EnvoyValidation::verdict`] waits for Envoy's answer.
-pub fn start_envoy_validation(
-    view: &ConfigView<'_>,
-    opts: &EnvoyOptions,
-) -> Result<EnvoyValidation, ValidationError> {
-    let envoy_version = check_envoy_version(&opts.envoy_bin)?;
+/// `envoy --mode validate` started on a bootstrap not written yet (it waits on a named pipe),
+/// with `envoy --version` beside it: started before the config exists, so Envoy's own start-up
+/// overlaps the caller's render. [`PendingEnvoy::feed`] writes the bootstrap into it. Dropping
+/// it kills both.
+pub struct PendingEnvoy {
+    // Declared before `dir`: Envoy is stopped before its scratch directory goes.
+    running: process::Running,
+    version: process::Running,
+    started: Instant,
+    timeout: Duration,
+    bin: PathBuf,
+    params: BootstrapParams,
+    config: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+/// Starts Envoy on the validation bootstrap's pipe, and `envoy --version` beside it.
+///
+/// The release check runs beside the validation instead of before it (it costs a process start,
+/// about 0.1 s): no verdict is taken from an Envoy whose `--version` is not the pinned release
+/// ([`EnvoyValidation::verdict`] judges the release first), and such a validation is killed
+/// unread.
+pub fn spawn_envoy_validation(opts: &EnvoyOptions) -> Result<PendingEnvoy, ValidationError> {
     let dir = tempfile::Builder::new()
         .prefix("gateway-validate-")
         .tempdir()
@@ -88,23 +107,22 @@ pub fn start_envoy_validation(
             what: "temp dir for the validation bootstrap".into(),
             source,
         })?;
+    let version_dir = dir.path().join("version");
+    std::fs::create_dir(&version_dir).map_err(|source| ValidationError::Io {
+        what: format!("create {}", version_dir.display()),
+        source,
+    })?;
+    let mut version = std::process::Command::new(&opts.envoy_bin);
+    version.arg("--version");
+    let version = process::start(version, &version_dir, opts.timeout)
+        .map_err(|e| run_error(e, &opts.envoy_bin, opts.timeout))?;
+    // Envoy reads the bootstrap from a pipe: it starts (about 0.1 s of its own) before the
+    // bootstrap is serialised into it, instead of after a file is written whole.
     let config = dir.path().join("validate.json");
-    let io = |what: &str| {
-        let what = format!("{what} {}", config.display());
-        move |source| ValidationError::Io { what, source }
-    };
-    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)?;
-    let file = std::fs::File::create(&config).map_err(io("create"))?;
-    let mut writer = BufWriter::new(file);
-    bootstrap
-        .to_writer(&mut writer)
-        .map_err(|e| ValidationError::Io {
-            what: format!("write {}", config.display()),
-            source: e.into(),
-        })?;
-    writer.flush().map_err(io("write"))?;
-    drop(writer);
-
+    pipe::make(&config).map_err(|source| ValidationError::Io {
+        what: format!("mkfifo {}", config.display()),
+        source,
+    })?;
     let started = Instant::now();
     let mut cmd = std::process::Command::new(&opts.envoy_bin);
     cmd.args([
@@ -118,14 +136,75 @@ pub fn start_envoy_validation(
     .arg(&config);
     let running = process::start(cmd, dir.path(), opts.timeout)
         .map_err(|e| run_error(e, &opts.envoy_bin, opts.timeout))?;
-    Ok(EnvoyValidation {
+    Ok(PendingEnvoy {
         running,
-        envoy_version,
+        version,
         started,
         timeout: opts.timeout,
         bin: opts.envoy_bin.clone(),
+        params: opts.params.clone(),
+        config,
         dir,
     })
+}
+
+/// [`validate_with_envoy`]'s first half: [`spawn_envoy_validation`], then
+/// [`PendingEnvoy::feed`]; [`EnvoyValidation::verdict`] waits for Envoy's answer.
+pub fn start_envoy_validation(
+    view: &ConfigView<'_>,
+    opts: &EnvoyOptions,
+) -> Result<EnvoyValidation, ValidationError> {
+    spawn_envoy_validation(opts)?.feed(view)
+}
+
+impl PendingEnvoy {
+    /// Writes the validation bootstrap (the gateway's listener and filters with `view`'s
+    /// clusters and routes inlined) into Envoy's pipe, as Envoy reads it.
+    pub fn feed(self, view: &ConfigView<'_>) -> Result<EnvoyValidation, ValidationError> {
+        let PendingEnvoy {
+            mut running,
+            version,
+            started,
+            timeout,
+            bin,
+            params,
+            config,
+            dir,
+        } = self;
+        let bootstrap = ValidationBootstrap::new(&params, view.clusters, view.route_config)?;
+        // `None`: Envoy exited without opening it; its verdict says why.
+        if let Some(file) =
+            pipe::open_writer(&config, &mut running).map_err(|e| run_error(e, &bin, timeout))?
+        {
+            let mut writer = BufWriter::with_capacity(1 << 16, file);
+            let written = bootstrap
+                .to_writer(&mut writer)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writer.flush());
+            match written {
+                Ok(()) => {}
+                // Envoy stopped reading (it exited); its verdict says why.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(source) => {
+                    return Err(ValidationError::Io {
+                        what: format!("write {}", config.display()),
+                        source,
+                    })
+                }
+            }
+            // Closing the pipe is Envoy's end of file. `into_inner` fails only when the flush
+            // above did, which was already handled.
+            drop(writer.into_inner().ok());
+        }
+        Ok(EnvoyValidation {
+            running,
+            version,
+            started,
+            timeout,
+            bin,
+            dir,
+        })
+    }
 }
 
 impl EnvoyValidation {
@@ -133,12 +212,15 @@ impl EnvoyValidation {
     pub fn verdict(self) -> Result<EnvoyVerdict, ValidationError> {
         let EnvoyValidation {
             running,
-            envoy_version,
+            version,
             started,
             timeout,
             bin,
             dir,
         } = self;
+        let printed = version.wait().map_err(|e| run_error(e, &bin, timeout))?;
+        // On a refusal here `running` is dropped: the validation is killed, its verdict unread.
+        let envoy_version = judge_release(&bin, &printed.stdout)?;
         let run = running.wait().map_err(|e| run_error(e, &bin, timeout))?;
         drop(dir);
         if run.success {

@@ -54,6 +54,17 @@ pub(crate) fn start(
 }
 
 impl Running {
+    /// Whether the process has exited; an error once it is past its deadline.
+    pub(crate) fn exited(&mut self) -> Result<bool, RunError> {
+        if self.child.try_wait().map_err(RunError::Io)?.is_some() {
+            return Ok(true);
+        }
+        if Instant::now() >= self.deadline {
+            return Err(RunError::Timeout);
+        }
+        Ok(false)
+    }
+
     /// Waits until the process exits (killed at the deadline) and reads what it printed.
     pub(crate) fn wait(mut self) -> Result<Finished, RunError> {
         let status = loop {
@@ -63,7 +74,7 @@ impl Running {
             if Instant::now() >= self.deadline {
                 return Err(RunError::Timeout);
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(5));
         };
         self.waited = true;
         let read = |p: &Path| {

@@ -14,20 +14,24 @@ pub fn envoy_release(version_output: &str) -> Option<&str> {
 /// Runs `ENVOY_BIN --version` and refuses any release but the pinned one: another release
 /// could accept what the proxy rejects.
 pub fn check_envoy_version(bin: &Path) -> Result<String, ValidationError> {
-    let pinned = gateway_bootstrap::envoy_version();
     let out = Command::new(bin)
         .arg("--version")
         .output()
         .map_err(|source| ValidationError::EnvoyMissing {
             bin: bin.to_path_buf(),
-            pinned,
+            pinned: gateway_bootstrap::envoy_version(),
             source,
         })?;
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let Some(found) = envoy_release(&text) else {
+    judge_release(bin, &String::from_utf8_lossy(&out.stdout))
+}
+
+/// The release `bin --version` printed, when it is the pinned one.
+pub(crate) fn judge_release(bin: &Path, version_output: &str) -> Result<String, ValidationError> {
+    let pinned = gateway_bootstrap::envoy_version();
+    let Some(found) = envoy_release(version_output) else {
         return Err(ValidationError::EnvoyVersionUnknown {
             bin: bin.to_path_buf(),
-            output: text.trim().to_string(),
+            output: version_output.trim().to_string(),
         });
     };
     if found != pinned {
