@@ -79,12 +79,13 @@ pub fn validate_all(
 /// The three layers, with `beside` done while Envoy validates; the verdict is the one
 /// [`validate_all`] gives, the first failing layer in order, as if they ran one after another.
 ///
-/// The order, on two cores: Envoy (layer 3, seconds on one core) is started first, on a thread
-/// of its own that writes the validation bootstrap into it; meanwhile this thread runs layers 1
-/// and 2 and then `beside` (a caller's work that needs no verdict, such as preparing the
-/// publish). A refusal by layer 1 or 2 kills Envoy and skips `beside`; a layer 3 failure to
-/// start (wrong release, no binary) is reported only after layers 1 and 2 passed. `beside`'s
-/// result comes back whenever it ran, whatever Envoy said.
+/// The order, on two cores: Envoy (layer 3, seconds on one core) is started and fed the
+/// validation bootstrap first, as it can do nothing until the bootstrap is whole; then, while
+/// Envoy parses it on the other core, this thread runs layers 1 and 2 and then `beside` (a
+/// caller's work that needs no verdict, such as preparing the publish). A refusal by layer 1 or
+/// 2 kills Envoy and skips `beside`; a layer 3 failure to start (wrong release, no binary) is
+/// reported only after layers 1 and 2 passed. `beside`'s result comes back whenever it ran,
+/// whatever Envoy said.
 pub fn validate_all_beside<T>(
     view: &ConfigView<'_>,
     entry_count: usize,
@@ -107,40 +108,34 @@ pub fn validate_all_beside_started<T>(
     spawned: Option<Result<PendingEnvoy, ValidationError>>,
     beside: impl FnOnce() -> T,
 ) -> (Result<Report, ValidationFailure>, Option<T>) {
-    let spawned = if opts.skip_envoy {
+    let envoy = if opts.skip_envoy {
         None
     } else {
-        Some(spawned.unwrap_or_else(|| spawn_envoy_validation(&opts.envoy)))
+        let spawned = spawned.unwrap_or_else(|| spawn_envoy_validation(&opts.envoy));
+        Some(spawned.and_then(|pending| pending.feed(view)))
     };
-    std::thread::scope(|scope| {
-        let envoy = spawned.map(|spawned| scope.spawn(|| spawned.and_then(|p| p.feed(view))));
-        let first_two = pure_layers(view, entry_count, route_count);
-        let beside = first_two.is_ok().then(beside);
-        // Joined before anything returns: on a refusal below, dropping the started Envoy kills it.
-        let envoy = envoy.map(|thread| match thread.join() {
-            Ok(started) => started,
-            Err(panic) => std::panic::resume_unwind(panic),
-        });
-        if let Err(failure) = first_two {
-            return (Err(failure), beside);
-        }
-        let envoy = match envoy {
-            None => None,
-            Some(started) => match started.and_then(EnvoyValidation::verdict) {
-                Ok(verdict) => Some(verdict),
-                Err(error) => {
-                    let layer = Layer::Envoy;
-                    return (Err(ValidationFailure { layer, error }), beside);
-                }
-            },
-        };
-        let report = Report {
-            entry_count,
-            route_count,
-            envoy,
-        };
-        (Ok(report), beside)
-    })
+    let first_two = pure_layers(view, entry_count, route_count);
+    let beside = first_two.is_ok().then(beside);
+    if let Err(failure) = first_two {
+        // Dropping the started Envoy kills it.
+        return (Err(failure), beside);
+    }
+    let envoy = match envoy {
+        None => None,
+        Some(started) => match started.and_then(EnvoyValidation::verdict) {
+            Ok(verdict) => Some(verdict),
+            Err(error) => {
+                let layer = Layer::Envoy;
+                return (Err(ValidationFailure { layer, error }), beside);
+            }
+        },
+    };
+    let report = Report {
+        entry_count,
+        route_count,
+        envoy,
+    };
+    (Ok(report), beside)
 }
 
 /// Layers 1 and 2: pure, on the values.

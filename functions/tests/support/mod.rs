@@ -231,13 +231,26 @@ pub async fn load_entries(dynamo: &aws_sdk_dynamodb::Client, table: &str, entrie
                 WriteRequest::builder().put_request(put).build()
             })
             .collect();
+        // Puts of whole rows, so sending one again is harmless: a batch that exceeds the SDK's
+        // attempt timeout on a loaded moto server (large registries) is sent again.
+        let mut timeouts = 0;
         while !requests.is_empty() {
-            let out = dynamo
+            let sent = dynamo
                 .batch_write_item()
-                .request_items(table, requests)
+                .request_items(table, requests.clone())
                 .send()
-                .await
-                .expect("batch write");
+                .await;
+            let out = match sent {
+                Ok(out) => out,
+                Err(e)
+                    if timeouts < 3
+                        && matches!(e, aws_sdk_dynamodb::error::SdkError::TimeoutError(_)) =>
+                {
+                    timeouts += 1;
+                    continue;
+                }
+                Err(e) => panic!("batch write: {e:?}"),
+            };
             requests = out
                 .unprocessed_items
                 .and_then(|mut m| m.remove(table))
