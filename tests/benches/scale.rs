@@ -892,6 +892,8 @@ fn main() {
         "| routes | clusters | first run: registry read / state + status rows / bucket (put; gzip is beside Envoy) / metrics / the rest | of the rest: render alone, Envoy validate alone | unchanged run: the same five | register path, sample (median / max) | sidecar peak after the moves | Envoy serving RSS | publish → serving, all (s) |\n\
          |---:|---:|---|---|---:|---:|---:|---:|---|\n",
     );
+    // Paragraphs below the table, so they do not break it.
+    let mut notes = String::new();
     for r in &rows {
         let mut p = r.propagation.clone();
         p.sort();
@@ -940,14 +942,14 @@ fn main() {
                 .iter()
                 .map(|(whole, span)| format!("{} ({})", secs(*whole), secs(*span)))
                 .collect();
-            details.push_str(&format!(
+            notes.push_str(&format!(
                 "\nPublishing runs at {} routes, whole (registry read → publish): {}\n",
                 r.routes,
                 runs.join(", ")
             ));
         }
         if let Some(first) = r.register_failures.first() {
-            details.push_str(&format!(
+            notes.push_str(&format!(
                 "\nRegistrations of the sample that did not come back `Created` at {} routes: {} of {}; the first: {first}\n",
                 r.routes,
                 r.register_failures.len(),
@@ -955,17 +957,21 @@ fn main() {
             ));
         }
         if !r.failed_samples.is_empty() {
-            details.push_str(&format!(
+            notes.push_str(&format!(
                 "\nFailed requests at {} routes, first few: {:?}\n",
                 r.routes, r.failed_samples
             ));
         }
     }
-    let steps: String = rows.iter().map(step_breakdown).collect();
+    let steps: String = rows
+        .iter()
+        .filter(|r| !r.move_steps.is_empty())
+        .map(step_breakdown)
+        .collect();
     let text = format!(
         "# Scale\n\n{}`scripts/bench.sh`: {} build, moto's server, Envoy {}, upstream CA a \
          one-certificate file, poll interval {} s, {} route moves per size (4 at 50k routes; each adds a \
-         cluster and removes one). Load average at the start: {}\n\n{table}\n{details}{steps}",
+         cluster and removes one). Load average at the start: {}\n\n{table}\n{details}{notes}\n{steps}",
         if delivery_only {
             "Delivery only (`--delivery-only`): no registry and no reconcile run, their columns \
              empty.\n\n"

@@ -1,8 +1,8 @@
 //! The three layers in order; the first that fails stops the run and says which it was.
 
 use crate::{
-    spawn_envoy_validation, validate_not_empty, validate_rules, ConfigView, EnvoyOptions,
-    EnvoyValidation, EnvoyVerdict, PendingEnvoy, ValidationError,
+    start_envoy_validation, validate_not_empty, validate_rules, ConfigView, EnvoyOptions,
+    EnvoyValidation, EnvoyVerdict, ValidationError,
 };
 use std::fmt;
 
@@ -93,27 +93,7 @@ pub fn validate_all_beside<T>(
     opts: &ValidateOptions,
     beside: impl FnOnce() -> T,
 ) -> (Result<Report, ValidationFailure>, Option<T>) {
-    validate_all_beside_started(view, entry_count, route_count, opts, None, beside)
-}
-
-/// [`validate_all_beside`] with Envoy already spawned by the caller
-/// ([`crate::spawn_envoy_validation`], before its render), or its failure to spawn, which is
-/// reported where a failure to start is. `None` spawns it here. Ignored (and killed) when
-/// `opts` skips layer 3.
-pub fn validate_all_beside_started<T>(
-    view: &ConfigView<'_>,
-    entry_count: usize,
-    route_count: usize,
-    opts: &ValidateOptions,
-    spawned: Option<Result<PendingEnvoy, ValidationError>>,
-    beside: impl FnOnce() -> T,
-) -> (Result<Report, ValidationFailure>, Option<T>) {
-    let envoy = if opts.skip_envoy {
-        None
-    } else {
-        let spawned = spawned.unwrap_or_else(|| spawn_envoy_validation(&opts.envoy));
-        Some(spawned.and_then(|pending| pending.feed(view)))
-    };
+    let envoy = (!opts.skip_envoy).then(|| start_envoy_validation(view, &opts.envoy));
     let first_two = pure_layers(view, entry_count, route_count);
     let beside = first_two.is_ok().then(beside);
     if let Err(failure) = first_two {

@@ -12,15 +12,14 @@ mod error;
 pub mod rules;
 
 pub use all::{
-    validate_all, validate_all_beside, validate_all_beside_started, Layer, Report,
-    ValidateOptions, ValidationFailure,
+    validate_all, validate_all_beside, Layer, Report, ValidateOptions, ValidationFailure,
 };
 pub use config::{count_routes, ConfigView, ParsedConfig};
 pub use empty::validate_not_empty;
 pub use envoy::{
-    check_envoy_version, envoy_release, find_executable, lookup_envoy, spawn_envoy_validation,
-    start_envoy_validation, validate_with_envoy, EnvoyBin, EnvoyOptions, EnvoyValidation,
-    EnvoyVerdict, PendingEnvoy, ENVOY_BIN_SETTING, ENVOY_ON_PATH,
+    check_envoy_version, envoy_release, find_executable, lookup_envoy, start_envoy_validation,
+    validate_with_envoy, EnvoyBin, EnvoyOptions, EnvoyValidation, EnvoyVerdict, ENVOY_BIN_SETTING,
+    ENVOY_ON_PATH,
 };
 pub use error::ValidationError;
 pub use rules::{validate_rules, RuleViolation};

@@ -38,10 +38,7 @@ use gateway_render::bounds::Totals;
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::contract::RATE_LIMIT_FILE;
 use gateway_render::{render, Bounds, Bundle, Entry, RenderConfig, Rendered};
-use gateway_validator::{
-    spawn_envoy_validation, validate_all_beside_started, ConfigView, PendingEnvoy, ValidateOptions,
-    ValidationError,
-};
+use gateway_validator::{validate_all_beside, ConfigView, ValidateOptions};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tracing::{info, warn};
 
@@ -351,10 +348,6 @@ where
             return Ok(Outcome::Unchanged { hash });
         }
     }
-    // Envoy starts now and waits for the bootstrap while the render runs: its own start-up and
-    // the release check are off the run's path. A run that validates nothing drops it, which
-    // kills it.
-    let mut envoy = (!cfg.validate.skip_envoy).then(|| spawn_envoy_validation(&cfg.validate.envoy));
     let rendered = loop {
         let entries = cand.list();
         match render(&entries, &cfg.render) {
@@ -424,14 +417,7 @@ where
 
     let entries = cand.list();
     let prepare = Some(entries.clone());
-    let validated = validate(
-        rendered,
-        entries.len(),
-        prepare,
-        &cfg.validate,
-        envoy.take(),
-    )
-    .await?;
+    let validated = validate(rendered, entries.len(), prepare, &cfg.validate).await?;
     *validations += 1;
     let (rendered, entries, prepared) = match validated.verdict {
         Ok(()) => (validated.rendered, entries, validated.prepared),
@@ -629,7 +615,7 @@ async fn try_set(
         Ok(r) => r,
         Err(e) => return Ok(Err(e.to_string())),
     };
-    let validated = validate(rendered, entries.len(), None, &cfg.validate, None).await?;
+    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
     let rendered = validated.rendered;
     Ok(validated
         .verdict
@@ -861,7 +847,6 @@ async fn validate(
     entry_count: usize,
     publish_entries: Option<Vec<Entry>>,
     opts: &ValidateOptions,
-    spawned: Option<Result<PendingEnvoy, ValidationError>>,
 ) -> Result<Validated, ReconcileError> {
     let opts = opts.clone();
     tokio::task::spawn_blocking(move || {
@@ -880,8 +865,7 @@ async fn validate(
                     .as_deref()
                     .map(|entries| Prepared::of(&rendered, entries))
             };
-            let route_count = rendered.route_count;
-            validate_all_beside_started(&view, entry_count, route_count, &opts, spawned, prepare)
+            validate_all_beside(&view, entry_count, rendered.route_count, &opts, prepare)
         };
         let verdict = verdict.map(|_| ()).map_err(|failure| {
             (
@@ -989,7 +973,7 @@ where
     };
     let rendered =
         render(&entries, &cfg.render).map_err(ReconcileError::Render)?;
-    let validated = validate(rendered, entries.len(), None, &cfg.validate, None).await?;
+    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
     let rendered = validated.rendered;
     if let Err((stage, reason)) = validated.verdict {
         return Err(ReconcileError::Validator(format!(

@@ -77,29 +77,20 @@ pub struct EnvoyValidation {
     dir: tempfile::TempDir,
 }
 
-/// `envoy --mode validate` started on a bootstrap not written yet (it waits on a named pipe),
-/// with `envoy --version` beside it: started before the config exists, so Envoy's own start-up
-/// overlaps the caller's render. [`PendingEnvoy::feed`] writes the bootstrap into it. Dropping
-/// it kills both.
-pub struct PendingEnvoy {
-    // Declared before `dir`: Envoy is stopped before its scratch directory goes.
-    running: process::Running,
-    version: process::Running,
-    started: Instant,
-    timeout: Duration,
-    bin: PathBuf,
-    params: BootstrapParams,
-    config: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-/// Starts Envoy on the validation bootstrap's pipe, and `envoy --version` beside it.
+/// [`validate_with_envoy`]'s first half: starts Envoy on the validation bootstrap's pipe, writes
+/// the bootstrap into it as Envoy reads it, then starts `envoy --version`;
+/// [`EnvoyValidation::verdict`] judges the release, then waits for Envoy's answer.
 ///
-/// The release check runs beside the validation instead of before it (it costs a process start,
-/// about 0.1 s): no verdict is taken from an Envoy whose `--version` is not the pinned release
-/// ([`EnvoyValidation::verdict`] judges the release first), and such a validation is killed
-/// unread.
-pub fn spawn_envoy_validation(opts: &EnvoyOptions) -> Result<PendingEnvoy, ValidationError> {
+/// Envoy reads the bootstrap from a named pipe: its own start-up (about 0.1 s) overlaps the
+/// bootstrap's serialisation instead of following a file written whole. The release check runs
+/// while Envoy parses instead of before it starts (it costs a process start of its own): no
+/// verdict is taken from an Envoy whose `--version` is not the pinned release, and such a
+/// validation is killed unread.
+pub fn start_envoy_validation(
+    view: &ConfigView<'_>,
+    opts: &EnvoyOptions,
+) -> Result<EnvoyValidation, ValidationError> {
+    let (bin, timeout) = (&opts.envoy_bin, opts.timeout);
     let dir = tempfile::Builder::new()
         .prefix("gateway-validate-")
         .tempdir()
@@ -107,24 +98,14 @@ pub fn spawn_envoy_validation(opts: &EnvoyOptions) -> Result<PendingEnvoy, Valid
             what: "temp dir for the validation bootstrap".into(),
             source,
         })?;
-    let version_dir = dir.path().join("version");
-    std::fs::create_dir(&version_dir).map_err(|source| ValidationError::Io {
-        what: format!("create {}", version_dir.display()),
-        source,
-    })?;
-    let mut version = std::process::Command::new(&opts.envoy_bin);
-    version.arg("--version");
-    let version = process::start(version, &version_dir, opts.timeout)
-        .map_err(|e| run_error(e, &opts.envoy_bin, opts.timeout))?;
-    // Envoy reads the bootstrap from a pipe: it starts (about 0.1 s of its own) before the
-    // bootstrap is serialised into it, instead of after a file is written whole.
+    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)?;
     let config = dir.path().join("validate.json");
     pipe::make(&config).map_err(|source| ValidationError::Io {
         what: format!("mkfifo {}", config.display()),
         source,
     })?;
     let started = Instant::now();
-    let mut cmd = std::process::Command::new(&opts.envoy_bin);
+    let mut cmd = std::process::Command::new(bin);
     cmd.args([
         "--mode",
         "validate",
@@ -134,77 +115,49 @@ pub fn spawn_envoy_validation(opts: &EnvoyOptions) -> Result<PendingEnvoy, Valid
         "-c",
     ])
     .arg(&config);
-    let running = process::start(cmd, dir.path(), opts.timeout)
-        .map_err(|e| run_error(e, &opts.envoy_bin, opts.timeout))?;
-    Ok(PendingEnvoy {
+    let mut running =
+        process::start(cmd, dir.path(), timeout).map_err(|e| run_error(e, bin, timeout))?;
+    // `None`: Envoy exited without opening it; its verdict says why.
+    if let Some(file) =
+        pipe::open_writer(&config, &mut running).map_err(|e| run_error(e, bin, timeout))?
+    {
+        let mut writer = BufWriter::with_capacity(1 << 16, file);
+        let written = bootstrap
+            .to_writer(&mut writer)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writer.flush());
+        match written {
+            Ok(()) => {}
+            // Envoy stopped reading (it exited); its verdict says why.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+            Err(source) => {
+                return Err(ValidationError::Io {
+                    what: format!("write {}", config.display()),
+                    source,
+                })
+            }
+        }
+        // Closing the pipe is Envoy's end of file. `into_inner` fails only when the flush above
+        // did, which was already handled.
+        drop(writer.into_inner().ok());
+    }
+    let version_dir = dir.path().join("version");
+    std::fs::create_dir(&version_dir).map_err(|source| ValidationError::Io {
+        what: format!("create {}", version_dir.display()),
+        source,
+    })?;
+    let mut version = std::process::Command::new(bin);
+    version.arg("--version");
+    let version =
+        process::start(version, &version_dir, timeout).map_err(|e| run_error(e, bin, timeout))?;
+    Ok(EnvoyValidation {
         running,
         version,
         started,
-        timeout: opts.timeout,
-        bin: opts.envoy_bin.clone(),
-        params: opts.params.clone(),
-        config,
+        timeout,
+        bin: bin.clone(),
         dir,
     })
-}
-
-/// [`validate_with_envoy`]'s first half: [`spawn_envoy_validation`], then
-/// [`PendingEnvoy::feed`]; [`EnvoyValidation::verdict`] waits for Envoy's answer.
-pub fn start_envoy_validation(
-    view: &ConfigView<'_>,
-    opts: &EnvoyOptions,
-) -> Result<EnvoyValidation, ValidationError> {
-    spawn_envoy_validation(opts)?.feed(view)
-}
-
-impl PendingEnvoy {
-    /// Writes the validation bootstrap (the gateway's listener and filters with `view`'s
-    /// clusters and routes inlined) into Envoy's pipe, as Envoy reads it.
-    pub fn feed(self, view: &ConfigView<'_>) -> Result<EnvoyValidation, ValidationError> {
-        let PendingEnvoy {
-            mut running,
-            version,
-            started,
-            timeout,
-            bin,
-            params,
-            config,
-            dir,
-        } = self;
-        let bootstrap = ValidationBootstrap::new(&params, view.clusters, view.route_config)?;
-        // `None`: Envoy exited without opening it; its verdict says why.
-        if let Some(file) =
-            pipe::open_writer(&config, &mut running).map_err(|e| run_error(e, &bin, timeout))?
-        {
-            let mut writer = BufWriter::with_capacity(1 << 16, file);
-            let written = bootstrap
-                .to_writer(&mut writer)
-                .map_err(std::io::Error::from)
-                .and_then(|()| writer.flush());
-            match written {
-                Ok(()) => {}
-                // Envoy stopped reading (it exited); its verdict says why.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(source) => {
-                    return Err(ValidationError::Io {
-                        what: format!("write {}", config.display()),
-                        source,
-                    })
-                }
-            }
-            // Closing the pipe is Envoy's end of file. `into_inner` fails only when the flush
-            // above did, which was already handled.
-            drop(writer.into_inner().ok());
-        }
-        Ok(EnvoyValidation {
-            running,
-            version,
-            started,
-            timeout,
-            bin,
-            dir,
-        })
-    }
 }
 
 impl EnvoyValidation {
