@@ -5,7 +5,7 @@
 # steady traffic with the failed-request count. Release build (the bench profile) of the
 # sidecar binary and the test kit's scale bench only; moto's server and the pinned Envoy from .venv.
 # Prints the table and writes it to target/bench.md.
-#   scripts/bench.sh [ROUTES...]     default: 10000
+#   scripts/bench.sh [--reconcile-only | --delivery-only] [ROUTES...]     default: 10000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh >/dev/null

@@ -320,3 +320,33 @@ fn an_envoy_validation_not_waited_for_is_killed() {
         proc_dir.display()
     );
 }
+
+#[test]
+fn an_envoy_that_stops_reading_its_bootstrap_is_judged_by_its_exit() {
+    // A stand-in for the pinned release that reads ten bytes of its config (`-c PATH`, the last
+    // argument) and refuses: the bootstrap is far larger than a pipe holds, so the write meets
+    // a closed pipe. The verdict is Envoy's refusal, not a write error and not a hang.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fake = dir.path().join("envoy");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\nfor a; do config=$a; done\nhead -c 10 \"$config\" > /dev/null\necho 'refused: stopped after ten bytes' >&2\nexit 1\n",
+            gateway_bootstrap::envoy_version(),
+        ),
+    )
+    .expect("write");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let clusters: Vec<Value> = (0..2000).map(|i| cluster(&format!("c{i}"))).collect();
+    let rc = route_config(vec![vhost("one", "x.api.example.com", "c0")]);
+    let view = config_view(&clusters, &rc);
+    match validate_with_envoy(&view, &EnvoyOptions::new(&fake)) {
+        Err(ValidationError::EnvoyRejected { stderr, .. }) => {
+            assert!(stderr.contains("stopped after ten bytes"), "{stderr}")
+        }
+        other => panic!("expected Envoy's refusal, got {other:?}"),
+    }
+}

@@ -13,7 +13,7 @@ pub use version::{check_envoy_version, envoy_release};
 
 use crate::{ConfigView, ValidationError};
 use gateway_bootstrap::{BootstrapParams, ValidationBootstrap};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -82,7 +82,7 @@ pub struct EnvoyValidation {
 /// [`EnvoyValidation::verdict`] judges the release, then waits for Envoy's answer.
 ///
 /// Envoy reads the bootstrap from a named pipe: its own start-up (about 0.1 s) overlaps the
-/// bootstrap's serialisation instead of following a file written whole. The release check runs
+/// bootstrap's serialisation (into memory) instead of following a file written whole. The release check runs
 /// while Envoy parses instead of before it starts (it costs a process start of its own): no
 /// verdict is taken from an Envoy whose `--version` is not the pinned release, and such a
 /// validation is killed unread.
@@ -117,16 +117,20 @@ pub fn start_envoy_validation(
     .arg(&config);
     let mut running =
         process::start(cmd, dir.path(), timeout).map_err(|e| run_error(e, bin, timeout))?;
+    // Serialised while Envoy starts: the pipe cannot be opened for writing before Envoy opens
+    // it for reading, which it does once its own start-up is done.
+    let mut bytes = Vec::with_capacity(1 << 20);
+    bootstrap
+        .to_writer(&mut bytes)
+        .map_err(|e| ValidationError::Io {
+            what: format!("serialise {}", config.display()),
+            source: e.into(),
+        })?;
     // `None`: Envoy exited without opening it; its verdict says why.
-    if let Some(file) =
+    if let Some(mut file) =
         pipe::open_writer(&config, &mut running).map_err(|e| run_error(e, bin, timeout))?
     {
-        let mut writer = BufWriter::with_capacity(1 << 16, file);
-        let written = bootstrap
-            .to_writer(&mut writer)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writer.flush());
-        match written {
+        match file.write_all(&bytes) {
             Ok(()) => {}
             // Envoy stopped reading (it exited); its verdict says why.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
@@ -137,10 +141,10 @@ pub fn start_envoy_validation(
                 })
             }
         }
-        // Closing the pipe is Envoy's end of file. `into_inner` fails only when the flush above
-        // did, which was already handled.
-        drop(writer.into_inner().ok());
+        // Closing the pipe is Envoy's end of file.
+        drop(file);
     }
+    drop(bytes);
     let version_dir = dir.path().join("version");
     std::fs::create_dir(&version_dir).map_err(|source| ValidationError::Io {
         what: format!("create {}", version_dir.display()),
