@@ -59,7 +59,7 @@ use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
 use gateway_testkit::{envoy_bin, repo_root, MotoServer};
-use gateway_validator::{ConfigView, EnvoyOptions};
+use gateway_validator::{ConfigView, EnvoyOptions, VALIDATE_ARGS};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -329,14 +329,7 @@ fn envoy_own_validate(view: &ConfigView<'_>, opts: &EnvoyOptions, runs: usize) -
         .map(|_| {
             let started = Instant::now();
             let out = std::process::Command::new(&opts.envoy_bin)
-                .args([
-                    "--mode",
-                    "validate",
-                    "--disable-hot-restart",
-                    "-l",
-                    "warning",
-                    "-c",
-                ])
+                .args(VALIDATE_ARGS)
                 .arg(&config)
                 .output()
                 .expect("run Envoy");

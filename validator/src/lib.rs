@@ -19,7 +19,7 @@ pub use empty::validate_not_empty;
 pub use envoy::{
     check_envoy_version, envoy_release, find_executable, lookup_envoy, start_envoy_validation,
     validate_with_envoy, EnvoyBin, EnvoyOptions, EnvoyValidation, EnvoyVerdict, ENVOY_BIN_SETTING,
-    ENVOY_ON_PATH,
+    ENVOY_ON_PATH, VALIDATE_ARGS,
 };
 pub use error::ValidationError;
 pub use rules::{validate_rules, RuleViolation};

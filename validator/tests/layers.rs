@@ -26,6 +26,23 @@ fn all(
 }
 
 /// The clusters and route configuration with no rate-limit rules.
+/// An executable stand-in for Envoy in `dir`: a shell script with `body` after its first line.
+fn stand_in(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = dir.join("envoy");
+    std::fs::write(&fake, format!("#!/bin/sh\n{body}")).expect("write");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    fake
+}
+
+/// The shell line a stand-in answers `--version` with: the pinned release.
+fn pinned_version_line() -> String {
+    format!(
+        "if [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\n",
+        gateway_bootstrap::envoy_version()
+    )
+}
+
 fn config_view<'a>(clusters: &'a [Value], route_config: &'a Value) -> ConfigView<'a> {
     ConfigView {
         clusters,
@@ -221,17 +238,10 @@ fn layer_3_is_skipped_only_on_request() {
 fn a_different_envoy_release_is_refused() {
     // A stand-in that only answers --version: the check must refuse before anything is judged.
     let dir = tempfile::tempdir().expect("temp dir");
-    let fake = dir.path().join("envoy");
-    std::fs::write(
-        &fake,
-        "#!/bin/sh\necho 'envoy  version: 0000/1.2.3/Clean/RELEASE/BoringSSL'\n",
-    )
-    .expect("write");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    let fake = stand_in(
+        dir.path(),
+        "echo 'envoy  version: 0000/1.2.3/Clean/RELEASE/BoringSSL'\n",
+    );
     let clusters: Vec<Value> = vec![];
     let rc = route_config(vec![]);
     let view = config_view(&clusters, &rc);
@@ -284,22 +294,15 @@ fn an_envoy_validation_not_waited_for_is_killed() {
     // A stand-in for the pinned release that reads its config (`-c PATH`, the last argument),
     // writes its pid and takes ten minutes to judge.
     let dir = tempfile::tempdir().expect("temp dir");
-    let fake = dir.path().join("envoy");
     let pid_file = dir.path().join("pid");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\nfor a; do config=$a; done\ncat \"$config\" > /dev/null\necho $$ > {p}.tmp && mv {p}.tmp {p}\nexec sleep 600\n",
-            gateway_bootstrap::envoy_version(),
+    let fake = stand_in(
+        dir.path(),
+        &format!(
+            "{}for a; do config=$a; done\ncat \"$config\" > /dev/null\necho $$ > {p}.tmp && mv {p}.tmp {p}\nexec sleep 600\n",
+            pinned_version_line(),
             p = pid_file.display()
         ),
-    )
-    .expect("write");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    );
     let clusters = vec![cluster("a")];
     let rc = route_config(vec![vhost("one", "x.api.example.com", "a")]);
     let view = config_view(&clusters, &rc);
@@ -327,19 +330,13 @@ fn an_envoy_that_stops_reading_its_bootstrap_is_judged_by_its_exit() {
     // argument) and refuses: the bootstrap is far larger than a pipe holds, so the write meets
     // a closed pipe. The verdict is Envoy's refusal, not a write error and not a hang.
     let dir = tempfile::tempdir().expect("temp dir");
-    let fake = dir.path().join("envoy");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'envoy  version: 0000/{}/Clean/RELEASE/BoringSSL'; exit 0; fi\nfor a; do config=$a; done\nhead -c 10 \"$config\" > /dev/null\necho 'refused: stopped after ten bytes' >&2\nexit 1\n",
-            gateway_bootstrap::envoy_version(),
+    let fake = stand_in(
+        dir.path(),
+        &format!(
+            "{}for a; do config=$a; done\nhead -c 10 \"$config\" > /dev/null\necho 'refused: stopped after ten bytes' >&2\nexit 1\n",
+            pinned_version_line()
         ),
-    )
-    .expect("write");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    );
     let clusters: Vec<Value> = (0..2000).map(|i| cluster(&format!("c{i}"))).collect();
     let rc = route_config(vec![vhost("one", "x.api.example.com", "c0")]);
     let view = config_view(&clusters, &rc);

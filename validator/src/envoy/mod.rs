@@ -17,6 +17,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// `envoy` arguments for layer 3, before the bootstrap's path.
+pub const VALIDATE_ARGS: [&str; 6] = [
+    "--mode",
+    "validate",
+    "--disable-hot-restart",
+    "-l",
+    "warning",
+    "-c",
+];
+
 /// How to run Envoy for validation.
 #[derive(Debug, Clone)]
 pub struct EnvoyOptions {
@@ -106,15 +116,7 @@ pub fn start_envoy_validation(
     })?;
     let started = Instant::now();
     let mut cmd = std::process::Command::new(bin);
-    cmd.args([
-        "--mode",
-        "validate",
-        "--disable-hot-restart",
-        "-l",
-        "warning",
-        "-c",
-    ])
-    .arg(&config);
+    cmd.args(VALIDATE_ARGS).arg(&config);
     let mut running =
         process::start(cmd, dir.path(), timeout).map_err(|e| run_error(e, bin, timeout))?;
     // Serialised while Envoy starts: the pipe cannot be opened for writing before Envoy opens
