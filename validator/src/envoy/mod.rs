@@ -92,10 +92,10 @@ pub struct EnvoyValidation {
 /// [`EnvoyValidation::verdict`] judges the release, then waits for Envoy's answer.
 ///
 /// Envoy reads the bootstrap from a named pipe: its own start-up (about 0.1 s) overlaps the
-/// bootstrap's serialisation (into memory) instead of following a file written whole. The release check runs
-/// while Envoy parses instead of before it starts (it costs a process start of its own): no
-/// verdict is taken from an Envoy whose `--version` is not the pinned release, and such a
-/// validation is killed unread.
+/// bootstrap's serialisation (into memory) instead of following a file written whole. The
+/// release check runs while Envoy parses instead of before it starts (it costs a process start of
+/// its own): no verdict is taken from an Envoy whose `--version` is not the pinned release, and
+/// such a validation is killed unread.
 pub fn start_envoy_validation(
     view: &ConfigView<'_>,
     opts: &EnvoyOptions,

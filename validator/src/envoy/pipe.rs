@@ -1,5 +1,5 @@
-//! The validation bootstrap's named pipe: Envoy opens it as its config file and reads it while
-//! it is written, so Envoy's own start-up overlaps the bootstrap's serialisation.
+//! The validation bootstrap's named pipe: Envoy opens it as its config file, so Envoy can be
+//! started before the bootstrap exists and reads it as it is written.
 
 use super::process::{RunError, Running};
 use std::ffi::CString;
@@ -66,6 +66,7 @@ fn blocking(file: &File) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::process::start;
     use super::*;
     use std::io::Write;
 
@@ -76,7 +77,7 @@ mod tests {
         make(&path).unwrap();
         let mut cmd = std::process::Command::new("cat");
         cmd.arg(&path);
-        let mut reader = super::super::process::start(cmd, dir.path(), Duration::from_secs(30))
+        let mut reader = start(cmd, dir.path(), Duration::from_secs(30))
             .unwrap_or_else(|_| panic!("cat starts"));
         let mut file = open_writer(&path, &mut reader)
             .unwrap_or_else(|_| panic!("cat opens the pipe"))
@@ -95,7 +96,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p");
         make(&path).unwrap();
-        let mut reader = super::super::process::start(
+        let mut reader = start(
             std::process::Command::new("true"),
             dir.path(),
             Duration::from_secs(30),
