@@ -28,7 +28,7 @@ mod tests {
     use super::*;
     use gateway_render::contract::{
         CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
-        LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME,
+        LOCAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, ROUTE_CONFIG_NAME,
     };
 
     fn hcm(b: &Value) -> &Value {
@@ -49,12 +49,32 @@ mod tests {
             names,
             [
                 KILL_SWITCH_FILTER,
+                PATH_GUARD_FILTER,
                 CORS_FILTER,
                 LOCAL_RATE_LIMIT_FILTER,
                 GLOBAL_RATE_LIMIT_FILTER,
                 "envoy.filters.http.router"
             ]
         );
+    }
+
+    #[test]
+    fn client_forwarding_headers_are_removed_before_routing() {
+        let b = gateway_bootstrap(&BootstrapParams::production()).expect("valid");
+        let early = &hcm(&b)["early_header_mutation_extensions"][0]["typed_config"]["mutations"];
+        let removed: Vec<&str> = early
+            .as_array()
+            .expect("mutations")
+            .iter()
+            .filter_map(|m| m["remove"].as_str())
+            .collect();
+        for h in ["x-forwarded-host", "forwarded", "x-real-ip", "x-original-url", "true-client-ip"] {
+            assert!(removed.contains(&h), "{h} not removed: {removed:?}");
+        }
+        // Envoy manages these two itself (trusted hops, the listener's scheme).
+        for kept in ["x-forwarded-for", "x-forwarded-proto"] {
+            assert!(!removed.contains(&kept), "{kept} must stay Envoy's");
+        }
     }
 
     #[test]

@@ -5,8 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
-    CORS_FILTER,
-    GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
 };
@@ -141,6 +140,11 @@ pub(crate) fn gateway_listener(
             "@type": "type.googleapis.com/envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig",
             "pack_trace_reason": false
         } },
+        // Before anything routes on or forwards them: the forwarding headers a client wrote
+        // are removed, so a backend sees only what the gateway itself sets (`x-forwarded-for`
+        // past the trusted hops, `x-forwarded-proto`, and `x-forwarded-host` appended by every
+        // team route from the host the client asked for).
+        "early_header_mutation_extensions": [client_forwarding_headers_removed()],
         "access_log": [access_log()],
         "http_filters": http_filters()
     });
@@ -170,6 +174,64 @@ pub(crate) fn gateway_listener(
         } ] } ]
     }))
 }
+
+/// Headers a client may write that backends (and the frameworks they run) read as facts about
+/// the request's origin, its original host, URL or method. Envoy manages `x-forwarded-for` (past
+/// `xff_num_trusted_hops`) and `x-forwarded-proto` itself; every other forwarding header is the
+/// client's word and is removed before routing. docs/design.md#envoy-bootstrap lists them.
+pub const CLIENT_FORWARDING_HEADERS: [&str; 25] = [
+    "forwarded",
+    "x-forwarded-host",
+    "x-forwarded-server",
+    "x-forwarded-port",
+    "x-forwarded-prefix",
+    "x-forwarded-path",
+    "x-forwarded-uri",
+    "x-forwarded-scheme",
+    "x-forwarded-ssl",
+    "x-forwarded-by",
+    "x-forwarded-client-cert",
+    "x-original-forwarded-for",
+    "x-original-host",
+    "x-original-url",
+    "x-original-uri",
+    "x-rewrite-url",
+    "x-real-ip",
+    "x-client-ip",
+    "client-ip",
+    "true-client-ip",
+    "x-cluster-client-ip",
+    "cf-connecting-ip",
+    "fastly-client-ip",
+    "x-host",
+    "x-http-method-override",
+];
+
+/// Removes [`CLIENT_FORWARDING_HEADERS`] from every request as it arrives, before the route is
+/// chosen or any filter reads it.
+fn client_forwarding_headers_removed() -> Value {
+    let mutations: Vec<Value> = CLIENT_FORWARDING_HEADERS
+        .iter()
+        .map(|h| json!({ "remove": h }))
+        .collect();
+    json!({
+        "name": "envoy.http.early_header_mutation.header_mutation",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.http.early_header_mutation.header_mutation.v3.HeaderMutation",
+            "mutations": mutations
+        }
+    })
+}
+
+/// A path segment made of one or two dots followed by a `;` path parameter, in any spelling
+/// (`..;`, `.;`, `%2e%2e;`, `.%2E%3b`, double-encoded `%252e`, overlong UTF-8 `%c0%ae`): Envoy's
+/// normalisation does not treat it as a dot segment, but servlet containers resolve `..;` as
+/// `..`, so `/pub/%2e%2e;/admin` would leave a team's prefix at the backend. Matched on the
+/// normalised path without its query, case-insensitively; a safe_regex must match the whole
+/// path, hence `.*` at both ends. (Envoy's own normalisation already resolves a literal `..;`
+/// as `..`, before any filter: `/pub/..;/admin` routes as `/admin`.)
+pub const DOT_SEGMENT_PARAMETER_REGEX: &str =
+    "(?i).*/(\\.|%2e|%252e|%c0%ae){1,2}(;|%3b|%253b).*";
 
 /// One JSON line per request on stdout (the ECS log driver ships it to CloudWatch Logs); keys
 /// in docs/design.md#access-log. The path is logged without its query string, and no cookie,
@@ -210,7 +272,8 @@ fn access_log() -> Value {
     })
 }
 
-/// Kill switch first (it must stop traffic before anything else spends effort on it), then CORS
+/// Kill switch first (it must stop traffic before anything else spends effort on it), then the
+/// path guard (a traversal is refused before any route's policy applies), then CORS
 /// (a browser's preflight is answered locally, before it costs a token or a limiter call; on
 /// other requests it only adds headers, and only on routes with a `cors` policy), then the local
 /// bucket (cheap, per task) before the global limiter (a network call), then the router.
@@ -222,6 +285,21 @@ fn http_filters() -> Value {
                 "@type": "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault",
                 "abort": { "http_status": 503, "percentage": { "numerator": 0, "denominator": "HUNDRED" } },
                 "abort_percent_runtime": KILL_SWITCH_RUNTIME_KEY
+            }
+        },
+        {
+            // Before any route's filter sees it: a path that would step out of a prefix at the
+            // backend is refused (403) here, whatever the route.
+            "name": PATH_GUARD_FILTER,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC",
+                "rules": {
+                    "action": "DENY",
+                    "policies": { "dot-segment-parameter": {
+                        "permissions": [ { "url_path": { "path": { "safe_regex": { "regex": DOT_SEGMENT_PARAMETER_REGEX } } } } ],
+                        "principals": [ { "any": true } ]
+                    } }
+                }
             }
         },
         {

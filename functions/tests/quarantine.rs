@@ -311,3 +311,125 @@ async fn the_search_is_bounded_in_validations_and_then_rejects_as_before() {
     );
     assert_eq!(run.quarantined.len(), 1);
 }
+
+/// Registers `n` services of team `evil` on its host, each with an https backend Envoy refuses
+/// while the CA bundle is missing (the registration checks cannot see that).
+async fn register_refused_services(h: &Harness, n: usize) {
+    for i in 0..n {
+        let mut e = entry("evil", &format!("svc{i}"), "evil", &[&format!("/p{i}")]);
+        e.backend = format!("https://svc{i}.evil.internal.example:8443");
+        h.register(e).await;
+    }
+}
+
+fn ids_of(run: &RunReport) -> Vec<String> {
+    let mut ids: Vec<String> = run.quarantined.iter().map(|q| q.id.clone()).collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn one_teams_refused_entries_cost_that_team_alone_and_are_remembered() {
+    let mut h = Harness::start().await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    seed_teams(&h, 6).await;
+    published_version(&h).await;
+
+    // Ten entries of one team that Envoy refuses, beside another team's good change.
+    register_refused_services(&h, 10).await;
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"])).await;
+    let first = report(&h).await;
+    let (_, hash) = published(&first.outcome);
+    let evil: Vec<String> = (0..10).map(|i| format!("evil/svc{i}")).collect();
+    let mut expected = evil.clone();
+    expected.sort();
+    assert_eq!(ids_of(&first), expected, "only evil's entries are set aside");
+    let b = live_bundle(&h).await;
+    assert_eq!(&b.hash, hash);
+    assert_eq!(by_id(&b, "team0/svc").map(|e| e.routes.len()), Some(2), "team0's change is live");
+    assert!(b.entries.iter().all(|e| e.team != "evil"));
+    // The run-wide part found the one failing team; the rest of the budget was evil's own.
+    let held: Vec<&str> = first
+        .quarantined
+        .iter()
+        .filter(|q| q.reason.contains("held back with team evil's"))
+        .map(|q| q.id.as_str())
+        .collect();
+    assert!(
+        first.validations <= 2 * h.cfg.quarantine.max_validations,
+        "{} validations",
+        first.validations
+    );
+
+    // Each later run sets the isolated ones aside before rendering and searches only what is
+    // still undecided, until nothing is: then a run validates once.
+    let mut runs = vec![first.validations];
+    for _ in 0..4 {
+        let run = report(&h).await;
+        assert_eq!(ids_of(&run), expected);
+        runs.push(run.validations);
+    }
+    let last = *runs.last().expect("runs");
+    assert_eq!(last, 0, "nothing changed and every refusal is remembered: {runs:?} (held first: {held:?})");
+    let remembered = report(&h).await;
+    assert!(
+        remembered.quarantined.iter().all(|q| q.reason.contains("remembered")),
+        "{:?}",
+        remembered.quarantined
+    );
+
+    // Another team's change now costs one validation.
+    h.register(entry("team1", "svc", "team1", &["/a", "/c"])).await;
+    let run = report(&h).await;
+    published(&run.outcome);
+    assert_eq!(run.validations, 1, "the known-bad revisions cost nothing");
+    assert_eq!(ids_of(&run), expected);
+
+    // A new revision of a remembered entry is judged again (and refused again).
+    let mut fixed = entry("evil", "svc0", "evil", &["/p0"]);
+    fixed.backend = "http://127.0.0.1:8443".into();
+    h.register(fixed).await;
+    let run = report(&h).await;
+    published(&run.outcome);
+    let mut still: Vec<String> = evil[1..].to_vec();
+    still.sort();
+    assert_eq!(ids_of(&run), still, "the fixed revision publishes");
+}
+
+#[tokio::test]
+async fn on_a_small_registry_one_teams_failures_do_not_reject_the_run() {
+    let mut h = Harness::start().await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    seed_teams(&h, 2).await;
+    published_version(&h).await;
+    // Most of the registry's routes, all refused, all one team's.
+    register_refused_services(&h, 4).await;
+    let mut hijack = entry("evil", "raw", "evil", &["/raw"]);
+    hijack.backend = "http://169.254.169.254".into();
+    h.put_raw_entry(&hijack).await;
+    h.register(entry("team0", "svc", "team0", &["/a", "/b"])).await;
+    let run = report(&h).await;
+    published(&run.outcome);
+    assert_eq!(run.quarantined.len(), 5, "{:?}", run.quarantined);
+    assert!(run.quarantined.iter().all(|q| q.team == "evil"));
+    let b = live_bundle(&h).await;
+    assert_eq!(by_id(&b, "team0/svc").map(|e| e.routes.len()), Some(2));
+}
+
+#[tokio::test]
+async fn many_teams_failing_at_once_is_systemic_and_rejects() {
+    let mut h = Harness::start().await;
+    seed_teams(&h, 4).await;
+    let version_id = published_version(&h).await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    // Every team's change now names an https backend Envoy refuses: one cause, all teams.
+    for i in 0..4 {
+        let mut e = entry(&format!("team{i}"), "svc", &format!("team{i}"), &["/a", "/b"]);
+        e.backend = format!("https://team{i}.internal.example:8443");
+        h.register(e).await;
+    }
+    let run = report(&h).await;
+    let (_, reason) = rejected(&run.outcome);
+    assert!(reason.contains("teams") && reason.contains("GATEWAY_QUARANTINE_MAX_SHARE"), "{reason}");
+    assert_eq!(h.live().await.version_id, version_id);
+}

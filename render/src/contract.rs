@@ -51,3 +51,6 @@ pub const GLOBAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.ratelimit";
 pub const CORS_FILTER: &str = "envoy.filters.http.cors";
 /// The kill switch's fault filter has a name of its own so no route config can override it.
 pub const KILL_SWITCH_FILTER: &str = "gateway.kill_switch";
+/// The RBAC filter refusing dot-segment path parameters (`..;`); a name of its own, so no
+/// route's per-filter config can switch it off.
+pub const PATH_GUARD_FILTER: &str = "gateway.path_guard";

@@ -47,7 +47,7 @@ use common::{envoy_mode_args, start_envoy, wait_backend, Dirs, SidecarProcess, D
 use gateway_adapters::metrics::{CloudWatchMetrics, Metric, MetricsError, MetricsSink};
 use gateway_adapters::registry::{
     DynamoRegistry, EntryStatus, PublishedState, RegisterOutcome, Registry, RegistryError,
-    RegistrySnapshot, RenderRecord,
+    RegistrySnapshot, RenderRecord, Verdict,
 };
 use gateway_adapters::store::{
     BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
@@ -180,6 +180,12 @@ impl Registry for TimedRegistry<'_> {
     }
     async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
         self.other(self.inner.record_render(record)).await
+    }
+    async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
+        self.other(self.inner.read_verdicts()).await
+    }
+    async fn record_verdicts(&self, verdicts: &[Verdict]) -> Result<(), RegistryError> {
+        self.other(self.inner.record_verdicts(verdicts)).await
     }
 }
 

@@ -46,7 +46,8 @@ fn entry_doc(backend: &str) -> Value {
               "cors": { "origins": ["https://app.example.com", "https://*.corp.example.com"],
                         "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m" } },
             { "path": "/ws", "methods": ["GET"], "websocket": true },
-            { "path": "/no-ws", "methods": ["GET"] }
+            { "path": "/no-ws", "methods": ["GET"] },
+            { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" }
         ]
     })
 }
@@ -113,7 +114,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 7] = [
+    let cases: [Case; 9] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -135,6 +136,14 @@ fn route_policy_through_real_envoy() {
         (
             "websocket upgrade passes where allowed and nowhere else",
             websocket,
+        ),
+        (
+            "a client's forwarding headers never reach the backend",
+            client_forwarding_headers,
+        ),
+        (
+            "a dot-segment path parameter never leaves the prefix at the backend",
+            dot_segment_parameters,
         ),
     ];
     let failed: Vec<&str> = cases
@@ -409,4 +418,72 @@ fn websocket(stack: &Stack) {
             .all(|s| !s.headers.contains_key("upgrade")),
         "no upgrade request reaches the backend"
     );
+}
+
+fn client_forwarding_headers(stack: &Stack) {
+    let forged = [
+        ("x-forwarded-host", "evil.example.net"),
+        ("forwarded", "for=203.0.113.9;host=evil.example.net;proto=https"),
+        ("x-real-ip", "203.0.113.9"),
+        ("true-client-ip", "203.0.113.9"),
+        ("x-client-ip", "203.0.113.9"),
+        ("x-original-url", "/admin"),
+        ("x-rewrite-url", "/admin"),
+        ("x-forwarded-prefix", "/admin"),
+        ("x-forwarded-port", "1"),
+        ("x-http-method-override", "DELETE"),
+    ];
+    let r = stack.request("GET", "/headers/forged", &forged);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = &body(&r)["headers"];
+    assert_eq!(
+        seen["x-forwarded-host"], HOST,
+        "only the host the client asked for, set by the gateway: {seen}"
+    );
+    for (name, _) in forged.iter().filter(|(n, _)| *n != "x-forwarded-host") {
+        assert!(seen.get(*name).is_none(), "{name} reached the backend: {seen}");
+    }
+}
+
+fn dot_segment_parameters(stack: &Stack) {
+    // Spellings Envoy's normalisation leaves as they are: refused by the path guard.
+    for path in [
+        "/pub/%2e%2e;/%2e%2e;/admin",
+        "/pub/%2E%2e%3B/admin",
+        "/pub/%252e%252e%253b/admin",
+        "/pub/x/%2e%2e%3bjsessionid=1/admin",
+    ] {
+        let r = stack.get(path);
+        assert_eq!(r.status, 403, "{path}: {}", r.body);
+    }
+    // Whatever the spelling, the request is refused at the gateway (403), or Envoy resolves the
+    // segment as a dot segment before routing (`/pub/..;/admin` routes as `/admin`, which this
+    // host does not serve; `/pub/.;/admin` as `/pub/admin`): it never leaves the route's prefix
+    // at the backend.
+    for path in ["/pub/..;/admin", "/pub/.;/admin", "/pub/.%2e;/admin", "/pub/%2e;/admin", "/pub/..%3b/admin"] {
+        let r = stack.get(path);
+        match r.status {
+            403 | 404 => {}
+            200 => {
+                let arrived = body(&r)["path"].as_str().unwrap_or_default().to_string();
+                assert!(
+                    arrived.starts_with("/internal/pub/") && !arrived.contains(';') && !arrived.contains(".."),
+                    "{path} arrived as {arrived}"
+                );
+            }
+            other => panic!("{path}: {other} {}", r.body),
+        }
+    }
+    let escaped: Vec<String> = stack
+        .backend
+        .seen_under("/")
+        .into_iter()
+        .map(|s| s.path)
+        .filter(|p| p.contains(';') || p.contains("..") || p.to_ascii_lowercase().contains("%2e"))
+        .collect();
+    assert!(escaped.is_empty(), "reached the backend: {escaped:?}");
+    // A `;` elsewhere in a segment is an ordinary character.
+    let r = stack.get("/pub/a;b=1");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(body(&r)["path"], "/internal/pub/a;b=1");
 }

@@ -536,6 +536,14 @@ impl Registry for DynamoRegistry {
         self.put_render_record(record).await
     }
 
+    async fn read_verdicts(&self) -> Result<Vec<super::Verdict>, RegistryError> {
+        self.reader.verdicts().await
+    }
+
+    async fn record_verdicts(&self, verdicts: &[super::Verdict]) -> Result<(), RegistryError> {
+        self.put_verdicts(verdicts).await
+    }
+
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         self.reader.read_all_entries().await
     }

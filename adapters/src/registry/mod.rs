@@ -19,6 +19,7 @@ mod status;
 mod table;
 mod tenancy;
 mod totals;
+mod verdicts;
 mod write;
 
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
@@ -31,6 +32,7 @@ pub use state::StateRow;
 pub use table::create_table_if_absent;
 pub use tenancy::{is_account_id, Grant, Tenancy};
 pub use totals::TOTALS_SK;
+pub use verdicts::{Verdict, VERDICTS_SK};
 
 use gateway_render::Entry;
 use std::future::Future;
@@ -177,6 +179,15 @@ pub trait Registry {
     fn record_render(
         &self,
         record: &RenderRecord,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// Envoy's remembered verdicts on entry revisions (docs/design.md#quarantine).
+    fn read_verdicts(&self) -> impl Future<Output = Result<Vec<Verdict>, RegistryError>> + Send;
+
+    /// Replaces the remembered verdicts.
+    fn record_verdicts(
+        &self,
+        verdicts: &[Verdict],
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 

@@ -11,19 +11,23 @@ pub use event::{describe_event, ReconcileEvent};
 pub use handler::handle;
 
 mod bounds;
+mod narrow;
 mod preview;
 mod quarantine;
 mod render_skip;
 mod status;
+mod verdicts;
 
 pub use outcome::{Outcome, Stage};
 pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};
 pub use render_skip::BuildIdentity;
 
+use narrow::narrow;
 use quarantine::{ids_in_render_error, Candidate};
 use render_skip::{input_digest, reusable_hash};
 use status::{record_statuses, StatusBasis};
+use verdicts::VerdictFacts;
 use std::collections::BTreeMap;
 
 use gateway_adapters::metrics::{Metric, MetricsSink};
@@ -155,6 +159,7 @@ where
     let mut basis = StatusBasis::default();
     let mut capacity_used = None;
     let mut render_facts = RenderFacts::default();
+    let mut verdict_facts = VerdictFacts::default();
     let mut result = run(
         registry,
         store,
@@ -165,8 +170,16 @@ where
         &mut basis,
         &mut capacity_used,
         &mut render_facts,
+        &mut verdict_facts,
     )
     .await;
+    if result.is_ok() {
+        // Envoy's verdicts are facts about revisions, whatever the run decided; failing to
+        // record them costs the next run validations, never a decision.
+        if let Err(e) = verdicts::record(registry, &verdict_facts).await {
+            warn!(error = %e, "could not record Envoy's verdicts; the next run judges them again");
+        }
+    }
     if let Ok(outcome) = &result {
         // Status rows and the render record are reports: failing to write them never changes
         // the run's decision (a render not recorded is rendered again by the next run).
@@ -264,6 +277,7 @@ async fn run<R, S, M>(
     basis: &mut StatusBasis,
     capacity_used: &mut Option<f64>,
     render_facts: &mut RenderFacts,
+    verdict_facts: &mut VerdictFacts,
 ) -> Result<Outcome, ReconcileError>
 where
     R: Registry + Sync,
@@ -282,14 +296,34 @@ where
     // the entries are checked. The standing's failure counts only where the guard needs it, so a
     // run refused before that refuses as it always did.
     let totals = Totals::of(snapshot.entries.iter().map(|s| &s.entry));
-    let ((mut cand, problems), standing, ()) = tokio::join!(
+    let ((mut cand, problems), standing, (), remembered) = tokio::join!(
         check_each(snapshot, &cfg.policy, &cfg.backends),
         read_standing(registry, store),
         bounds::record_totals(registry, totals),
+        registry.read_verdicts(),
     );
     basis.revisions = cand.revisions.clone();
     // The live bundle's entries, read only when something needs its previous version.
     let mut previous: Option<BTreeMap<String, Entry>> = None;
+    // Revisions Envoy already refused on their own are set aside before anything renders.
+    verdict_facts.read = remembered.unwrap_or_else(|e| {
+        warn!(error = %e, "could not read Envoy's remembered verdicts; judging every revision");
+        Vec::new()
+    });
+    let hits = verdicts::still_apply(&cand, &verdict_facts.read, &cfg.build, &cfg.render);
+    if !hits.is_empty() {
+        let prev = previous_versions(store).await?;
+        for v in &hits {
+            cand.refused.insert(v.id.clone(), verdicts::refusal(v));
+            let reason = format!(
+                "{} (remembered: a validation refused this revision on its own; register a new revision to be judged again)",
+                v.reason
+            );
+            cand.quarantine(&v.id, Stage::Validation(v.stage.clone()), reason, &prev, &cfg.policy, &[]);
+        }
+        previous = Some(prev);
+    }
+    verdict_facts.next = Some(verdicts::to_keep(&cand, &verdict_facts.read, now()));
     if !problems.is_empty() {
         let prev = previous_versions(store).await?;
         let bad_prev = backend_problem_ids(&prev, &cfg.policy, &cfg.backends).await;
@@ -427,7 +461,9 @@ where
                 Some(p) => p,
                 None => previous_versions(store).await?,
             };
-            match narrow(&mut cand, &prev, cfg, &stage, &reason, validations).await? {
+            let narrowed = narrow(&mut cand, &prev, cfg, &stage, &reason, validations).await?;
+            verdict_facts.next = Some(verdicts::to_keep(&cand, &verdict_facts.read, now()));
+            match narrowed {
                 Ok((r, e)) => {
                     *quarantined = cand.quarantined.clone();
                     (r, e, None)
@@ -604,162 +640,6 @@ async fn previous_versions<S: ConfigStore>(
             Ok(BTreeMap::new())
         }
     }
-}
-
-/// Renders and validates one set; a render error counts as a failure.
-async fn try_set(
-    entries: &[Entry],
-    cfg: &ReconcileConfig,
-) -> Result<Result<Rendered, String>, ReconcileError> {
-    let rendered = match render(entries, &cfg.render) {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(e.to_string())),
-    };
-    let validated = validate(rendered, entries.len(), None, &cfg.validate).await?;
-    let rendered = validated.rendered;
-    Ok(validated
-        .verdict
-        .map(|()| rendered)
-        .map_err(|(stage, reason)| format!("{stage}: {reason}")))
-}
-
-/// A validation rejected the candidate: find the entries responsible by validating halves of the
-/// set of entries that differ from the live bundle (docs/design.md#quarantine). The baseline (the
-/// candidate with every suspect back at its live version) must pass, or the failure is global.
-/// Bounded by `cfg.quarantine` in validations and seconds; `Err(why)` rejects the run.
-async fn narrow(
-    cand: &mut Candidate,
-    prev: &BTreeMap<String, Entry>,
-    cfg: &ReconcileConfig,
-    stage: &Stage,
-    reason: &str,
-    runs: &mut usize,
-) -> Result<Result<(Rendered, Vec<Entry>), String>, ReconcileError> {
-    let started = std::time::Instant::now();
-    let limits = cfg.quarantine;
-    let suspects: Vec<String> = cand
-        .entries
-        .iter()
-        .filter(|(id, e)| prev.get(*id) != Some(*e))
-        .map(|(id, _)| id.clone())
-        .collect();
-    if suspects.is_empty() {
-        return Ok(Err(
-            "every entry is as the live bundle holds it: the failure is not one entry's".into(),
-        ));
-    }
-    // accepted: a set known to pass; starts as the baseline.
-    let mut accepted: BTreeMap<String, Entry> = cand
-        .entries
-        .iter()
-        .filter(|(id, _)| !suspects.contains(id))
-        .map(|(id, e)| (id.clone(), e.clone()))
-        .collect();
-    for id in &suspects {
-        if let Some(p) = prev.get(id).filter(|p| check_entry(p, &cfg.policy).is_ok()) {
-            accepted.insert(id.clone(), p.clone());
-        }
-    }
-    // The registered versions of the suspects, as the full (failing) candidate had them.
-    let news = cand.entries.clone();
-    let with = |base: &BTreeMap<String, Entry>, add: &[String]| -> Vec<Entry> {
-        let mut m = base.clone();
-        for id in add {
-            if let Some(e) = news.get(id) {
-                m.insert(id.clone(), e.clone());
-            }
-        }
-        m.into_values().collect()
-    };
-    let budget = |runs: usize| -> Option<String> {
-        if runs >= limits.max_validations {
-            Some(format!(
-                "quarantine search stopped after {runs} validations (GATEWAY_QUARANTINE_MAX_VALIDATIONS)"
-            ))
-        } else if started.elapsed().as_secs() >= limits.max_seconds {
-            Some(format!(
-                "quarantine search stopped after {}s (GATEWAY_QUARANTINE_MAX_SECONDS)",
-                started.elapsed().as_secs()
-            ))
-        } else {
-            None
-        }
-    };
-    if let Some(why) = budget(*runs) {
-        return Ok(Err(why));
-    }
-    *runs += 1;
-    let mut last_good = match try_set(&accepted.values().cloned().collect::<Vec<_>>(), cfg).await? {
-        Ok(r) => r,
-        Err(why) => {
-            return Ok(Err(format!(
-                "the live versions of the changed entries fail too, so the failure is global: {why}"
-            )))
-        }
-    };
-    let mut remaining = suspects;
-    // The full candidate (accepted + remaining) is known to fail on the first round.
-    let mut known_failing: Option<String> = Some(reason.to_string());
-    while !remaining.is_empty() {
-        let mut why_lo = match known_failing.take() {
-            Some(w) => w,
-            None => {
-                if let Some(why) = budget(*runs) {
-                    return Ok(Err(why));
-                }
-                *runs += 1;
-                match try_set(&with(&accepted, &remaining), cfg).await? {
-                    Ok(r) => {
-                        last_good = r;
-                        for id in remaining.drain(..) {
-                            if let Some(e) = news.get(&id) {
-                                accepted.insert(id, e.clone());
-                            }
-                        }
-                        break;
-                    }
-                    Err(w) => w,
-                }
-            }
-        };
-        // Invariant: accepted passes, accepted + lo fails.
-        let mut lo = remaining.clone();
-        while lo.len() > 1 {
-            let h2 = lo.split_off(lo.len() / 2);
-            let h1 = std::mem::replace(&mut lo, h2);
-            if let Some(why) = budget(*runs) {
-                return Ok(Err(why));
-            }
-            *runs += 1;
-            match try_set(&with(&accepted, &h1), cfg).await? {
-                Err(w) => {
-                    why_lo = w;
-                    lo = h1;
-                }
-                Ok(r) => {
-                    last_good = r;
-                    for id in &h1 {
-                        if let Some(e) = news.get(id) {
-                            accepted.insert(id.clone(), e.clone());
-                        }
-                    }
-                    remaining.retain(|id| !h1.contains(id));
-                }
-            }
-        }
-        let culprit = lo.remove(0);
-        remaining.retain(|id| *id != culprit);
-        // The culprit's slot in `accepted` holds its checked previous version (or nothing),
-        // exactly what `quarantine` keeps.
-        cand.quarantine(&culprit, stage.clone(), why_lo, prev, &cfg.policy, &[]);
-        if let Some(why) = cand.too_much(&cfg.quarantine) {
-            return Ok(Err(why));
-        }
-    }
-    info!(validations = *runs, quarantined = cand.quarantined.len(), "narrowed a rejection to entries");
-    let entries: Vec<Entry> = accepted.values().cloned().collect();
-    cand.entries = accepted;
-    Ok(Ok((last_good, entries)))
 }
 
 enum DriftCheck {

@@ -7,7 +7,7 @@ use super::{reconcile_report, ReconcileConfig, ReconcileError, RunReport};
 use gateway_adapters::metrics::{Metric, MetricsError, MetricsSink};
 use gateway_adapters::registry::{
     EntryStatus, PublishedState, Registry, RegistryError, RegistrySnapshot, RenderRecord,
-    StoredEntry,
+    StoredEntry, Verdict,
 };
 use gateway_adapters::store::{BundleHead, BundleVersion, ConfigStore, PutBundle, StoreError};
 use gateway_render::bounds::Totals;
@@ -87,6 +87,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
         self.inner.read_render_record().await
     }
     async fn record_render(&self, _record: &RenderRecord) -> Result<(), RegistryError> {
+        Ok(())
+    }
+    async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
+        self.inner.read_verdicts().await
+    }
+    async fn record_verdicts(&self, _verdicts: &[Verdict]) -> Result<(), RegistryError> {
         Ok(())
     }
 }

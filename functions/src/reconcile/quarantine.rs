@@ -9,16 +9,18 @@ use super::Stage;
 use gateway_render::check::{check_entry, Policy};
 use gateway_render::Entry;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How far quarantine may go before a run rejects as a whole.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QuarantineLimits {
-    /// Largest share of registered routes (0.0–1.0) that quarantine may hold back; beyond it
-    /// the run rejects and publishes nothing. `GATEWAY_QUARANTINE_MAX_SHARE`, default 0.25.
+    /// Largest share of registered teams (0.0–1.0) whose entries quarantine may hold back, once
+    /// at least two teams are held; beyond it the run rejects and publishes nothing.
+    /// `GATEWAY_QUARANTINE_MAX_SHARE`, default 0.25.
     pub max_share: f64,
-    /// Envoy validations one run may spend narrowing a rejection down to entries, the first
-    /// full validation included. `GATEWAY_QUARANTINE_MAX_VALIDATIONS`, default 24.
+    /// Envoy validations the run-wide search (which teams fail) may spend, the first full
+    /// validation included, and again each failing team's own search (which of its entries).
+    /// `GATEWAY_QUARANTINE_MAX_VALIDATIONS`, default 24.
     pub max_validations: usize,
     /// Seconds one run may spend narrowing. `GATEWAY_QUARANTINE_MAX_SECONDS`, default 90: the
     /// reconcile function times out at 3 minutes, and the search is checked between validations.
@@ -26,6 +28,9 @@ pub struct QuarantineLimits {
 }
 
 pub const DEFAULT_MAX_SHARE: f64 = 0.25;
+/// Teams that must be held back before the share valve can reject a run: one team's failures,
+/// however many, never stop the others' publish.
+pub const MIN_TEAMS_FOR_THE_VALVE: usize = 2;
 pub const DEFAULT_MAX_VALIDATIONS: usize = 24;
 pub const DEFAULT_MAX_SECONDS: u64 = 90;
 
@@ -164,6 +169,16 @@ pub fn ids_in_render_error(e: &gateway_render::RenderError) -> Vec<String> {
     }
 }
 
+/// Envoy's refusal of one entry revision, isolated to that entry: remembered across runs
+/// (`STATE` / `VERDICTS`) under `key`, the digest of what the verdict was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub key: String,
+    /// The validation layer that refused it.
+    pub layer: String,
+    pub reason: String,
+}
+
 /// The candidate set: entries by id, with what each was before quarantine replaced it.
 #[derive(Debug, Clone, Default)]
 pub struct Candidate {
@@ -176,6 +191,8 @@ pub struct Candidate {
     /// When each readable entry was last written (unix seconds): the newest growth past a bound
     /// is set aside first.
     pub updated_at: BTreeMap<String, u64>,
+    /// Entries a validation refused on their own, this run or (remembered) an earlier one.
+    pub refused: BTreeMap<String, Refusal>,
 }
 
 impl Candidate {
@@ -224,21 +241,10 @@ impl Candidate {
         self.quarantined.iter().any(|q| q.id == id)
     }
 
-    /// Share of registered routes held back by quarantine.
-    pub fn held_share(&self) -> f64 {
-        let total: usize = self.registered_routes.values().sum();
-        if total == 0 {
-            return 0.0;
-        }
-        let held: usize = self
-            .quarantined
-            .iter()
-            .map(|q| self.registered_routes.get(&q.id).copied().unwrap_or(1))
-            .sum();
-        held as f64 / total as f64
-    }
-
-    /// `Some(reason)` when quarantine went too far: every entry, or more than the share.
+    /// `Some(reason)` when quarantine went too far: every entry, or entries of more than the
+    /// share of teams. One team's quarantine, however many of its entries, is that team's: the
+    /// valve is for a cause many teams share (a rule, a build or an Envoy that refuses what
+    /// everyone registered), where publishing the rest would silently drop most of the gateway.
     pub fn too_much(&self, limits: &QuarantineLimits) -> Option<String> {
         if self.quarantined.is_empty() {
             return None;
@@ -249,13 +255,15 @@ impl Candidate {
                 "every registered entry ({registered}) failed; nothing is left to publish"
             ));
         }
-        let share = self.held_share();
-        (share > limits.max_share).then(|| {
+        let teams: BTreeSet<String> = self.registered_routes.keys().map(|id| team_of(id)).collect();
+        let held: BTreeSet<&str> = self.quarantined.iter().map(|q| q.team.as_str()).collect();
+        let share = held.len() as f64 / teams.len().max(1) as f64;
+        (held.len() >= MIN_TEAMS_FOR_THE_VALVE && share > limits.max_share).then(|| {
             format!(
-                "quarantine would hold back {:.0}% of registered routes ({} of {} entries), more than GATEWAY_QUARANTINE_MAX_SHARE {:.0}%",
+                "quarantine would hold back entries of {} of {} teams ({:.0}%), more than GATEWAY_QUARANTINE_MAX_SHARE {:.0}%: a cause this many teams share is not one team's entry",
+                held.len(),
+                teams.len(),
                 share * 100.0,
-                self.quarantined.len(),
-                registered,
                 limits.max_share * 100.0
             )
         })

@@ -119,6 +119,32 @@ pub(super) fn input_digest(
     Some(format!("v1:{:x}", sha.finalize()))
 }
 
+/// What a validation's verdict on one entry revision was given, as a digest: the build (which
+/// pins the renderer and the Envoy release it validates with), the render configuration and the
+/// entry as registered. `None` when the build is unknown: nothing is then remembered.
+pub(super) fn verdict_key(
+    build: &BuildIdentity,
+    render: &RenderConfig,
+    entry: &gateway_render::Entry,
+) -> Option<String> {
+    let build = build.0.as_deref()?;
+    let mut sha = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        sha.update((bytes.len() as u64).to_le_bytes());
+        sha.update(bytes);
+    };
+    field(build.as_bytes());
+    let RenderConfig {
+        base_domain,
+        upstream_ca_file,
+    } = render;
+    field(base_domain.as_bytes());
+    field(upstream_ca_file.as_bytes());
+    // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
+    field(&serde_json::to_vec(entry).expect("an entry serialises"));
+    Some(format!("verdict-v1:{:x}", sha.finalize()))
+}
+
 /// The hash this run's render would give, when it is known without rendering: the recorded
 /// render had this input, the recorded publish is that render, and the live bundle is still that
 /// publish (so the drift guard has nothing to say and the run is `unchanged`).

@@ -159,7 +159,7 @@ fn statuses_digest(
 mod tests {
     use super::*;
     use crate::reconcile::{Kept, Stage};
-    use gateway_adapters::registry::{RegistryError, RegistrySnapshot, RenderRecord};
+    use gateway_adapters::registry::{RegistryError, RegistrySnapshot, RenderRecord, Verdict};
     use gateway_render::bounds::Totals;
     use std::sync::Mutex;
 
@@ -234,6 +234,12 @@ mod tests {
         }
         async fn record_render(&self, _: &RenderRecord) -> Result<(), RegistryError> {
             unreachable!("status rows need no render record")
+        }
+        async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
+            unreachable!("status rows need no verdicts")
+        }
+        async fn record_verdicts(&self, _: &[Verdict]) -> Result<(), RegistryError> {
+            unreachable!("status rows need no verdicts")
         }
     }
 

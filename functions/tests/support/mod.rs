@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::{
     DynamoRegistry, PublishedState, Registry, RegistryError, RegistrySnapshot, RenderRecord,
+    Verdict,
 };
 use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
@@ -133,6 +134,12 @@ impl Registry for FaultyRegistry<'_> {
     }
     async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
         self.inner.record_render(record).await
+    }
+    async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
+        self.inner.read_verdicts().await
+    }
+    async fn record_verdicts(&self, verdicts: &[Verdict]) -> Result<(), RegistryError> {
+        self.inner.record_verdicts(verdicts).await
     }
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         if self.faults.fail_read.load(Ordering::SeqCst) {
