@@ -433,3 +433,34 @@ async fn many_teams_failing_at_once_is_systemic_and_rejects() {
     assert!(reason.contains("teams") && reason.contains("GATEWAY_QUARANTINE_MAX_SHARE"), "{reason}");
     assert_eq!(h.live().await.version_id, version_id);
 }
+
+#[tokio::test]
+async fn a_released_host_serves_its_new_holder_not_the_old_owners_kept_version() {
+    let mut h = Harness::start().await;
+    h.cfg.render.upstream_ca_file = MISSING_CA.into();
+    seed_teams(&h, 4).await;
+    h.register(entry("old", "svc", "shared", &["/x"])).await;
+    published_version(&h).await;
+    // old moves to another host (releasing `shared`) with a revision Envoy refuses: its last
+    // good version, on `shared`, is kept meanwhile.
+    let mut moved = entry("old", "svc", "elsewhere", &["/x"]);
+    moved.backend = "https://old.internal.example:8443".into();
+    h.register(moved).await;
+    let run = report(&h).await;
+    assert!(matches!(run.outcome, Outcome::Unchanged { .. }), "{}", run.outcome);
+    let q = run.quarantined.iter().find(|q| q.id == "old/svc").expect("old quarantined");
+    assert_eq!(q.kept, Kept::Previous);
+
+    // Another team claims the released host: its entry renders, the old version goes.
+    h.register(entry("new", "svc", "shared", &["/y"])).await;
+    let run = report(&h).await;
+    published(&run.outcome);
+    let ids: Vec<(&str, Kept)> = run.quarantined.iter().map(|q| (q.id.as_str(), q.kept)).collect();
+    assert_eq!(ids, [("old/svc", Kept::LeftOut)], "{:?}", run.quarantined);
+    let why = &run.quarantined[0].reason;
+    assert!(why.contains("no longer served") && why.contains("new/svc"), "{why}");
+    let b = live_bundle(&h).await;
+    assert!(by_id(&b, "new/svc").is_some(), "the holder's entry is live");
+    assert!(by_id(&b, "old/svc").is_none());
+    assert!(!b.files["routes.json"].contains("old.svc"), "nothing of old is routed");
+}

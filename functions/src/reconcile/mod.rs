@@ -391,8 +391,19 @@ where
                     Some(p) => p,
                     None => previous_versions(store).await?,
                 };
-                // Of the entries the error names, the one that changed since the live bundle.
                 let ids = ids_in_render_error(&e);
+                // The guard holder wins: a quarantined entry's kept last-good version that now
+                // clashes with another entry's host or paths (released since, and claimed by
+                // its new holder) is dropped, and the holder's entry renders.
+                if let Some(kept) = ids.iter().find(|id| cand.kept_previous(id)).cloned() {
+                    let other = ids.iter().find(|id| **id != kept).cloned().unwrap_or_default();
+                    cand.drop_kept(&kept, format!(
+                        "its last published version is no longer served: {e}; {other} holds that host or path now"
+                    ));
+                    previous = Some(prev);
+                    continue;
+                }
+                // Of the entries the error names, the one that changed since the live bundle.
                 let culprit = ids
                     .iter()
                     .find(|id| !cand.is_quarantined(id) && prev.get(*id) != cand.entries.get(*id))

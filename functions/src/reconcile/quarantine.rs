@@ -237,6 +237,22 @@ impl Candidate {
         });
     }
 
+    /// Whether `id` is quarantined and served at its previous version meanwhile.
+    pub fn kept_previous(&self, id: &str) -> bool {
+        self.quarantined
+            .iter()
+            .any(|q| q.id == id && q.kept == Kept::Previous)
+    }
+
+    /// Stops serving a quarantined entry's previous version: it is left out, `why` added.
+    pub fn drop_kept(&mut self, id: &str, why: String) {
+        if let Some(q) = self.quarantined.iter_mut().find(|q| q.id == id) {
+            q.kept = Kept::LeftOut;
+            q.reason = format!("{}\n{why}", q.reason);
+            self.entries.remove(id);
+        }
+    }
+
     pub fn is_quarantined(&self, id: &str) -> bool {
         self.quarantined.iter().any(|q| q.id == id)
     }
