@@ -117,28 +117,49 @@ pub struct InvalidSetting(pub String);
 /// https backends' certificates are validated against (default: the system bundle). Envoy parses
 /// that file once per TLS cluster, on the proxies and in validation alike: a bundle holding only
 /// the CAs the backends chain to makes large configs much cheaper (docs/benchmarks.md). The path
-/// must exist on the proxies and in the reconciler's image.
-pub fn render_config(domain: &str) -> gateway_render::RenderConfig {
-    render_config_with(
-        domain,
-        std::env::var("GATEWAY_UPSTREAM_CA_FILE").ok().as_deref(),
-    )
+/// must exist on the proxies and in the reconciler's image. Also the operators' bounds on what
+/// one client may hold: `GATEWAY_CLIENT_IPV6_PREFIX` (the prefix an IPv6 client is counted by in
+/// `per: client-ip` limits, 32–128, default 64) and `GATEWAY_MAX_WEBSOCKET_DURATION` (the longest
+/// life of a websocket connection, a duration from 1 s to 24 h, default 60m).
+pub fn render_config(domain: &str) -> Result<gateway_render::RenderConfig, InvalidSetting> {
+    render_config_from(domain, &|name| std::env::var(name).ok())
 }
 
-fn render_config_with(
+fn render_config_from(
     domain: &str,
-    upstream_ca_file: Option<&str>,
-) -> gateway_render::RenderConfig {
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<gateway_render::RenderConfig, InvalidSetting> {
+    let set = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let mut cfg = gateway_render::RenderConfig::new(domain);
-    if let Some(ca) = upstream_ca_file.filter(|v| !v.trim().is_empty()) {
-        cfg.upstream_ca_file = ca.to_string();
+    if let Some(ca) = set("GATEWAY_UPSTREAM_CA_FILE") {
+        cfg.upstream_ca_file = ca;
     }
-    cfg
+    if let Some(v) = set("GATEWAY_CLIENT_IPV6_PREFIX") {
+        cfg.client_ipv6_prefix = match v.trim().parse::<u8>() {
+            Ok(n) if (32..=128).contains(&n) => n,
+            _ => {
+                return Err(InvalidSetting(format!(
+                    "GATEWAY_CLIENT_IPV6_PREFIX: {v:?} is not a prefix length from 32 to 128"
+                )))
+            }
+        };
+    }
+    if let Some(v) = set("GATEWAY_MAX_WEBSOCKET_DURATION") {
+        let ms = gateway_render::check::parse_duration(v.trim())
+            .map_err(|e| InvalidSetting(format!("GATEWAY_MAX_WEBSOCKET_DURATION: {e}")))?;
+        if ms % 1_000 != 0 || !(1_000..=86_400_000).contains(&ms) {
+            return Err(InvalidSetting(format!(
+                "GATEWAY_MAX_WEBSOCKET_DURATION: {v:?} must be whole seconds from 1s to 1440m"
+            )));
+        }
+        cfg.max_websocket_seconds = ms / 1_000;
+    }
+    Ok(cfg)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{policy_from, render_config_with};
+    use super::{policy_from, render_config_from};
 
     /// An environment holding only `pairs`.
     fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
@@ -212,17 +233,41 @@ mod tests {
 
     #[test]
     fn the_upstream_ca_file_is_the_system_bundle_unless_set() {
-        let default = render_config_with("api.example.com", None);
-        assert_eq!(
-            default.upstream_ca_file,
-            gateway_render::RenderConfig::new("x").upstream_ca_file
-        );
-        assert_eq!(
-            render_config_with("api.example.com", Some(" ")).upstream_ca_file,
-            default.upstream_ca_file
-        );
-        let set = render_config_with("api.example.com", Some("/etc/gateway/backend-cas.pem"));
+        let default = render_config_from("api.example.com", &env(&[])).expect("defaults");
+        assert_eq!(default, gateway_render::RenderConfig::new("api.example.com"));
+        let blank = render_config_from("api.example.com", &env(&[("GATEWAY_UPSTREAM_CA_FILE", " ")]));
+        assert_eq!(blank.expect("blank").upstream_ca_file, default.upstream_ca_file);
+        let set = render_config_from(
+            "api.example.com",
+            &env(&[("GATEWAY_UPSTREAM_CA_FILE", "/etc/gateway/backend-cas.pem")]),
+        )
+        .expect("set");
         assert_eq!(set.upstream_ca_file, "/etc/gateway/backend-cas.pem");
         assert_eq!(set.base_domain, "api.example.com");
+    }
+
+    #[test]
+    fn client_bounds_come_from_the_environment_and_bad_values_name_the_setting() {
+        let d = render_config_from("x.example", &env(&[])).expect("defaults");
+        assert_eq!((d.client_ipv6_prefix, d.max_websocket_seconds), (64, 3_600));
+        let set = render_config_from(
+            "x.example",
+            &env(&[("GATEWAY_CLIENT_IPV6_PREFIX", "56"), ("GATEWAY_MAX_WEBSOCKET_DURATION", "10m")]),
+        )
+        .expect("set");
+        assert_eq!((set.client_ipv6_prefix, set.max_websocket_seconds), (56, 600));
+        for (name, bad) in [
+            ("GATEWAY_CLIENT_IPV6_PREFIX", "129"),
+            ("GATEWAY_CLIENT_IPV6_PREFIX", "16"),
+            ("GATEWAY_CLIENT_IPV6_PREFIX", "/64"),
+            ("GATEWAY_MAX_WEBSOCKET_DURATION", "1500ms"),
+            ("GATEWAY_MAX_WEBSOCKET_DURATION", "1441m"),
+            ("GATEWAY_MAX_WEBSOCKET_DURATION", "forever"),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] =
+                Box::leak(vec![(name, bad)].into_boxed_slice());
+            let e = render_config_from("x.example", &env(pairs)).expect_err(bad);
+            assert!(e.0.starts_with(name), "{e}");
+        }
     }
 }

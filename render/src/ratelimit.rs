@@ -46,15 +46,17 @@ pub struct RateLimit {
 pub enum Step {
     /// A fixed key and value (`generic_key`): team, service, route.
     Fixed { key: &'static str, value: String },
-    /// The client address Envoy derives (`remote_address`); one counter per address.
+    /// The client address Envoy derives, masked (`masked_remote_address`): one counter per IPv4
+    /// address and per IPv6 prefix ([`RenderConfig::client_ipv6_prefix`]).
     ClientAddress,
     /// A request header's value; one counter per value. A request without the header sends no
     /// descriptor for this limit and so is not counted by it.
     Header { name: String },
 }
 
-/// The descriptor key Envoy's `remote_address` action emits; fixed by Envoy.
-pub const REMOTE_ADDRESS_KEY: &str = "remote_address";
+/// The descriptor key Envoy's `masked_remote_address` action emits; fixed by Envoy. Its value
+/// is the masked address with its length (`192.0.2.7/32`, `2001:db8:1:2::/64`).
+pub const REMOTE_ADDRESS_KEY: &str = "masked_remote_address";
 /// The descriptor key our `request_headers` actions emit.
 pub const HEADER_KEY: &str = "header";
 
@@ -75,13 +77,17 @@ impl Step {
         }
     }
 
-    /// The Envoy rate-limit action that emits this step.
-    pub fn action(&self) -> Value {
+    /// The Envoy rate-limit action that emits this step; an IPv6 client is counted by its
+    /// `ipv6_prefix` (a client owns a whole prefix, usually a /64: counting each address would
+    /// give it 2^64 buckets).
+    pub fn action(&self, ipv6_prefix: u8) -> Value {
         match self {
             Step::Fixed { key, value } => {
                 json!({ "generic_key": { "descriptor_key": key, "descriptor_value": value } })
             }
-            Step::ClientAddress => json!({ "remote_address": {} }),
+            Step::ClientAddress => json!({ "masked_remote_address": {
+                "v4_prefix_mask_len": 32, "v6_prefix_mask_len": ipv6_prefix
+            } }),
             Step::Header { name } => {
                 json!({ "request_headers": { "header_name": name, "descriptor_key": HEADER_KEY } })
             }
@@ -162,10 +168,17 @@ pub fn route_chains(
 }
 
 /// The route's `rate_limits`: one entry per global limit, its actions emitting the chain.
-pub fn route_rate_limits(entry: &Entry, route: &Route) -> Result<Vec<Value>, RenderError> {
+pub fn route_rate_limits(
+    entry: &Entry,
+    route: &Route,
+    ipv6_prefix: u8,
+) -> Result<Vec<Value>, RenderError> {
     Ok(route_chains(entry, route)?
         .iter()
-        .map(|(steps, _)| object([("actions", steps.iter().map(Step::action).collect())]))
+        .map(|(steps, _)| {
+            let actions = steps.iter().map(|s| s.action(ipv6_prefix)).collect();
+            object([("actions", actions)])
+        })
         .collect())
 }
 
@@ -279,7 +292,7 @@ mod tests {
                 ("team".into(), Some("billing".into())),
                 ("service".into(), Some("invoices-api".into())),
                 ("route".into(), Some("POST:/invoices#2".into())),
-                ("remote_address".into(), None),
+                ("masked_remote_address".into(), None),
             ]
         );
         assert_eq!(

@@ -6,13 +6,14 @@
 use crate::check::{envoy_duration, parse_duration};
 use crate::contract::CORS_FILTER;
 use crate::entry::{Cors, HeaderChanges, Route};
+use crate::renderer::RenderConfig;
 use serde_json::{json, Map, Value};
 
 const CORS_POLICY_TYPE_URL: &str =
     "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy";
 
 /// Adds the route action's part of the policy: `retry_policy`, `prefix_rewrite`, `upgrade_configs`.
-pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>) {
+pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>, cfg: &RenderConfig) {
     if let Some(r) = &route.retries {
         let mut policy = Map::new();
         policy.insert("retry_on".into(), json!(r.on.join(",")));
@@ -40,6 +41,12 @@ pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>) {
         action.insert(
             "upgrade_configs".into(),
             json!([{ "upgrade_type": "websocket", "enabled": true }]),
+        );
+        // An upgraded stream never ends as a request does, so the route timeout never applies
+        // to it; this bounds how long one connection holds a task every team shares.
+        action.insert(
+            "max_stream_duration".into(),
+            json!({ "max_stream_duration": format!("{}s", cfg.max_websocket_seconds) }),
         );
     }
 }

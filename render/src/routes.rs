@@ -36,7 +36,7 @@ pub fn route_configuration<'a>(
     let mut virtual_hosts = Vec::with_capacity(hosts.len() + 1);
     let mut route_count = 0;
     for (fqdn, host_entries) in &hosts {
-        let (vhost, count) = team_virtual_host(fqdn, host_entries)?;
+        let (vhost, count) = team_virtual_host(fqdn, host_entries, cfg)?;
         virtual_hosts.push(vhost);
         route_count += count;
     }
@@ -118,7 +118,11 @@ fn json_response_route(name: &str, team: &str, status: u16, body: &str) -> Value
     })
 }
 
-fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), RenderError> {
+fn team_virtual_host(
+    fqdn: &str,
+    entries: &[&Entry],
+    cfg: &RenderConfig,
+) -> Result<(Value, usize), RenderError> {
     if let Some(other) = entries.iter().find(|e| e.team != entries[0].team) {
         return Err(RenderError::HostConflict {
             host: fqdn.to_string(),
@@ -157,7 +161,7 @@ fn team_virtual_host(fqdn: &str, entries: &[&Entry]) -> Result<(Value, usize), R
             count += 1;
             continue;
         }
-        let team = team_route(entry, upstream, route)?;
+        let team = team_route(entry, upstream, route, cfg)?;
         if let Some(cohort) = &upstream.cohort {
             rendered.push(cohort_route(team.clone(), cohort));
             count += 1;
@@ -376,14 +380,19 @@ fn route_timeout(route: &Route) -> String {
         .map_or_else(|| ROUTE_TIMEOUT.to_string(), crate::check::envoy_duration)
 }
 
-fn team_route(entry: &Entry, upstream: &Upstream, route: &Route) -> Result<Value, RenderError> {
+fn team_route(
+    entry: &Entry,
+    upstream: &Upstream,
+    route: &Route,
+    cfg: &RenderConfig,
+) -> Result<Value, RenderError> {
     let mut action = upstream.action(route_timeout(route));
     action.insert("append_x_forwarded_host".into(), json!(true));
-    let rate_limits = ratelimit::route_rate_limits(entry, route)?;
+    let rate_limits = ratelimit::route_rate_limits(entry, route, cfg.client_ipv6_prefix)?;
     if !rate_limits.is_empty() {
         action.insert("rate_limits".into(), Value::Array(rate_limits));
     }
-    route_policy::extend_action(route, &mut action);
+    route_policy::extend_action(route, &mut action, cfg);
     let mut out = object([
         ("name", Value::String(names::route_name(entry, route))),
         ("match", route_match(route)),

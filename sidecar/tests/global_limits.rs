@@ -173,6 +173,7 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
     // (path, per, header, requests, every): one limit a route, then a route with two.
     let single = [
         ("/per-ip", Per::ClientIp, None, 3, Unit::Minute),
+        ("/per-ip6", Per::ClientIp, None, 2, Unit::Minute),
         ("/per-route", Per::Route, None, 2, Unit::Minute),
         ("/per-header", Per::Header, Some("x-api-key"), 2, Unit::Hour),
         ("/per-second", Per::Route, None, 2, Unit::Second),
@@ -231,6 +232,15 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
     // trusted hop the load balancer's last entry is the client.
     let spoofed = ("x-forwarded-for", "198.51.100.1, 203.0.113.10");
     assert_eq!(get(&gw, "/per-ip", &[spoofed]).await.code, 429);
+
+    // An IPv6 client is counted by its /64 (GATEWAY_CLIENT_IPV6_PREFIX): the addresses of one
+    // prefix share a quota, so a client cannot mint itself new buckets; another /64 is apart.
+    let six_a = from("2001:db8:1:2::10");
+    let six_b = from("2001:db8:1:2:ffff::20");
+    let six_other = from("2001:db8:1:3::10");
+    assert_eq!(codes(&gw, "/per-ip6", &[six_a], 1).await, [200]);
+    assert_eq!(codes(&gw, "/per-ip6", &[six_b], 2).await, [200, 429]);
+    assert_eq!(codes(&gw, "/per-ip6", &[six_other], 1).await, [200]);
 
     // Per route: every client shares the quota of 2.
     assert_eq!(codes(&gw, "/per-route", &[a], 1).await, [200]);

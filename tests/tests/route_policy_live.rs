@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 
 const DOMAIN: &str = "api.example.com";
 const HOST: &str = "policy.api.example.com";
+/// GATEWAY_MAX_WEBSOCKET_DURATION for this stack: short, so the case can watch Envoy end one.
+const WEBSOCKET_SECONDS: u64 = 2;
 
 fn entry_doc(backend: &str) -> Value {
     json!({
@@ -63,7 +65,9 @@ impl Stack {
         let backend = PolicyBackend::start();
         let entry = check_entry_value(&entry_doc(&backend.url()), &Policy::new(DOMAIN, true))
             .unwrap_or_else(|r| panic!("the test entry is refused:\n{r}"));
-        let rendered = render(&[entry], &RenderConfig::new(DOMAIN)).expect("renders");
+        let mut cfg = RenderConfig::new(DOMAIN);
+        cfg.max_websocket_seconds = WEBSOCKET_SECONDS;
+        let rendered = render(&[entry], &cfg).expect("renders");
         let dir = tempfile::tempdir().expect("tempdir");
         let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
         std::fs::create_dir_all(&cds).expect("cds dir");
@@ -403,6 +407,23 @@ fn websocket(stack: &Stack) {
     );
     s.write_all(&frame(0x8, &[], Some([1, 2, 3, 4])))
         .expect("close");
+
+    // A connection that stays open is ended by Envoy at the operators' maximum duration, busy
+    // or not, so no client holds a shared task's connections without bound.
+    let (status, _, mut held) = upgrade(stack, "/ws/held");
+    assert_eq!(status, 101);
+    let opened = Instant::now();
+    held.write_all(&frame(0x1, b"still here", Some([1, 1, 1, 1])))
+        .expect("frame");
+    assert_eq!(read_frame(&mut held), Some((0x1, b"still here".to_vec())));
+    let mut rest = Vec::new();
+    let _ = held.read_to_end(&mut rest);
+    let lived = opened.elapsed();
+    assert!(
+        lived >= Duration::from_millis(WEBSOCKET_SECONDS * 1000 - 200)
+            && lived < Duration::from_secs(WEBSOCKET_SECONDS + 5),
+        "the upgraded connection lived {lived:?}; the maximum is {WEBSOCKET_SECONDS}s"
+    );
 
     let (status, head, _) = upgrade(stack, "/no-ws/chat");
     assert_ne!(status, 101, "{head}");

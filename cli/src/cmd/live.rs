@@ -127,7 +127,8 @@ fn reconcile_config(
     let bounds =
         gateway_adapters::settings::bounds().map_err(|e| CmdError::usage(e.to_string()))?;
     Ok(ReconcileConfig {
-        render: gateway_adapters::settings::render_config(domain),
+        render: gateway_adapters::settings::render_config(domain)
+            .map_err(|e| CmdError::usage(e.to_string()))?,
         policy,
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(envoy.bin()),

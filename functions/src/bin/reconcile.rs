@@ -31,7 +31,7 @@ async fn run() -> Result<(), Error> {
         .with_max_bundle_bytes(bounds.max_bundle_bytes);
     let metrics = CloudWatchMetrics::from_conf(&conf);
     let cfg = ReconcileConfig {
-        render: settings::render_config(&domain),
+        render: settings::render_config(&domain)?,
         policy,
         validate: ValidateOptions {
             envoy: EnvoyOptions::new(settings::envoy_bin()),

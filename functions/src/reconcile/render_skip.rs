@@ -70,6 +70,21 @@ fn executable_digest() -> std::io::Result<String> {
     Ok(format!("exe:{:x}", sha.finalize()))
 }
 
+/// Every field of the render configuration by name: one added to it fails to compile here until
+/// it is part of both digests.
+fn render_config_fields(render: &RenderConfig, field: &mut impl FnMut(&[u8])) {
+    let RenderConfig {
+        base_domain,
+        upstream_ca_file,
+        client_ipv6_prefix,
+        max_websocket_seconds,
+    } = render;
+    field(base_domain.as_bytes());
+    field(upstream_ca_file.as_bytes());
+    field(&[*client_ipv6_prefix]);
+    field(&max_websocket_seconds.to_le_bytes());
+}
+
 /// The render input digest of `cand` as it is about to be rendered; `None` when the build is
 /// unknown. Each field is length-prefixed so no two inputs read alike; `v1:` names the layout.
 pub(super) fn input_digest(
@@ -86,12 +101,7 @@ pub(super) fn input_digest(
     field(build.as_bytes());
     // Every field by name: one added to the render configuration fails to compile here until it
     // is part of the digest.
-    let RenderConfig {
-        base_domain,
-        upstream_ca_file,
-    } = render;
-    field(base_domain.as_bytes());
-    field(upstream_ca_file.as_bytes());
+    render_config_fields(render, &mut field);
     let mut json = Vec::new();
     for (id, entry) in &cand.entries {
         json.clear();
@@ -134,12 +144,7 @@ pub(super) fn verdict_key(
         sha.update(bytes);
     };
     field(build.as_bytes());
-    let RenderConfig {
-        base_domain,
-        upstream_ca_file,
-    } = render;
-    field(base_domain.as_bytes());
-    field(upstream_ca_file.as_bytes());
+    render_config_fields(render, &mut field);
     // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
     field(&serde_json::to_vec(entry).expect("an entry serialises"));
     Some(format!("verdict-v1:{:x}", sha.finalize()))

@@ -74,8 +74,8 @@ pub fn action_descriptors(route_config: &serde_json::Value) -> Vec<DescriptorPat
                                 g["descriptor_key"].as_str().expect("key").to_string(),
                                 Some(g["descriptor_value"].as_str().expect("value").to_string()),
                             )
-                        } else if action.get("remote_address").is_some() {
-                            ("remote_address".to_string(), None)
+                        } else if action.get("masked_remote_address").is_some() {
+                            ("masked_remote_address".to_string(), None)
                         } else if let Some(h) = action.get("request_headers") {
                             (h["descriptor_key"].as_str().expect("key").to_string(), None)
                         } else {
