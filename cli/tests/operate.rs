@@ -527,3 +527,42 @@ fn a_version_from_before_compression_restores() {
     assert_eq!(g.json(&["status", "--json"])["live"]["hash"], hash.as_str());
     assert_eq!(g.json(&["history", "--json"]).as_array().map(Vec::len), Some(4));
 }
+
+/// Replaces an entry row around the register function (boto3 from the checkout's venv, which
+/// moto's server comes with), as a hand edit or an old writer would.
+fn put_raw_entry_row(g: &Gateway, id: &str, entry_json: &str) {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv/bin/python");
+    let script = "import boto3, os, sys\n\
+        c = boto3.client('dynamodb', endpoint_url=os.environ['AWS_ENDPOINT_URL'], region_name=os.environ['AWS_REGION'])\n\
+        c.put_item(TableName=sys.argv[1], Item={'pk': {'S': 'ENTRY#' + sys.argv[2]}, 'sk': {'S': 'ENTRY'},\n\
+            'entry': {'S': sys.argv[3]}, 'revision': {'N': '7'}, 'updated_at': {'N': '0'}})\n";
+    let out = Command::new(python)
+        .args(["-c", script, &g.table, id, entry_json])
+        .envs(g.moto.aws_env())
+        .output()
+        .expect("python runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn status_shows_a_quarantined_row_that_no_longer_parses_naming_the_field() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    g.ok(&["register", &g.entry("catalog", "products", &["/products"])]);
+    g.ok(&["reconcile"]);
+    put_raw_entry_row(
+        &g,
+        "billing/invoices",
+        r#"{"team":"billing","service":"invoices","host":"billing","backend":"http://127.0.0.1:9","routes":[{"path":"/invoices","timeout":5}]}"#,
+    );
+    g.ok(&["reconcile"]);
+    let text = g.ok(&["status", "billing/invoices"]);
+    assert!(text.contains("state:      quarantined"), "{text}");
+    assert!(text.contains("routes[0].timeout"), "the field is named: {text}");
+    assert!(text.contains("the previously published revision"), "{text}");
+    let doc = g.json(&["status", "billing/invoices", "--json"]);
+    assert_eq!(doc["state"], "quarantined", "{doc}");
+    assert!(doc["unreadable"].as_str().is_some_and(|w| w.contains("routes[0].timeout")), "{doc}");
+    assert!(doc["quarantine"]["reason"].as_str().is_some_and(|w| w.contains("routes[0].timeout")), "{doc}");
+}

@@ -571,12 +571,20 @@ impl Registry for DynamoRegistry {
 
 fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
     let json = keys::need_s(item, keys::ATTR_ENTRY)?;
-    let entry: Entry = serde_json::from_str(json).map_err(|e| {
-        RegistryError::Corrupt(format!(
-            "{}: entry JSON does not parse: {e}",
-            keys::get_s(item, keys::PK).unwrap_or("?")
-        ))
-    })?;
+    // The error names the field (`routes[0].limits[0].requests: invalid type …`), so an operator
+    // and the entry's team can see which part of a row written around the checks is wrong.
+    let entry: Entry =
+        serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(json)).map_err(
+            |e| {
+                let pk = keys::get_s(item, keys::PK).unwrap_or("?");
+                let at = e.path().to_string();
+                let field = if at == "." { String::new() } else { format!("{at}: ") };
+                RegistryError::Corrupt(format!(
+                    "{pk}: entry JSON does not parse: {field}{}",
+                    e.inner()
+                ))
+            },
+        )?;
     Ok(StoredEntry {
         entry,
         revision: keys::need_n(item, keys::ATTR_REVISION)?,

@@ -23,8 +23,16 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
     block_on(async {
         let c = readers(target).await?;
         let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
-        let stored = c.registry.get(id).await.map_err(reg_err)?;
         let status = c.registry.status(id).await.map_err(reg_err)?;
+        let stored = match c.registry.get(id).await {
+            Ok(stored) => stored,
+            // A row written around the checks that no longer parses is still registered, and
+            // the reconciler quarantines it: say so, with the field that does not parse.
+            Err(gateway_adapters::registry::RegistryError::Corrupt(why)) => {
+                return unreadable_entry_status(id, &why, status.as_ref(), json);
+            }
+            Err(e) => return Err(reg_err(e)),
+        };
         let Some(stored) = stored else {
             return Err(CmdError::failed(format!(
                 "{id} is not registered{}",
@@ -92,6 +100,45 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
         }
         Ok(())
     })
+}
+
+/// `status TEAM/SERVICE` for a registered row that does not parse.
+fn unreadable_entry_status(
+    id: &str,
+    why: &str,
+    status: Option<&gateway_adapters::registry::EntryStatus>,
+    json: bool,
+) -> CmdResult {
+    let quarantine = status.and_then(|s| s.quarantine.as_ref());
+    let state = if quarantine.is_some() { "quarantined" } else { "pending" };
+    if json {
+        let mut doc = match status {
+            Some(s) => s.to_json(None),
+            None => serde_json::json!({ "id": id }),
+        };
+        doc["state"] = serde_json::json!(state);
+        doc["unreadable"] = serde_json::json!(why);
+        return print_json(&doc);
+    }
+    println!("entry:      {id}");
+    println!("registered: a row that does not parse: {why}");
+    if let Some(r) = status.and_then(|s| s.revision_published) {
+        println!("published:  revision {r}");
+    }
+    println!("state:      {state}");
+    match quarantine {
+        Some(q) => {
+            println!("stage:      {}", q.stage);
+            println!(
+                "served:     {}",
+                if q.kept == "previous" { "the previously published revision" } else { "nothing (left out)" }
+            );
+            println!("reason:     {}", q.reason.replace('\n', "\n            "));
+            println!("details:    failed/quarantine/{id}/reason.txt");
+        }
+        None => println!("reason:     the next reconcile run quarantines it until it is registered again"),
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> CmdResult {
