@@ -95,9 +95,13 @@ async fn a_render_envoy_rejects_is_kept_under_failed_and_nothing_is_published() 
     // A real Envoy rejection the registration checks cannot see: the reconciler's image lacks the
     // CA bundle an https backend's certificate validation names. Envoy refuses the cluster.
     h.cfg.render.upstream_ca_file = "/nonexistent/ca-certificates.crt".into();
-    let mut tls = entry("catalog", "products", "catalog", &["/products"]);
-    tls.backend = "https://products.internal.example:8443".into();
-    h.put_raw_entry(&tls).await;
+    // Two teams' entries fail at once, so quarantine cannot explain it (one team's alone would
+    // be set aside and the rest published): the whole run is refused.
+    for team in ["catalog", "media"] {
+        let mut tls = entry(team, "products", team, &["/products"]);
+        tls.backend = "https://products.internal.example:8443".into();
+        h.put_raw_entry(&tls).await;
+    }
 
     let outcome = h.reconcile().await;
     let Outcome::Rejected {
@@ -142,9 +146,12 @@ async fn a_render_envoy_rejects_is_kept_under_failed_and_nothing_is_published() 
 #[tokio::test]
 async fn an_entry_written_straight_into_the_table_is_held_to_the_checks() {
     let (h, version_id, _) = first_publish().await;
-    let mut bad = entry("intruder", "meta", "meta", &["/meta"]);
-    bad.backend = "http://169.254.169.254".into();
-    h.put_raw_entry(&bad).await;
+    // Two teams' rows at once (one team's alone would be quarantined and the rest published).
+    for (team, host) in [("intruder", "meta"), ("other", "meta2")] {
+        let mut bad = entry(team, "meta", host, &["/meta"]);
+        bad.backend = "http://169.254.169.254".into();
+        h.put_raw_entry(&bad).await;
+    }
     let outcome = h.reconcile().await;
     let Outcome::Rejected {
         stage: Stage::Registry,
@@ -249,6 +256,51 @@ async fn faults_mid_run_publish_nothing_and_the_next_run_succeeds() {
         .expect("state")
         .expect("recorded");
     assert_eq!(state.version_id, live.version_id);
+}
+
+#[tokio::test]
+async fn a_publish_whose_end_the_run_never_saw_is_adopted_even_after_later_changes() {
+    let (h, v1, _) = first_publish().await;
+
+    // The PUT's answer is lost: the run fails, its bundle is live.
+    register_invoices(&h, &["/invoices", "/lost"]).await;
+    assert!(h.reconcile_with_fault(&h.faults.lose_put_answer).await.is_err());
+    let landed = h.live().await;
+    assert_ne!(landed.version_id, v1, "the PUT landed");
+    // Another change lands before the next run: that run renders something else, yet it
+    // recognises its own pending publish and publishes on from it instead of holding drift.
+    register_invoices(&h, &["/invoices", "/lost", "/later"]).await;
+    let next = h.reconcile_faulty().await.expect("next run");
+    assert!(matches!(next, Outcome::Published { .. }), "never held as drift: {next}");
+
+    // The state write fails after the PUT, then another change: the same.
+    register_invoices(&h, &["/invoices", "/state"]).await;
+    assert!(h.reconcile_with_fault(&h.faults.fail_record).await.is_err());
+    register_invoices(&h, &["/invoices", "/state", "/after"]).await;
+    let next = h.reconcile_faulty().await.expect("next run");
+    assert!(matches!(next, Outcome::Published { .. }), "never held as drift: {next}");
+
+    // The SDK's retry of a PUT whose answer was lost meets its own write (412): the same run
+    // sees its bundle live and records it.
+    register_invoices(&h, &["/invoices", "/retried"]).await;
+    let run = h.reconcile_with_fault(&h.faults.put_answer_412).await.expect("run");
+    let (version_id, hash) = published(&run);
+    let live = h.live().await;
+    assert_eq!((&live.version_id, live.hash.as_ref()), (version_id, Some(hash)));
+    assert!(matches!(h.reconcile().await, Outcome::Unchanged { .. }));
+
+    // Someone else's write is still drift.
+    let before = h.live().await;
+    let body = h.store.get_version(&before.version_id).await.expect("get");
+    let put = gateway_adapters::store::PutBundle {
+        body: &body,
+        hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        writer: gateway_adapters::store::Writer::Restore,
+        precondition: gateway_adapters::store::Precondition::None,
+    };
+    h.store.put_bundle(put).await.expect("operator write");
+    register_invoices(&h, &["/invoices", "/drift"]).await;
+    assert!(matches!(h.reconcile().await, Outcome::HeldDrift { .. }));
 }
 
 #[tokio::test]

@@ -181,6 +181,12 @@ impl Registry for TimedRegistry<'_> {
     async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
         self.other(self.inner.record_render(record)).await
     }
+    async fn read_pending(&self) -> Result<Option<String>, RegistryError> {
+        self.other(self.inner.read_pending()).await
+    }
+    async fn record_pending(&self, hash: &str) -> Result<(), RegistryError> {
+        self.other(self.inner.record_pending(hash)).await
+    }
     async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
         self.other(self.inner.read_verdicts()).await
     }

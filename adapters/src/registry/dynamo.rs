@@ -536,6 +536,14 @@ impl Registry for DynamoRegistry {
         self.put_render_record(record).await
     }
 
+    async fn read_pending(&self) -> Result<Option<String>, RegistryError> {
+        self.reader.pending().await
+    }
+
+    async fn record_pending(&self, hash: &str) -> Result<(), RegistryError> {
+        self.put_pending(hash).await
+    }
+
     async fn read_verdicts(&self) -> Result<Vec<super::Verdict>, RegistryError> {
         self.reader.verdicts().await
     }

@@ -11,6 +11,7 @@ mod host;
 mod keys;
 mod owner;
 mod pages;
+mod pending;
 mod plan;
 mod state;
 pub mod proxies;
@@ -31,6 +32,7 @@ pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use state::StateRow;
 pub use table::create_table_if_absent;
 pub use tenancy::{is_account_id, Grant, Tenancy};
+pub use pending::PENDING_SK;
 pub use totals::TOTALS_SK;
 pub use verdicts::{Verdict, VERDICTS_SK};
 
@@ -180,6 +182,13 @@ pub trait Registry {
         &self,
         record: &RenderRecord,
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// The hash of the publish the reconciler was last about to put (docs/design.md#reconcile-run).
+    fn read_pending(&self) -> impl Future<Output = Result<Option<String>, RegistryError>> + Send;
+
+    /// Records the hash of a publish about to be put, before the conditional PUT.
+    fn record_pending(&self, hash: &str)
+        -> impl Future<Output = Result<(), RegistryError>> + Send;
 
     /// Envoy's remembered verdicts on entry revisions (docs/design.md#quarantine).
     fn read_verdicts(&self) -> impl Future<Output = Result<Vec<Verdict>, RegistryError>> + Send;

@@ -160,7 +160,8 @@ where
     let mut capacity_used = None;
     let mut render_facts = RenderFacts::default();
     let mut verdict_facts = VerdictFacts::default();
-    let mut result = run(
+    // On the heap: the run's future holds every step's state, too large for a small stack.
+    let mut result = Box::pin(run(
         registry,
         store,
         metrics,
@@ -171,7 +172,7 @@ where
         &mut capacity_used,
         &mut render_facts,
         &mut verdict_facts,
-    )
+    ))
     .await;
     if result.is_ok() {
         // Envoy's verdicts are facts about revisions, whatever the run decided; failing to
@@ -439,10 +440,19 @@ where
         })
     };
 
-    let Standing { state, live, .. } = standing?;
-    let precondition = match guard_drift(registry, state.as_ref(), live.as_ref(), &rendered).await?
-    {
+    let Standing {
+        mut state,
+        live,
+        pending,
+        ..
+    } = standing?;
+    let guarded = guard_drift(registry, state.as_ref(), live.as_ref(), pending.as_deref(), &rendered);
+    let precondition = match guarded.await? {
         DriftCheck::Clear(p) => p,
+        DriftCheck::AdoptedPending(adopted, p) => {
+            state = Some(adopted);
+            p
+        }
         DriftCheck::Adopted(adopted) => {
             render_facts.reached = reached(&cand, &rendered.hash);
             basis.unchanged_on = Some(adopted);
@@ -472,7 +482,7 @@ where
                 Some(p) => p,
                 None => previous_versions(store).await?,
             };
-            let narrowed = narrow(&mut cand, &prev, cfg, &stage, &reason, validations).await?;
+            let narrowed = Box::pin(narrow(&mut cand, &prev, cfg, &stage, &reason, validations)).await?;
             verdict_facts.next = Some(verdicts::to_keep(&cand, &verdict_facts.read, now()));
             match narrowed {
                 Ok((r, e)) => {
@@ -524,6 +534,8 @@ struct Standing {
     state: Option<PublishedState>,
     live: Option<BundleHead>,
     render: Option<RenderRecord>,
+    /// The hash of the publish this reconciler was last about to put.
+    pending: Option<String>,
 }
 
 /// The three reads at once. The render record is an optimisation: when it cannot be read, the
@@ -532,10 +544,11 @@ async fn read_standing<R: Registry, S: ConfigStore>(
     registry: &R,
     store: &S,
 ) -> Result<Standing, ReconcileError> {
-    let (state, live, render) = tokio::join!(
+    let (state, live, render, pending) = tokio::join!(
         registry.read_state(),
         store.head_live(),
         registry.read_render_record(),
+        registry.read_pending(),
     );
     let render = render.unwrap_or_else(|e| {
         warn!(error = %e, "could not read the render record; rendering");
@@ -545,6 +558,7 @@ async fn read_standing<R: Registry, S: ConfigStore>(
         state: state?,
         live: live?,
         render,
+        pending: pending?,
     })
 }
 
@@ -656,6 +670,10 @@ async fn previous_versions<S: ConfigStore>(
 enum DriftCheck {
     /// Not drifted: publish with this precondition.
     Clear(Precondition),
+    /// The live bundle is a publish of this reconciler whose end it never saw (its PUT's answer
+    /// lost, the function timed out mid-publish, or the state write failed after it): recorded
+    /// now as this, and the run goes on from it with this precondition.
+    AdoptedPending(PublishedState, Precondition),
     /// The live bundle is this reconciler's own publish whose state record was lost; now
     /// recorded as this.
     Adopted(PublishedState),
@@ -668,6 +686,7 @@ async fn guard_drift<R: Registry>(
     registry: &R,
     state: Option<&PublishedState>,
     live: Option<&BundleHead>,
+    pending: Option<&str>,
     rendered: &Rendered,
 ) -> Result<DriftCheck, ReconcileError> {
     let Some(live) = live else {
@@ -689,6 +708,22 @@ async fn guard_drift<R: Registry>(
         registry.record_published(state, &next).await?;
         info!(version_id = %live.version_id, "adopted the reconciler's own unrecorded publish");
         return Ok(DriftCheck::Adopted(next));
+    }
+    // A publish of ours that this run did not render (registrations landed since): the pending
+    // record says the reconciler was about to put exactly this hash. Drift means someone else
+    // wrote.
+    if live.writer == Writer::Reconciler && live.hash.is_some() && live.hash.as_deref() == pending {
+        let next = PublishedState {
+            version_id: live.version_id.clone(),
+            hash: pending.unwrap_or_default().to_string(),
+            published_at: now(),
+        };
+        registry.record_published(state, &next).await?;
+        info!(version_id = %live.version_id, "adopted the reconciler's own pending publish");
+        return Ok(DriftCheck::AdoptedPending(
+            next,
+            Precondition::Matches(live.etag.clone()),
+        ));
     }
     Ok(DriftCheck::Held(Outcome::HeldDrift {
         live_hash: live.hash.clone(),
@@ -825,7 +860,25 @@ async fn publish<R: Registry, S: ConfigStore>(
         writer: Writer::Reconciler,
         precondition,
     };
-    let version_id = store.put_compressed_bundle(put, &bundle.gzip).await?;
+    // Recorded first, so whatever happens to the PUT's answer, the next run can tell its own
+    // publish from someone else's write.
+    registry.record_pending(&bundle.hash).await?;
+    let version_id = match store.put_compressed_bundle(put, &bundle.gzip).await {
+        Ok(v) => v,
+        // The SDK's retry of a PUT whose answer was lost meets its own write: the precondition
+        // no longer holds because this very bundle is live.
+        Err(StoreError::PreconditionFailed) => match store.head_live().await? {
+            Some(live)
+                if live.writer == Writer::Reconciler
+                    && live.hash.as_deref() == Some(bundle.hash.as_str()) =>
+            {
+                info!(version_id = %live.version_id, "the PUT's answer was lost; its bundle is live");
+                live.version_id
+            }
+            _ => return Err(StoreError::PreconditionFailed.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
     let next = PublishedState {
         version_id: version_id.clone(),
         hash: bundle.hash.clone(),

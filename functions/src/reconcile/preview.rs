@@ -89,6 +89,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
     async fn record_render(&self, _record: &RenderRecord) -> Result<(), RegistryError> {
         Ok(())
     }
+    async fn read_pending(&self) -> Result<Option<String>, RegistryError> {
+        self.inner.read_pending().await
+    }
+    async fn record_pending(&self, _hash: &str) -> Result<(), RegistryError> {
+        Ok(())
+    }
     async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
         self.inner.read_verdicts().await
     }

@@ -235,6 +235,12 @@ mod tests {
         async fn record_render(&self, _: &RenderRecord) -> Result<(), RegistryError> {
             unreachable!("status rows need no render record")
         }
+        async fn read_pending(&self) -> Result<Option<String>, RegistryError> {
+            unreachable!("status rows need no pending publish")
+        }
+        async fn record_pending(&self, _: &str) -> Result<(), RegistryError> {
+            unreachable!("status rows need no pending publish")
+        }
         async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
             unreachable!("status rows need no verdicts")
         }

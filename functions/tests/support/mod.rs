@@ -99,6 +99,10 @@ pub fn reconcile_config(render: RenderConfig, policy: Policy, bounds: Bounds) ->
 #[derive(Default)]
 pub struct Faults {
     pub fail_put: AtomicBool,
+    /// The PUT lands, and its answer is lost (the caller sees a failure).
+    pub lose_put_answer: AtomicBool,
+    /// The PUT lands, and the SDK's retry of it meets its own write (412).
+    pub put_answer_412: AtomicBool,
     pub fail_read: AtomicBool,
     pub fail_record: AtomicBool,
 }
@@ -134,6 +138,12 @@ impl Registry for FaultyRegistry<'_> {
     }
     async fn record_render(&self, record: &RenderRecord) -> Result<(), RegistryError> {
         self.inner.record_render(record).await
+    }
+    async fn read_pending(&self) -> Result<Option<String>, RegistryError> {
+        self.inner.read_pending().await
+    }
+    async fn record_pending(&self, hash: &str) -> Result<(), RegistryError> {
+        self.inner.record_pending(hash).await
     }
     async fn read_verdicts(&self) -> Result<Vec<Verdict>, RegistryError> {
         self.inner.read_verdicts().await
@@ -192,7 +202,14 @@ impl ConfigStore for FaultyStore<'_> {
         if self.faults.fail_put.load(Ordering::SeqCst) {
             return Err(StoreError::Aws("injected: upload failed".into()));
         }
-        self.inner.put_bundle(put).await
+        let landed = self.inner.put_bundle(put).await?;
+        if self.faults.lose_put_answer.load(Ordering::SeqCst) {
+            return Err(StoreError::Aws(format!("injected: the answer for {landed} was lost")));
+        }
+        if self.faults.put_answer_412.load(Ordering::SeqCst) {
+            return Err(StoreError::PreconditionFailed);
+        }
+        Ok(landed)
     }
     async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
         self.inner.keep_failed(key, body).await
