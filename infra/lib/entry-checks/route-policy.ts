@@ -449,8 +449,8 @@ export function checkHeaderValue(v: string): Why {
 
 const MAX_CORS_ORIGINS = 16;
 const MAX_CORS_MAX_AGE_SECONDS = 86_400;
-/** Longest pattern origin: its rendered regex stays within Envoy's RE2 program size of 100. */
-export const MAX_CORS_PATTERN_LEN = 93;
+/** Longest domain and port of a pattern origin: its regex stays within Envoy's RE2 program size of 100. */
+export const MAX_CORS_PATTERN_DOMAIN_LEN = 83;
 const CORS_FIELDS = ['origins', 'methods', 'headers', 'max_age', 'credentials'];
 
 /** The checked policy in canonical form, or undefined after pushing its problems. */
@@ -543,8 +543,9 @@ export function checkOrigin(o: string, credentials: boolean, baseDomain: string)
   if (isPublicSuffix(name)) {
     return `${quote(o)} matches every site under ${quote(name)}, a public suffix (anyone may have a name there); name your own domain, e.g. https://*.example.${name}`;
   }
-  if (o.length > MAX_CORS_PATTERN_LEN) {
-    return `${quote(o)} is ${o.length} characters long; a pattern origin is at most ${MAX_CORS_PATTERN_LEN} (a longer one renders a regex Envoy refuses: RE2 program size above 100)`;
+  const after = rest.length - 2;
+  if (after > MAX_CORS_PATTERN_DOMAIN_LEN) {
+    return `${quote(o)} has ${after} characters after "*."; a pattern's domain and port are at most ${MAX_CORS_PATTERN_DOMAIN_LEN} (a longer one renders a regex Envoy refuses: RE2 program size above 100)`;
   }
   return undefined;
 }
