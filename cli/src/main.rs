@@ -79,7 +79,8 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{}", err.message);
+            // Errors quote stored text (rows, metadata, Envoy's answers): escaped, lines kept.
+            eprintln!("{}", cmd::terminal::lines(&err.message));
             ExitCode::from(err.code)
         }
     }

@@ -477,6 +477,23 @@ fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
     let text = g.ok(&["status"]);
     assert!(text.contains("proxies:   2 reporting, 1 on the live bundle"), "{text}");
     assert!(text.contains("task-old") && text.contains("(not the live bundle)"), "{text}");
+
+    // A row any sidecar's role could write: an id with an escape sequence and a line break, and
+    // an expiry a day away. It is not counted, and the warning shows it escaped.
+    report_proxy(&g, "task\u{1b}[2J\nproxies:   9 reporting", &h2, &v2, now, 86_400);
+    let run = g.ctl(&["status"]);
+    assert_eq!(run.code, 0, "{} {}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("proxies:   2 reporting, 1 on the live bundle"), "{}", run.stdout);
+    assert!(!run.stdout.contains("9 reporting"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("warning: proxy report row PROXY#task\\u{1b}[2J\\u{a}proxies:   9 reporting ignored: proxy id \"task\\u{1b}[2J\\nproxies:   9 reporting\" contains '\\u{1b}'"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains('\u{1b}') && !run.stdout.contains('\u{1b}'), "{} {}", run.stdout, run.stderr);
+    let entry = g.ctl(&["status", "billing/invoices"]);
+    assert!(entry.stdout.contains("live on 1 of 2 proxies"), "{}", entry.stdout);
+    assert!(entry.stderr.contains("warning: proxy report row PROXY#task\\u{1b}"), "{}", entry.stderr);
 }
 
 /// Restore across the change to compressed bundles: a version written before it (plain JSON,

@@ -53,3 +53,23 @@ test('values are quoted as the Rust checks quote them', () => {
 test('a full route policy passes', () => {
   expect(messages(entry({ ...FULL_ROUTE_POLICY }))).toEqual([]);
 });
+
+test('a CORS pattern over a public suffix is refused by the same list as the Rust check', () => {
+  // The names render/src/check/cors.rs judges in its tests: the `psl` crate there, `tldts` here.
+  const suffixes = [
+    'co.uk', 'com.au', 'github.io', 's3.amazonaws.com', 'herokuapp.com', 'appspot.com', 'pages.dev',
+    'vercel.app', 'cloudfront.net', 'anything.ck',
+  ];
+  const registrable = ['example.co.uk', 'team.github.io', 'example.com', 'corp.internal', 'www.ck'];
+  const origins = (credentials: boolean, names: string[]) =>
+    messages(entry({ cors: { origins: names.map((n) => `https://*.${n}`), credentials } }));
+  for (const credentials of [false, true]) {
+    expect(origins(credentials, suffixes)).toEqual(
+      suffixes.map(
+        (n, i) =>
+          `routes[0].cors.origins[${i}]: "https://*.${n}" matches every site under "${n}", a public suffix (anyone may have a name there); name your own domain, e.g. https://*.example.${n}`,
+      ),
+    );
+    expect(origins(credentials, registrable)).toEqual([]);
+  }
+});

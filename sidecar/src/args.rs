@@ -69,8 +69,8 @@ pub struct Args {
     pub report_ttl: u64,
 }
 
-/// Longest `--report-ttl` accepted.
-pub const MAX_REPORT_TTL_SECONDS: u64 = 3600;
+/// Longest `--report-ttl` accepted; readers cap every report at it too.
+pub use gateway_adapters::registry::proxies::MAX_REPORT_TTL_SECONDS;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mode {

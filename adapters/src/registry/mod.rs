@@ -26,7 +26,7 @@ mod write;
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::{Cause, RegistryError};
 pub use owner::{Actor, Owner};
-pub use proxies::{ProxyReport, ProxyTable};
+pub use proxies::{IgnoredRow, ProxyReport, ProxyRows, ProxyTable};
 pub use render_record::{RenderRecord, RENDER_RECORD_SK};
 pub use status::{EntryState, EntryStatus, QuarantineStatus};
 pub use state::StateRow;

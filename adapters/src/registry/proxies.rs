@@ -3,6 +3,12 @@
 //! a reader lists the fleet with one Query instead of scanning the registry; the sidecar's role
 //! may write only that partition. A row carries `expires_at` (the table's TTL attribute):
 //! readers drop rows past it themselves, since DynamoDB deletes expired rows only eventually.
+//!
+//! Rows are judged on read, not trusted: any sidecar's role can write any row of the partition.
+//! A proxy id outside [`check_proxy_id`]'s alphabet, a row without a report's attributes, or a
+//! `reported_at` further ahead than [`MAX_CLOCK_SKEW_SECONDS`] is ignored (and said so), and no
+//! row counts for longer than [`MAX_REPORT_TTL_SECONDS`] after its `reported_at`, whatever its
+//! `expires_at` claims.
 
 use super::error::from_sdk;
 use super::keys::{self, get_n, get_s, Item};
@@ -16,8 +22,17 @@ pub const PROXIES_PK: &str = "PROXIES";
 pub const PROXY_PREFIX: &str = "PROXY#";
 /// The table's TTL attribute (unix seconds).
 pub const ATTR_EXPIRES_AT: &str = "expires_at";
-/// Longest proxy id accepted (a task ARN's id is 32 hex digits; hostnames are at most 253).
-pub const MAX_PROXY_ID_BYTES: usize = 256;
+/// Longest proxy id accepted (a task ARN's id is 32 hex digits; a Linux host name is at most 64
+/// characters).
+pub const MAX_PROXY_ID_LEN: usize = 128;
+/// Longest `--report-ttl` a sidecar accepts, so the longest a report counts for: a reader caps a
+/// row's `expires_at` at `reported_at` plus this. A report that counted for hours would keep a
+/// dead (or forged) proxy in every "live on N of M" and hold up `waitFor: serving` deploys.
+pub const MAX_REPORT_TTL_SECONDS: u64 = 3600;
+/// How far ahead of the reader's clock a report's `reported_at` may be. AWS refuses a request
+/// signed more than 5 minutes off its own clock, so neither a sidecar nor a reader that can reach
+/// the table is further off than that.
+pub const MAX_CLOCK_SKEW_SECONDS: u64 = 300;
 
 /// One proxy's report: the bundle its sidecar last delivered and Envoy applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +89,25 @@ impl ProxyReport {
         item
     }
 
+    /// The report as it counts at `now`: `Ok(None)` once it has aged out, its `expires_at` at most
+    /// [`MAX_REPORT_TTL_SECONDS`] after `reported_at`; `Err(why)` when it cannot be a report
+    /// (an id outside the alphabet, written in the future).
+    fn judged(mut self, now: u64) -> Result<Option<ProxyReport>, String> {
+        check_proxy_id(&self.proxy_id)
+            .map_err(|why| format!("proxy id {:?} {why}", self.proxy_id))?;
+        if self.reported_at > now.saturating_add(MAX_CLOCK_SKEW_SECONDS) {
+            return Err(format!(
+                "reported_at {} is {} s ahead of this clock; at most {MAX_CLOCK_SKEW_SECONDS} s",
+                self.reported_at,
+                self.reported_at - now
+            ));
+        }
+        self.expires_at = self
+            .expires_at
+            .min(self.reported_at.saturating_add(MAX_REPORT_TTL_SECONDS));
+        Ok(self.is_current(now).then_some(self))
+    }
+
     /// `None` for a row missing what a report must have (written by something else).
     fn from_item(item: &Item) -> Option<ProxyReport> {
         let proxy_id = get_s(item, keys::SK)?
@@ -91,23 +125,66 @@ impl ProxyReport {
     }
 }
 
-/// A proxy id is the sort key's tail: printable, no spaces, bounded.
+/// A proxy id is the sort key's tail, printed by every reader: 1 to [`MAX_PROXY_ID_LEN`] of
+/// `A-Z a-z 0-9 . _ : -` (task ids, host names), so it can carry no control character, space or
+/// quote into an operator's terminal or a deploy's status reason.
 pub fn check_proxy_id(id: &str) -> Result<(), String> {
     if id.is_empty() {
         return Err("is empty".into());
     }
-    if id.len() > MAX_PROXY_ID_BYTES {
+    if let Some(c) = id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')))
+    {
         return Err(format!(
-            "is {} bytes; at most {MAX_PROXY_ID_BYTES}",
+            "contains {c:?}; only letters, digits, '.', '_', ':' and '-'"
+        ));
+    }
+    if id.len() > MAX_PROXY_ID_LEN {
+        return Err(format!(
+            "is {} characters; at most {MAX_PROXY_ID_LEN}",
             id.len()
         ));
     }
-    if let Some(c) = id.chars().find(|c| !c.is_ascii_graphic()) {
-        return Err(format!(
-            "contains {c:?}; only printable ASCII without spaces"
-        ));
-    }
     Ok(())
+}
+
+/// What a read of the proxy rows found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyRows {
+    /// The reports that count now, sorted by proxy id, each `expires_at` capped.
+    pub current: Vec<ProxyReport>,
+    /// Rows that are not reports, to warn about (aged-out reports are left out silently).
+    pub ignored: Vec<IgnoredRow>,
+}
+
+/// A row of the `PROXIES` partition that does not count, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredRow {
+    /// The row's sort key as stored: untrusted text; escape it before printing it.
+    pub sort_key: String,
+    /// Why it does not count; any stored text in it is quoted with escapes.
+    pub why: String,
+}
+
+impl ProxyRows {
+    /// Judges the rows of the partition at `now`.
+    pub fn from_items(items: &[Item], now: u64) -> ProxyRows {
+        let mut rows = ProxyRows::default();
+        for item in items {
+            let sort_key = get_s(item, keys::SK).unwrap_or_default().to_string();
+            let judged = ProxyReport::from_item(item)
+                .ok_or_else(|| "not a proxy report: an attribute a report has is missing or malformed".to_string())
+                .and_then(|r| r.judged(now));
+            match judged {
+                Ok(Some(report)) => rows.current.push(report),
+                Ok(None) => {}
+                Err(why) => rows.ignored.push(IgnoredRow { sort_key, why }),
+            }
+        }
+        rows.current.sort_by(|a, b| a.proxy_id.cmp(&b.proxy_id));
+        rows
+    }
 }
 
 /// The proxy rows of the registry table.
@@ -149,9 +226,10 @@ impl ProxyTable {
         Ok(())
     }
 
-    /// Every proxy whose row has not expired at `now`, sorted by proxy id. Rows past
-    /// `expires_at` are dropped here even while DynamoDB still holds them.
-    pub async fn current(&self, now: u64) -> Result<Vec<ProxyReport>, RegistryError> {
+    /// Every row of the partition judged at `now` ([`ProxyRows::from_items`]): the reports that
+    /// count, and the rows ignored. Rows past `expires_at` are dropped here even while DynamoDB
+    /// still holds them.
+    pub async fn read(&self, now: u64) -> Result<ProxyRows, RegistryError> {
         let items = query_partition(
             &self.client,
             &self.table,
@@ -160,13 +238,13 @@ impl ProxyTable {
             &format!("reading proxy reports from table {}", self.table),
         )
         .await?;
-        let mut out: Vec<ProxyReport> = items
-            .iter()
-            .filter_map(ProxyReport::from_item)
-            .filter(|r| r.is_current(now))
-            .collect();
-        out.sort_by(|a, b| a.proxy_id.cmp(&b.proxy_id));
-        Ok(out)
+        Ok(ProxyRows::from_items(&items, now))
+    }
+
+    /// The reports that count at `now`, sorted by proxy id; the rows [`read`](Self::read) would
+    /// warn about are left out.
+    pub async fn current(&self, now: u64) -> Result<Vec<ProxyReport>, RegistryError> {
+        Ok(self.read(now).await?.current)
     }
 }
 
@@ -219,11 +297,114 @@ mod tests {
     }
 
     #[test]
-    fn proxy_ids_are_printable_and_bounded() {
-        assert!(check_proxy_id("3f2a9c0e4b6d4e1f8a7b6c5d4e3f2a1b").is_ok());
-        assert!(check_proxy_id("ip-10-0-1-23.ec2.internal").is_ok());
-        assert!(check_proxy_id("").is_err());
-        assert!(check_proxy_id("a b").unwrap_err().contains("' '"));
-        assert!(check_proxy_id(&"x".repeat(257)).is_err());
+    fn proxy_ids_are_from_a_safe_alphabet_and_bounded() {
+        for ok in [
+            "3f2a9c0e4b6d4e1f8a7b6c5d4e3f2a1b",
+            "ip-10-0-1-23.ec2.internal",
+            "task_1:envoy",
+            "a",
+        ] {
+            assert_eq!(check_proxy_id(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(check_proxy_id(&"x".repeat(128)), Ok(()));
+        assert_eq!(check_proxy_id(""), Err("is empty".into()));
+        for (bad, shown) in [
+            ("a b", "' '"),
+            ("task\u{1b}[2J", "'\\u{1b}'"),
+            ("task\nforged", "'\\n'"),
+            ("task\r", "'\\r'"),
+            ("task\t1", "'\\t'"),
+            ("task/1", "'/'"),
+            ("task\"1", "'\"'"),
+            ("task#1", "'#'"),
+            ("t\u{e9}sk", "'\u{e9}'"),
+            ("task\u{202e}1", "'\\u{202e}'"),
+        ] {
+            let err = check_proxy_id(bad).expect_err(bad);
+            assert!(err.starts_with(&format!("contains {shown};")), "{bad:?}: {err}");
+            assert!(err.ends_with("only letters, digits, '.', '_', ':' and '-'"), "{err}");
+        }
+        assert_eq!(
+            check_proxy_id(&"x".repeat(129)),
+            Err("is 129 characters; at most 128".into())
+        );
+    }
+
+    #[test]
+    fn forged_ids_are_ignored_with_the_reason() {
+        let now = 150;
+        let mut rows = vec![report().to_item()];
+        for id in ["evil\u{1b}[31m", "line\nbreak", "", &"x".repeat(129)] {
+            let mut r = report();
+            r.proxy_id = id.to_string();
+            rows.push(r.to_item());
+        }
+        let read = ProxyRows::from_items(&rows, now);
+        assert_eq!(read.current, vec![report()]);
+        let why: Vec<&str> = read.ignored.iter().map(|i| i.why.as_str()).collect();
+        assert_eq!(
+            why,
+            [
+                "proxy id \"evil\\u{1b}[31m\" contains '\\u{1b}'; only letters, digits, '.', '_', ':' and '-'",
+                "proxy id \"line\\nbreak\" contains '\\n'; only letters, digits, '.', '_', ':' and '-'",
+                "proxy id \"\" is empty",
+                &format!("proxy id \"{}\" is 129 characters; at most 128", "x".repeat(129)),
+            ]
+        );
+        assert_eq!(read.ignored[0].sort_key, "PROXY#evil\u{1b}[31m", "kept as stored");
+        assert!(read.ignored.iter().all(|i| !i.why.contains(['\u{1b}', '\n'])));
+    }
+
+    #[test]
+    fn a_claimed_expiry_is_capped_at_the_report_ttl() {
+        let mut forever = report();
+        forever.reported_at = 1_000;
+        forever.expires_at = u64::MAX;
+        let read = ProxyRows::from_items(&[forever.to_item()], 1_000);
+        assert_eq!(read.current[0].expires_at, 1_000 + MAX_REPORT_TTL_SECONDS);
+        assert!(read.ignored.is_empty());
+        // Counted until reported_at + TTL, then gone, whatever the row says.
+        let at = |now| ProxyRows::from_items(&[forever.to_item()], now);
+        assert_eq!(at(1_000 + MAX_REPORT_TTL_SECONDS - 1).current.len(), 1);
+        assert!(at(1_000 + MAX_REPORT_TTL_SECONDS).current.is_empty());
+        assert!(at(u64::MAX).current.is_empty());
+        // A shorter expiry (the sidecar's own --report-ttl) stands.
+        assert_eq!(ProxyRows::from_items(&[report().to_item()], 150).current[0].expires_at, 200);
+    }
+
+    #[test]
+    fn a_report_older_than_the_ttl_or_from_the_future_does_not_count() {
+        let now = 1_000_000;
+        let mut old = report();
+        old.reported_at = now - MAX_REPORT_TTL_SECONDS;
+        old.expires_at = now + 60;
+        let mut ahead = report();
+        ahead.proxy_id = "ahead".into();
+        ahead.reported_at = now + MAX_CLOCK_SKEW_SECONDS + 1;
+        ahead.expires_at = now + MAX_CLOCK_SKEW_SECONDS + 100;
+        let mut skewed = report();
+        skewed.proxy_id = "skewed".into();
+        skewed.reported_at = now + MAX_CLOCK_SKEW_SECONDS;
+        skewed.expires_at = now + MAX_CLOCK_SKEW_SECONDS + 120;
+        let read = ProxyRows::from_items(&[old.to_item(), ahead.to_item(), skewed.to_item()], now);
+        let ids: Vec<&str> = read.current.iter().map(|r| r.proxy_id.as_str()).collect();
+        assert_eq!(ids, ["skewed"], "within the clock skew it counts");
+        assert_eq!(
+            read.ignored,
+            vec![IgnoredRow {
+                sort_key: "PROXY#ahead".into(),
+                why: "reported_at 1000301 is 301 s ahead of this clock; at most 300 s".into(),
+            }]
+        );
+    }
+
+    #[test]
+    fn a_row_that_is_not_a_report_is_ignored_and_said_so() {
+        let mut item = report().to_item();
+        item.insert("reported_at".into(), keys::s("soon"));
+        let read = ProxyRows::from_items(&[item], 150);
+        assert!(read.current.is_empty());
+        assert_eq!(read.ignored.len(), 1);
+        assert!(read.ignored[0].why.starts_with("not a proxy report"), "{:?}", read.ignored);
     }
 }

@@ -4,6 +4,7 @@
 use super::common::TableArg;
 use super::registry::operator_principal;
 use super::tenancy::open;
+use super::terminal::one_line;
 use super::{block_on, CmdError, CmdResult};
 use gateway_adapters::registry::Owner;
 
@@ -62,7 +63,11 @@ pub fn run(args: Args) -> CmdResult {
             .await
             .map_err(|e| CmdError::failed(e.to_string()))?;
         let before = before.map_or_else(|| "no recorded owner".to_string(), |o| o.to_string());
-        println!("{} now owned by {owner} (was {before})", args.id);
+        println!(
+            "{} now owned by {owner} (was {})",
+            one_line(&args.id),
+            one_line(&before)
+        );
         Ok(())
     })
 }

@@ -2,6 +2,7 @@
 
 use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers};
+use super::terminal::one_line;
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::operator::{diff_bundles, load_bundle};
 use gateway_adapters::store::ConfigStore;
@@ -45,7 +46,13 @@ pub fn run(args: Args) -> CmdResult {
             doc["to_version"] = json!(to);
             return print_json(&doc);
         }
-        println!("{from} ({}) -> {to} ({})", d.from_hash, d.to_hash);
+        println!(
+            "{} ({}) -> {} ({})",
+            one_line(&from),
+            one_line(&d.from_hash),
+            one_line(&to),
+            one_line(&d.to_hash)
+        );
         if d.changes.is_empty() {
             if d.from_hash == d.to_hash {
                 println!("no changes");
@@ -54,7 +61,7 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
         for change in &d.changes {
-            println!("{change}");
+            println!("{}", one_line(&change.to_string()));
         }
         Ok(())
     })

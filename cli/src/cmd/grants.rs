@@ -2,6 +2,7 @@
 
 use super::common::ListingArgs;
 use super::live::print_json;
+use super::terminal::one_line;
 use super::tenancy::open;
 use super::{block_on, CmdError, CmdResult};
 
@@ -24,13 +25,18 @@ pub fn run(args: Args) -> CmdResult {
         }
         let team_w = grants
             .iter()
-            .map(|g| g.team.len())
+            .map(|g| one_line(&g.team).len())
             .max()
             .unwrap_or(0)
             .max(4);
         println!("{:<team_w$}  {:<12}  GRANTED BY", "TEAM", "ACCOUNT");
         for g in &grants {
-            println!("{:<team_w$}  {:<12}  {}", g.team, g.account, g.granted_by);
+            println!(
+                "{:<team_w$}  {:<12}  {}",
+                one_line(&g.team),
+                one_line(&g.account),
+                one_line(&g.granted_by)
+            );
         }
         Ok(())
     })

@@ -2,6 +2,7 @@
 
 use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers, when};
+use super::terminal::one_line;
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
 use serde_json::Value;
@@ -43,11 +44,11 @@ pub fn run(args: Args) -> CmdResult {
             let hash = i
                 .hash
                 .as_deref()
-                .map(|h| h.chars().take(19).collect::<String>())
+                .map(|h| one_line(h).chars().take(19).collect::<String>())
                 .unwrap_or_else(|| "-".into());
             println!(
                 "{:<34}  {:<20}  {:<12}  {:>6}  {:<19}  {}",
-                i.version_id,
+                one_line(&i.version_id),
                 when(i.last_modified),
                 i.writer.as_str(),
                 i.routes

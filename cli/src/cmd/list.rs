@@ -3,6 +3,7 @@
 use super::common::{DomainArg, ListingArgs};
 use super::live::print_json;
 use super::registry::failed;
+use super::terminal::one_line;
 use super::{block_on, CmdResult};
 use gateway_adapters::aws::{dynamodb_client, sdk_config};
 use gateway_adapters::registry::{Owner, RegistryReader, StoredEntry};
@@ -49,7 +50,7 @@ pub fn run(args: Args) -> CmdResult {
         } else {
             print_table(&snapshot.entries, domain);
             for (key, why) in &snapshot.unreadable {
-                eprintln!("unreadable row {key}: {why}");
+                eprintln!("unreadable row {}: {}", one_line(key), one_line(why));
             }
         }
         Ok(())
@@ -98,6 +99,7 @@ fn print_table(entries: &[StoredEntry], base_domain: &str) {
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
+            // A row written around the register function holds whatever text it was given.
             [
                 s.entry.id(),
                 s.entry.fqdn(base_domain),
@@ -105,6 +107,7 @@ fn print_table(entries: &[StoredEntry], base_domain: &str) {
                 s.revision.to_string(),
                 owner_cell(s.owner.as_ref()),
             ]
+            .map(|cell| one_line(&cell).into_owned())
         })
         .collect();
     let header = ["ID", "HOST", "ROUTES", "REVISION", "OWNER"].map(String::from);

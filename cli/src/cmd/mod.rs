@@ -4,8 +4,8 @@
 //!
 //! Flags several commands take are declared once in `common`. Helpers a group of commands
 //! shares sit in a module of their own: `live` (the commands on the live config: clients,
-//! hints, output), `registry` (the registry commands: the table opened as the operator) and
-//! `tenancy` (grants and owners).
+//! hints, output), `registry` (the registry commands: the table opened as the operator),
+//! `tenancy` (grants and owners) and `terminal` (stored text escaped for printing).
 
 pub mod adopt;
 pub mod bootstrap;
@@ -32,6 +32,7 @@ pub mod revoke;
 pub mod seed;
 pub mod status;
 pub mod tenancy;
+pub mod terminal;
 pub mod time;
 pub mod top;
 pub mod validate;

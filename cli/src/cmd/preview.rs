@@ -3,6 +3,7 @@
 
 use super::common::JsonArg;
 use super::live::{clients, print_json, RunArgs};
+use super::terminal::{lines, one_line};
 use super::{block_on, CmdError, CmdResult};
 use gateway_functions::operator::diff_bundles;
 use gateway_functions::reconcile;
@@ -69,13 +70,13 @@ pub fn run(args: Args) -> CmdResult {
                     } else {
                         "left out"
                     },
-                    q.reason
+                    lines(&q.reason)
                 ),
                 None => println!("{id}: would publish"),
             }
             println!("run:  {}", p.report.outcome);
             for q in p.report.quarantined.iter().filter(|q| q.id != id) {
-                println!("also quarantined: {} ({})", q.id, q.stage);
+                println!("also quarantined: {} ({})", one_line(&q.id), q.stage);
             }
             match &hash {
                 Some(h) => println!("hash: {h}"),
@@ -83,7 +84,7 @@ pub fn run(args: Args) -> CmdResult {
             }
             if let Some(d) = &diff {
                 for change in &d.changes {
-                    println!("{change}");
+                    println!("{}", one_line(&change.to_string()));
                 }
             }
         }

@@ -2,6 +2,7 @@
 
 use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, state_clients};
+use super::terminal::one_line;
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
 use serde_json::json;
@@ -25,7 +26,11 @@ pub fn run(args: Args) -> CmdResult {
         if args.live.json() {
             return print_json(&json!({"version_id": version, "hash": hash}));
         }
-        println!("restored {hash} as version {version}; the sidecars deliver it within one poll");
+        println!(
+            "restored {} as version {}; the sidecars deliver it within one poll",
+            one_line(&hash),
+            one_line(&version)
+        );
         Ok(())
     })
 }

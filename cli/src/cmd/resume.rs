@@ -2,6 +2,7 @@
 
 use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, state_clients};
+use super::terminal::one_line;
 use super::{block_on, CmdResult};
 use gateway_functions::operator;
 use serde_json::json;
@@ -24,7 +25,8 @@ pub fn run(args: Args) -> CmdResult {
         }
         println!(
             "accepted version {} ({}) as the reconciler's; the next run publishes the registry's render if it differs",
-            state.version_id, state.hash
+            one_line(&state.version_id),
+            one_line(&state.hash)
         );
         Ok(())
     })

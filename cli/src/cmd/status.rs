@@ -3,8 +3,11 @@
 
 use super::common::{ConfigLocation, LiveConfigArgs};
 use super::live::{op_failed, print_json, readers, when, Readers};
+use super::terminal::{lines, one_line};
 use super::{block_on, CmdError, CmdResult};
+use gateway_adapters::registry::{ProxyReport, ProxyRows, RegistryError};
 use gateway_functions::operator;
+use std::fmt::Write as _;
 
 /// The live bundle: version, hash, who wrote it, drift, entries and routes
 #[derive(clap::Args, Debug)]
@@ -44,10 +47,11 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
             ..Default::default()
         });
         let now = gateway_adapters::registry::proxies::unix_now();
-        let serving = match c.registry.proxies().current(now).await {
-            Ok(reports) => {
+        let serving = match c.registry.proxies().read(now).await {
+            Ok(rows) => {
+                warn_ignored(&rows);
                 let mut cache = gateway_functions::serving::BundleCache::new(&c.store);
-                Ok(gateway_functions::serving::live_on(&mut cache, id, &status, &reports).await)
+                Ok(gateway_functions::serving::live_on(&mut cache, id, &status, &rows.current).await)
             }
             Err(e) => Err(e.to_string()),
         };
@@ -65,23 +69,23 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
         match status.revision_published {
             Some(r) => println!(
                 "published:  revision {r}, first in bundle version {} ({})",
-                status.version_id.as_deref().unwrap_or("?"),
-                status.hash.as_deref().unwrap_or("?")
+                one_line(status.version_id.as_deref().unwrap_or("?")),
+                one_line(status.hash.as_deref().unwrap_or("?"))
             ),
             None => println!("published:  never"),
         }
         println!("state:      {}", state.as_str());
         if let Some(q) = status.quarantine.as_ref().filter(|q| q.revision == stored.revision) {
-            println!("stage:      {}", q.stage);
+            println!("stage:      {}", one_line(&q.stage));
             println!(
                 "served:     {}",
                 if q.kept == "previous" { "the previously published revision" } else { "nothing (left out)" }
             );
-            println!("reason:     {}", q.reason.replace('\n', "\n            "));
+            println!("reason:     {}", lines(&q.reason).replace('\n', "\n            "));
             println!("details:    failed/quarantine/{id}/reason.txt");
         }
         match &serving {
-            Err(e) => println!("serving:    unknown: proxy reports unreadable: {e}"),
+            Err(e) => println!("serving:    unknown: proxy reports unreadable: {}", one_line(e)),
             Ok(on) if on.reporting() == 0 => println!("serving:    no proxy is reporting"),
             Ok(on) => {
                 let what = match status.revision_published {
@@ -92,8 +96,8 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
                 for p in on.proxies.iter().filter(|p| !p.live) {
                     println!(
                         "  not on {}: {}",
-                        p.proxy.proxy_id,
-                        p.why.as_deref().unwrap_or("does not serve it")
+                        one_line(&p.proxy.proxy_id),
+                        one_line(p.why.as_deref().unwrap_or("does not serve it"))
                     );
                 }
             }
@@ -152,7 +156,11 @@ pub fn run(args: Args) -> CmdResult {
             .await
             .map_err(op_failed)?;
         let now = gateway_adapters::registry::proxies::unix_now();
-        let proxies = c.registry.proxies().current(now).await;
+        let proxies = c.registry.proxies().read(now).await;
+        if let Ok(rows) = &proxies {
+            warn_ignored(rows);
+        }
+        let proxies = proxies.map(|rows| rows.current);
         if args.live.json() {
             let mut doc = s.to_json();
             doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
@@ -170,13 +178,13 @@ pub fn run(args: Args) -> CmdResult {
             Some(l) => {
                 println!(
                     "live:      version {} ({})",
-                    l.version_id,
-                    l.hash.as_deref().unwrap_or("no hash metadata")
+                    one_line(&l.version_id),
+                    one_line(l.hash.as_deref().unwrap_or("no hash metadata"))
                 );
                 let by = l
                     .written_by
                     .as_deref()
-                    .map(|p| format!(" ({p})"))
+                    .map(|p| format!(" ({})", one_line(p)))
                     .unwrap_or_default();
                 println!(
                     "written:   {} by {}{by}",
@@ -189,8 +197,8 @@ pub fn run(args: Args) -> CmdResult {
             None => println!("reconciler: has recorded no publish yet"),
             Some(r) => println!(
                 "reconciler: last published version {} ({}) at {}{}",
-                r.version_id,
-                r.hash,
+                one_line(&r.version_id),
+                one_line(&r.hash),
                 when(Some(r.published_at as i64)),
                 if s.is_reconcilers() {
                     " — that is the live bundle"
@@ -201,7 +209,7 @@ pub fn run(args: Args) -> CmdResult {
         }
         println!("entries:   {}  routes: {}", s.entries, s.routes);
         if let Some(problem) = &s.problem {
-            println!("problem:   {problem}");
+            println!("problem:   {}", one_line(problem));
         }
         if s.drift {
             println!(
@@ -218,46 +226,67 @@ pub fn run(args: Args) -> CmdResult {
             for (st, _) in &quarantined {
                 if let Some(q) = &st.quarantine {
                     let first = q.reason.lines().next().unwrap_or_default();
-                    println!("  {} ({}, {}): {first}", st.id, q.stage, q.kept);
+                    println!(
+                        "  {} ({}, {}): {}",
+                        one_line(&st.id),
+                        one_line(&q.stage),
+                        one_line(&q.kept),
+                        one_line(first)
+                    );
                 }
             }
         }
-        print_proxies(&proxies, s.live.as_ref().and_then(|l| l.hash.as_deref()), now);
+        print!(
+            "{}",
+            proxies_text(&proxies, s.live.as_ref().and_then(|l| l.hash.as_deref()), now)
+        );
         Ok(())
     })
 }
 
+/// Rows of the proxy partition that are not reports, one warning each on stderr (the sort key
+/// is untrusted text, printed escaped).
+fn warn_ignored(rows: &ProxyRows) {
+    for row in &rows.ignored {
+        eprintln!(
+            "warning: proxy report row {} ignored: {}",
+            one_line(&row.sort_key),
+            one_line(&row.why)
+        );
+    }
+}
+
 /// The reporting proxies: what each serves and how old its report is
-/// (docs/design.md#proxy-reports).
-fn print_proxies(
-    proxies: &Result<Vec<gateway_adapters::registry::ProxyReport>, gateway_adapters::registry::RegistryError>,
+/// (docs/design.md#proxy-reports). Every stored value is printed escaped.
+fn proxies_text(
+    proxies: &Result<Vec<ProxyReport>, RegistryError>,
     live_hash: Option<&str>,
     now: u64,
-) {
+) -> String {
     let list = match proxies {
-        Err(e) => return println!("proxies:   unknown: proxy reports unreadable: {e}"),
-        Ok(list) if list.is_empty() => {
-            return println!("proxies:   none reporting")
-        }
+        Err(e) => return format!("proxies:   unknown: proxy reports unreadable: {}\n", one_line(&e.to_string())),
+        Ok(list) if list.is_empty() => return "proxies:   none reporting\n".into(),
         Ok(list) => list,
     };
     let on_live = list.iter().filter(|p| Some(p.hash.as_str()) == live_hash).count();
-    println!("proxies:   {} reporting, {on_live} on the live bundle", list.len());
+    let mut out = format!("proxies:   {} reporting, {on_live} on the live bundle\n", list.len());
     for p in list {
         let lag = p
             .lag_seconds
             .map(|l| format!(", lag {l}s"))
             .unwrap_or_default();
-        println!(
+        let _ = writeln!(
+            out,
             "  {}  {}  version {}  delivered {}{lag}  reported {}s ago{}",
-            p.proxy_id,
-            p.hash,
-            p.version_id,
+            one_line(&p.proxy_id),
+            one_line(&p.hash),
+            one_line(&p.version_id),
             when(Some(p.delivered_at as i64)),
             now.saturating_sub(p.reported_at),
             if Some(p.hash.as_str()) == live_hash { "" } else { "  (not the live bundle)" }
         );
     }
+    out
 }
 
 /// Status rows whose registered revision is the quarantined one, with that revision.
@@ -283,4 +312,43 @@ async fn quarantined_entries(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(id: &str, hash: &str) -> ProxyReport {
+        ProxyReport {
+            proxy_id: id.into(),
+            hash: hash.into(),
+            version_id: "v1".into(),
+            delivered_at: 0,
+            lag_seconds: None,
+            reported_at: 90,
+            expires_at: 200,
+        }
+    }
+
+    #[test]
+    fn forged_proxy_values_print_escaped_on_their_own_line() {
+        // Values a row may hold when it was written around the reader's checks.
+        let forged = report("task\u{1b}[2J\nproxy-x  sha256:live", "sha256:x\u{1b}]0;owned\u{7}");
+        let text = proxies_text(&Ok(vec![report("task-1", "sha256:live"), forged]), Some("sha256:live"), 100);
+        assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "one line per proxy: {text}");
+        assert_eq!(lines[0], "proxies:   2 reporting, 1 on the live bundle");
+        assert!(lines[1].starts_with("  task-1  sha256:live  version v1"), "{text}");
+        assert!(
+            lines[2].starts_with("  task\\u{1b}[2J\\u{a}proxy-x  sha256:live  sha256:x\\u{1b}]0;owned\\u{7}  version v1"),
+            "{text}"
+        );
+        assert!(lines[2].ends_with("(not the live bundle)"), "{text}");
+    }
+
+    #[test]
+    fn no_proxies_and_unreadable_reports_say_so() {
+        assert_eq!(proxies_text(&Ok(vec![]), None, 0), "proxies:   none reporting\n");
+    }
 }

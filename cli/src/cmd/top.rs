@@ -3,6 +3,7 @@
 //! (docs/design.md#request-metrics).
 
 use super::common::JsonArg;
+use super::terminal::one_line;
 use super::{block_on, CmdError, CmdResult};
 use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
@@ -92,7 +93,7 @@ pub fn table(deltas: &[ServiceDelta], seconds: f64) -> String {
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
             "{:<40} {:>10.1} {:>7.1}% {:>10}\n",
-            format!("{}/{}", d.service.team, d.service.service),
+            one_line(&format!("{}/{}", d.service.team, d.service.service)),
             d.requests as f64 / seconds,
             five_xx_share(d) * 100.0,
             p99
@@ -137,5 +138,12 @@ mod tests {
             lines[2].starts_with("search/api") && lines[2].ends_with('-'),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_stat_name_with_control_characters_prints_escaped() {
+        let t = table(&[d("evil\u{1b}[2J\nforged", 5, 0, None)], 5.0);
+        assert_eq!(t.lines().count(), 2, "{t}");
+        assert!(t.lines().nth(1).is_some_and(|l| l.starts_with("evil\\u{1b}[2J\\u{a}forged/api")), "{t}");
     }
 }

@@ -410,9 +410,12 @@ async fn wait_until_serving(
                 }
                 EntryState::Published => {
                     let now = gateway_adapters::registry::proxies::unix_now();
-                    match proxies.current(now).await {
-                        Ok(reports) => {
-                            let on = live_on(&mut cache, id, &st, &reports).await;
+                    match proxies.read(now).await {
+                        Ok(rows) => {
+                            for row in &rows.ignored {
+                                tracing::warn!(sort_key = ?row.sort_key, why = %row.why, "proxy report row ignored");
+                            }
+                            let on = live_on(&mut cache, id, &st, &rows.current).await;
                             if on.everywhere() {
                                 return Ok(format!("{published}; {}", on.summary()));
                             }

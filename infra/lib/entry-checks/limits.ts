@@ -110,12 +110,27 @@ export function checkHeaderName(h: string): Why {
   return why === undefined ? undefined : `${quote(h)} cannot be a rate-limit key: ${why}`;
 }
 
+/** Forwarding headers a client writes itself (limits.rs `CLIENT_WRITTEN_HEADERS`). */
+const CLIENT_WRITTEN_HEADERS = [
+  'forwarded', 'x-forwarded', 'x-real-ip', 'x-client-ip', 'true-client-ip', 'x-original-forwarded-for',
+  'cf-connecting-ip', 'x-cluster-client-ip', 'fastly-client-ip', 'x-original-host', 'x-host',
+];
+/** Request and trace ids, new on every request (limits.rs `PER_REQUEST_HEADERS`). */
+const PER_REQUEST_HEADERS = [
+  'x-request-id', 'x-client-trace-id', 'x-amzn-trace-id', 'traceparent', 'tracestate', 'b3', 'x-b3-traceid',
+  'x-b3-spanid', 'x-b3-parentspanid', 'x-cloud-trace-context', 'uber-trace-id', 'x-datadog-trace-id',
+  'x-datadog-parent-id', 'x-ot-span-context',
+];
+
 export function unusableHeader(h: string): string | undefined {
   if (['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate'].includes(h)) {
     return 'it is a hop-by-hop header, consumed before routing, so the limit would never apply';
   }
-  if (['x-forwarded-for', 'forwarded', 'x-real-ip'].includes(h)) {
+  if (h.startsWith('x-forwarded-') || CLIENT_WRITTEN_HEADERS.includes(h)) {
     return 'a client sets it freely and escapes its bucket by changing it; use per "client-ip"';
+  }
+  if (PER_REQUEST_HEADERS.includes(h)) {
+    return "its value is new on every request, so each request starts a bucket of its own and the limit never applies (while the rate-limit service's keys grow without bound)";
   }
   if (['authorization', 'proxy-authorization', 'cookie', 'x-amz-security-token'].includes(h)) {
     return "it carries a credential, and a limit's key is stored in the rate-limit service's counters and logs; key on a dedicated, non-secret header";

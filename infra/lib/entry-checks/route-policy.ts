@@ -8,7 +8,9 @@ import { Policy } from './bounds';
 import { atMost, distinctStrings, get, isObject, list, nonEmptyList, object, positiveInt, rejectUnknown, required, string } from './fields';
 import { METHODS, checkMethod } from './methods';
 import { checkPath } from './path';
-import { Json, JsonObject, Problems, Why, child, compareRust, describe, index, oneOf, quote, readNumber, utf8Length } from './report';
+import { getDomain } from 'tldts';
+import { trimTrailingDots } from './host';
+import { Json, JsonObject, Problems, Why, asciiLower, child, compareRust, describe, index, oneOf, quote, readNumber, utf8Length } from './report';
 
 export const ROUTE_POLICY_FIELDS = ['timeout', 'retries', 'rewrite', 'request_headers', 'response_headers', 'cors', 'websocket'];
 
@@ -127,7 +129,7 @@ export function walkRoutePolicy(
   if (responseValue !== undefined) walkHeaderChanges(responseValue, child(field, 'response_headers'), undefined, problems);
   const corsValue = get(map, 'cors');
   let cors: string | undefined;
-  if (corsValue !== undefined) cors = walkCors(corsValue, child(field, 'cors'), problems);
+  if (corsValue !== undefined) cors = walkCors(corsValue, child(field, 'cors'), policy.baseDomain, problems);
   const wsValue = get(map, 'websocket');
   if (wsValue !== undefined) {
     const at = child(field, 'websocket');
@@ -344,7 +346,7 @@ function walkHeaderChanges(v: Json, field: string, limitKeysOf: [number, string]
       if (names.length > MAX_HEADER_CHANGES) problems.push(addField, `has ${names.length} headers; at most ${MAX_HEADER_CHANGES}`);
       for (const name of names) {
         const at = child(addField, name);
-        const why = checkChangedHeader(name, limitKeysOf);
+        const why = checkChangedHeader(name, limitKeysOf) ?? checkAddedHeader(name, limitKeysOf);
         if (why !== undefined) {
           problems.push(at, why);
           continue;
@@ -412,6 +414,27 @@ function checkChangedHeader(h: string, limitKeysOf: [number, string][] | undefin
   return undefined;
 }
 
+/**
+ * A header a route may add (header_changes.rs `check_added_header`): on a response, none that sets
+ * state in the browser beyond this response and this host. Removing them stays allowed.
+ */
+function checkAddedHeader(h: string, limitKeysOf: [number, string][] | undefined): Why {
+  if (limitKeysOf !== undefined) return undefined;
+  let why: string | undefined;
+  if (h === 'set-cookie' || h === 'set-cookie2') {
+    why = "a cookie set here may be scoped to the gateway's base domain and reach every tenant's host; the backend sets its own cookies";
+  } else if (h.startsWith('access-control-')) {
+    why = "CORS headers come from the route's cors policy, whose origins are checked; declare cors instead";
+  } else if (h === 'clear-site-data') {
+    why = "browsers clear the cookies of the whole site (its registrable domain), every tenant's host included";
+  } else if (h === 'alt-svc') {
+    why = "it sends browsers to another protocol, host or port for this host and they remember it; the gateway's listener decides how it is reached";
+  } else if (h === 'public-key-pins' || h === 'public-key-pins-report-only') {
+    why = "it pins the keys of the gateway's certificate, which every tenant shares and the operators rotate";
+  }
+  return why === undefined ? undefined : `${quote(h)} may not be added to a response: ${why}`;
+}
+
 export function checkHeaderValue(v: string): Why {
   if (v === '') return 'must not be empty; list the header in remove to drop it';
   const bytes = utf8Length(v);
@@ -426,10 +449,12 @@ export function checkHeaderValue(v: string): Why {
 
 const MAX_CORS_ORIGINS = 16;
 const MAX_CORS_MAX_AGE_SECONDS = 86_400;
+/** Longest domain and port of a pattern origin: its regex stays within Envoy's RE2 program size of 100. */
+export const MAX_CORS_PATTERN_DOMAIN_LEN = 83;
 const CORS_FIELDS = ['origins', 'methods', 'headers', 'max_age', 'credentials'];
 
 /** The checked policy in canonical form, or undefined after pushing its problems. */
-function walkCors(v: Json, field: string, problems: Problems): string | undefined {
+function walkCors(v: Json, field: string, baseDomain: string, problems: Problems): string | undefined {
   const map = object(v, field, 'a CORS policy', problems);
   if (!map) return undefined;
   const before = problems.length;
@@ -441,7 +466,7 @@ function walkCors(v: Json, field: string, problems: Problems): string | undefine
     else problems.push(child(field, 'credentials'), `expected true or false, got ${describe(credentialsValue)}`);
   }
   const originsValue = required(map, field, 'origins', problems);
-  const origins = originsValue === undefined ? [] : names(originsValue, child(field, 'origins'), 'origins', MAX_CORS_ORIGINS, problems, (o) => checkOrigin(o, credentials));
+  const origins = originsValue === undefined ? [] : names(originsValue, child(field, 'origins'), 'origins', MAX_CORS_ORIGINS, problems, (o) => checkOrigin(o, credentials, baseDomain));
   const methodsValue = get(map, 'methods');
   const methods = methodsValue === undefined ? [] : names(methodsValue, child(field, 'methods'), 'methods', METHODS.length, problems, checkMethod);
   const headersValue = get(map, 'headers');
@@ -482,7 +507,7 @@ export function checkMaxAge(s: string): Why {
   return undefined;
 }
 
-export function checkOrigin(o: string, credentials: boolean): Why {
+export function checkOrigin(o: string, credentials: boolean, baseDomain: string): Why {
   if (o === '*') {
     return credentials ? '"*" allows every origin, which browsers refuse together with credentials: true; list the origins' : undefined;
   }
@@ -507,8 +532,28 @@ export function checkOrigin(o: string, credentials: boolean): Why {
     const ok = label.length > 0 && utf8Length(label) <= 63 && /^[a-z0-9-]+$/.test(label) && !label.startsWith('-') && !label.endsWith('-');
     if (!ok) return `${quote(o)}: the host must be DNS labels of 1-63 a-z, 0-9 or "-" (label ${quote(label)})`;
   }
-  if (pattern && name.split('.').length < 2) {
+  if (!pattern) return undefined;
+  if (name.split('.').length < 2) {
     return `${quote(o)} matches every site under a top-level domain; name a domain, e.g. https://*.example.com`;
   }
+  const base = asciiLower(trimTrailingDots(baseDomain));
+  if (base !== '' && (name === base || name.endsWith(`.${base}`))) {
+    return `${quote(o)} matches the gateway's own hosts under ${quote(base)}, other tenants' among them; list the exact origins that call this route`;
+  }
+  if (isPublicSuffix(name)) {
+    return `${quote(o)} matches every site under ${quote(name)}, a public suffix (anyone may have a name there); name your own domain, e.g. https://*.example.${name}`;
+  }
+  const after = rest.length - 2;
+  if (after > MAX_CORS_PATTERN_DOMAIN_LEN) {
+    return `${quote(o)} has ${after} characters after "*."; a pattern's domain and port are at most ${MAX_CORS_PATTERN_DOMAIN_LEN} (a longer one renders a regex Envoy refuses: RE2 program size above 100)`;
+  }
   return undefined;
+}
+
+/**
+ * Whether `name` (lowercase DNS labels) has no registrable domain of its own by the Public Suffix
+ * List, private section included (cors.rs `is_public_suffix`, there from the `psl` crate).
+ */
+function isPublicSuffix(name: string): boolean {
+  return getDomain(name, { allowPrivateDomains: true, extractHostname: false }) === null;
 }

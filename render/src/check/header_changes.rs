@@ -51,7 +51,9 @@ pub(crate) fn header_changes(
             }
             for (name, value) in headers {
                 let at = child(&add_field, name);
-                if let Err(reason) = check_changed_header(name, direction) {
+                if let Err(reason) = check_changed_header(name, direction)
+                    .and_then(|()| check_added_header(name, direction))
+                {
                     problems.push(&at, reason);
                     continue;
                 }
@@ -196,6 +198,54 @@ pub(crate) fn check_changed_header(h: &str, direction: &Direction<'_>) -> Result
     Ok(())
 }
 
+/// A header a route may add in `direction`, beyond [`check_changed_header`]. A response header
+/// that sets state in the browser beyond this one response and this host is refused: a tenant's
+/// host shares the base domain (and the registrable domain above it) with every other tenant.
+/// Removing any of them stays allowed (it only drops what the backend sent; Envoy's CORS filter
+/// writes its headers after the route's removals).
+///
+/// `strict-transport-security` stays allowed: a browser applies it to the host that sent it and,
+/// with `includeSubDomains`, to names below that host, never to a parent; names below a team's
+/// host are only ever that team's own (a host inside another team's host is a conflict), and
+/// the HSTS preload list takes registrable domains only, never a tenant's host.
+pub(crate) fn check_added_header(h: &str, direction: &Direction<'_>) -> Result<(), String> {
+    if !matches!(direction, Direction::Response) {
+        return Ok(());
+    }
+    let why = match h {
+        // A cookie may carry `Domain=<base domain>` (or the registrable domain above it): the
+        // browser then sends it to every tenant's host, and it can shadow their own cookies.
+        "set-cookie" | "set-cookie2" => Some(
+            "a cookie set here may be scoped to the gateway's base domain and reach every tenant's host; the backend sets its own cookies",
+        ),
+        // Written by Envoy's CORS filter from the checked `cors` policy; a hand-written one would
+        // allow origins (or credentials with `*`) that policy refuses.
+        _ if h.starts_with("access-control-") => Some(
+            "CORS headers come from the route's cors policy, whose origins are checked; declare cors instead",
+        ),
+        // `"cookies"` (and `"*"`) clear the cookies of the whole registrable domain, not only
+        // this host's: every other tenant's host and the base domain included.
+        "clear-site-data" => Some(
+            "browsers clear the cookies of the whole site (its registrable domain), every tenant's host included",
+        ),
+        // Names another protocol, host or port for this host; browsers cache it (`ma`,
+        // `persist`) for later connections. What the gateway listens on is the load balancer's.
+        "alt-svc" => Some(
+            "it sends browsers to another protocol, host or port for this host and they remember it; the gateway's listener decides how it is reached",
+        ),
+        // Pins the keys of the gateway's certificate, shared by every tenant and rotated by the
+        // operators; a client that honours it would refuse the host after a rotation.
+        "public-key-pins" | "public-key-pins-report-only" => Some(
+            "it pins the keys of the gateway's certificate, which every tenant shares and the operators rotate",
+        ),
+        _ => None,
+    };
+    match why {
+        Some(why) => Err(format!("{} may not be added to a response: {why}", quote(h))),
+        None => Ok(()),
+    }
+}
+
 /// A value a route sets: visible ASCII with inner spaces or tabs. The value is not quoted back:
 /// it may be a token.
 pub fn check_header_value(v: &str) -> Result<(), String> {
@@ -268,6 +318,66 @@ mod tests {
         );
         // A response may carry the header a request limit counts.
         assert!(run(json!({"add": {"x-api-key": "k"}}), &Direction::Response).is_ok());
+    }
+
+    fn response(v: Value) -> Result<HeaderChanges, Vec<String>> {
+        let mut p = Problems::default();
+        header_changes(&v, "routes[0].response_headers", &Direction::Response, &mut p)
+            .ok_or_else(|| p.0.iter().map(|p| p.to_string()).collect())
+    }
+
+    #[test]
+    fn a_response_may_not_set_state_beyond_its_own_host() {
+        let errs = response(json!({"add": {
+            "set-cookie": "sid=1; Domain=api.example.com; Path=/",
+            "set-cookie2": "sid=1",
+            "access-control-allow-origin": "*",
+            "access-control-allow-credentials": "true",
+            "access-control-allow-headers": "x-api-key",
+            "access-control-expose-headers": "x-secret",
+            "access-control-max-age": "86400",
+            "clear-site-data": "\"cookies\"",
+            "alt-svc": "h2=\"evil.example:443\"; ma=2592000; persist=1",
+            "public-key-pins": "pin-sha256=\"abc\"; max-age=5184000; includeSubDomains",
+            "public-key-pins-report-only": "pin-sha256=\"abc\"; max-age=1",
+            "Set-Cookie": "sid=1",
+        }}))
+        .expect_err("hostile");
+        let cookie = "a cookie set here may be scoped to the gateway's base domain and reach every tenant's host; the backend sets its own cookies";
+        let cors = "CORS headers come from the route's cors policy, whose origins are checked; declare cors instead";
+        let at = |h: &str, why: &str| {
+            format!("routes[0].response_headers.add.{h}: \"{h}\" may not be added to a response: {why}")
+        };
+        assert_eq!(
+            errs,
+            vec![
+                "routes[0].response_headers.add.Set-Cookie: \"Set-Cookie\" must be lowercase: write \"set-cookie\"".to_string(),
+                at("access-control-allow-credentials", cors),
+                at("access-control-allow-headers", cors),
+                at("access-control-allow-origin", cors),
+                at("access-control-expose-headers", cors),
+                at("access-control-max-age", cors),
+                at("alt-svc", "it sends browsers to another protocol, host or port for this host and they remember it; the gateway's listener decides how it is reached"),
+                at("clear-site-data", "browsers clear the cookies of the whole site (its registrable domain), every tenant's host included"),
+                at("public-key-pins", "it pins the keys of the gateway's certificate, which every tenant shares and the operators rotate"),
+                at("public-key-pins-report-only", "it pins the keys of the gateway's certificate, which every tenant shares and the operators rotate"),
+                at("set-cookie", cookie),
+                at("set-cookie2", cookie),
+            ]
+        );
+        // Removing them only drops what the backend sent; HSTS only reaches the team's own
+        // host and the names below it; ordinary response headers pass.
+        let ok = response(json!({
+            "add": {"strict-transport-security": "max-age=63072000; includeSubDomains",
+                    "cache-control": "no-store", "x-content-type-options": "nosniff",
+                    "content-security-policy": "default-src 'self'", "set-cookie-policy": "x"},
+            "remove": ["set-cookie", "set-cookie2", "access-control-allow-origin", "clear-site-data",
+                       "alt-svc", "public-key-pins"]}))
+        .expect("allowed");
+        assert_eq!(ok.remove.len(), 6);
+        // On a request these are only headers the backend reads.
+        let req = Direction::Request { limit_keys: &[] };
+        assert!(run(json!({"add": {"set-cookie": "x", "access-control-allow-origin": "*"}}), &req).is_ok());
     }
 
     #[test]

@@ -170,7 +170,6 @@ pub fn check_header_name(h: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// RFC 9110 `tchar`.
 /// Headers whose value does not identify a client the way a per-header limit assumes.
 fn unusable_header(h: &str) -> Option<&'static str> {
     match h {
@@ -186,10 +185,16 @@ fn unusable_header(h: &str) -> Option<&'static str> {
         | "proxy-authenticate" => Some(
             "it is a hop-by-hop header, consumed before routing, so the limit would never apply",
         ),
-        // A client writes any prefix it likes and the load balancers append to it: each spoofed
-        // value is a fresh bucket. per client-ip uses the trusted-hop address instead.
-        "x-forwarded-for" | "forwarded" | "x-real-ip" => Some(
+        // Forwarding headers: a client writes any value it likes (the load balancer only appends
+        // to x-forwarded-for, and passes the others on as they came), so each spoofed value is
+        // a fresh bucket of the client's choosing. per client-ip uses the trusted-hop address.
+        _ if client_written(h) => Some(
             "a client sets it freely and escapes its bucket by changing it; use per \"client-ip\"",
+        ),
+        // A new value on every request: each request is the first of its own bucket, so the
+        // limit never applies, and the rate-limit service's keys grow with every request.
+        _ if per_request(h) => Some(
+            "its value is new on every request, so each request starts a bucket of its own and the limit never applies (while the rate-limit service's keys grow without bound)",
         ),
         // Credentials: a limit's key is stored in the rate-limit service's counters (Redis keys)
         // and may appear in its logs, so a bearer token or a session cookie would be copied
@@ -200,6 +205,50 @@ fn unusable_header(h: &str) -> Option<&'static str> {
         _ if h.starts_with("x-envoy-") => Some("Envoy sets and strips x-envoy- headers itself"),
         _ => None,
     }
+}
+
+/// Forwarding headers a client writes itself: the standard and de-facto ones, and those CDNs
+/// and proxies set in front of an origin (any of which a client may send straight to the load
+/// balancer).
+const CLIENT_WRITTEN_HEADERS: [&str; 11] = [
+    "forwarded",
+    "x-forwarded",
+    "x-real-ip",
+    "x-client-ip",
+    "true-client-ip",
+    "x-original-forwarded-for",
+    "cf-connecting-ip",
+    "x-cluster-client-ip",
+    "fastly-client-ip",
+    "x-original-host",
+    "x-host",
+];
+
+fn client_written(h: &str) -> bool {
+    h.starts_with("x-forwarded-") || CLIENT_WRITTEN_HEADERS.contains(&h)
+}
+
+/// Request and trace ids: Envoy's and the load balancer's request ids, W3C Trace Context, Zipkin
+/// B3, AWS X-Ray, Google Cloud Trace, Jaeger, Datadog and OpenTracing's span context.
+const PER_REQUEST_HEADERS: [&str; 14] = [
+    "x-request-id",
+    "x-client-trace-id",
+    "x-amzn-trace-id",
+    "traceparent",
+    "tracestate",
+    "b3",
+    "x-b3-traceid",
+    "x-b3-spanid",
+    "x-b3-parentspanid",
+    "x-cloud-trace-context",
+    "uber-trace-id",
+    "x-datadog-trace-id",
+    "x-datadog-parent-id",
+    "x-ot-span-context",
+];
+
+fn per_request(h: &str) -> bool {
+    PER_REQUEST_HEADERS.contains(&h)
 }
 
 /// At most one burst per route, and no two global limits the rate-limit service would key the
@@ -391,6 +440,67 @@ mod tests {
             .expect_err("long")
             .contains("at most 128"));
         assert_eq!(check_header_name(&"x".repeat(128)), Ok(()));
+    }
+
+    #[test]
+    fn client_written_forwarding_headers_are_no_key() {
+        let why = "cannot be a rate-limit key: a client sets it freely and escapes its bucket by changing it; use per \"client-ip\"";
+        let names = [
+            "x-forwarded-for",
+            "x-forwarded-host",
+            "x-forwarded-proto",
+            "x-forwarded-port",
+            "x-forwarded-server",
+            "x-forwarded-client-cert",
+            "x-forwarded",
+            "forwarded",
+            "x-real-ip",
+            "x-client-ip",
+            "true-client-ip",
+            "x-original-forwarded-for",
+            "cf-connecting-ip",
+            "x-cluster-client-ip",
+            "fastly-client-ip",
+            "x-original-host",
+            "x-host",
+        ];
+        let cases: Vec<(&str, String)> =
+            names.iter().map(|h| (*h, format!("\"{h}\" {why}"))).collect();
+        let cases: Vec<(&str, &str)> = cases.iter().map(|(h, w)| (*h, w.as_str())).collect();
+        assert_refused(check_header_name, &cases);
+        // Other spellings are other headers (nothing forwards them) or refused by their shape.
+        assert_accepted(check_header_name, &["x-forwardedfor", "x-hostname", "x_forwarded_for"]);
+        assert!(check_header_name("X-Forwarded-Host").expect_err("upper").contains("lowercase"));
+    }
+
+    #[test]
+    fn per_request_ids_are_no_key() {
+        let why = "cannot be a rate-limit key: its value is new on every request, so each request starts a bucket of its own and the limit never applies (while the rate-limit service's keys grow without bound)";
+        let names = [
+            "x-request-id",
+            "x-client-trace-id",
+            "x-amzn-trace-id",
+            "traceparent",
+            "tracestate",
+            "b3",
+            "x-b3-traceid",
+            "x-b3-spanid",
+            "x-b3-parentspanid",
+            "x-cloud-trace-context",
+            "uber-trace-id",
+            "x-datadog-trace-id",
+            "x-datadog-parent-id",
+            "x-ot-span-context",
+        ];
+        let cases: Vec<(&str, String)> =
+            names.iter().map(|h| (*h, format!("\"{h}\" {why}"))).collect();
+        let cases: Vec<(&str, &str)> = cases.iter().map(|(h, w)| (*h, w.as_str())).collect();
+        assert_refused(check_header_name, &cases);
+        assert_accepted(check_header_name, &["x-request-idx", "x-tenant-id", "x-b3-sampled"]);
+        assert_eq!(
+            err(json!([{"per": "header", "header": "traceparent", "requests": 1, "every": "minute"}])),
+            vec![format!("routes[0].limits[0].header: \"traceparent\" {why}")]
+        );
     }
 
     #[test]

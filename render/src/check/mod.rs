@@ -78,7 +78,9 @@ pub use entry_policy::{
     DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_HEALTH_CHECK_INTERVAL_MS,
 };
-pub use cors::{check_max_age, check_origin, MAX_CORS_MAX_AGE_SECONDS, MAX_CORS_ORIGINS};
+pub use cors::{
+    check_max_age, check_origin, MAX_CORS_MAX_AGE_SECONDS, MAX_CORS_ORIGINS, MAX_CORS_PATTERN_DOMAIN_LEN,
+};
 pub use header_changes::{
     check_header_token, check_header_value, MAX_CHANGED_HEADER_NAME_LEN, MAX_HEADER_CHANGES,
     MAX_HEADER_VALUE_BYTES,

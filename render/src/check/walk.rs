@@ -257,7 +257,9 @@ fn route_policy(
     let response_headers = map.get("response_headers").and_then(|v| {
         header_changes(v, &child(field, "response_headers"), &Direction::Response, problems)
     });
-    let cors = map.get("cors").and_then(|v| cors(v, &child(field, "cors"), problems));
+    let cors = map
+        .get("cors")
+        .and_then(|v| cors(v, &child(field, "cors"), &policy.base_domain, problems));
     let websocket_field = child(field, "websocket");
     let websocket = optional_flag(map, field, "websocket", problems);
     if websocket {
