@@ -17,6 +17,40 @@ const DYNAMODB_MAX_BACKOFF: Duration = Duration::from_secs(2);
 const DYNAMODB_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
 const DYNAMODB_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// S3: a connect, every attempt (a HEAD, a PUT of up to the bundle cap, the headers of a GET) and
+/// the whole call are bounded, so a stalled bucket fails the run or the sidecar's round, named,
+/// instead of waiting for the Lambda's own timeout. A GET's body is bounded by the SDK's stalled
+/// stream protection (no bytes for its grace period) and by the reader's own deadline.
+pub fn s3_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(30))
+        .operation_timeout(Duration::from_secs(75))
+        .build()
+}
+
+/// CloudWatch and STS are off every critical path (metrics, the principal a bundle records):
+/// a few seconds at most, then the caller goes on without them.
+pub fn side_call_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .operation_attempt_timeout(Duration::from_secs(3))
+        .operation_timeout(Duration::from_secs(6))
+        .build()
+}
+
+/// At most this long for a side call (metrics, identity) whatever the SDK does: it can never
+/// delay a publish or a delivery by more.
+pub const SIDE_CALL_BUDGET: Duration = Duration::from_secs(8);
+
+fn sts_client(config: &SdkConfig) -> aws_sdk_sts::Client {
+    aws_sdk_sts::Client::from_conf(
+        aws_sdk_sts::config::Builder::from(config)
+            .timeout_config(side_call_timeouts())
+            .build(),
+    )
+}
+
 /// The SDK configuration every binary uses, read from the environment once.
 pub async fn sdk_config() -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest()).load().await
@@ -48,11 +82,14 @@ pub fn dynamodb_config(config: &SdkConfig) -> aws_sdk_dynamodb::config::Builder 
 /// version this process writes so `gatewayctl status` and `history` can say who wrote it.
 /// A lookup failure is not fatal: the bundle says why instead.
 pub async fn caller_identity(config: &SdkConfig) -> String {
-    match aws_sdk_sts::Client::new(config)
-        .get_caller_identity()
-        .send()
-        .await
-    {
+    let call = sts_client(config).get_caller_identity().send();
+    let Ok(answer) = tokio::time::timeout(SIDE_CALL_BUDGET, call).await else {
+        return format!(
+            "unknown principal (GetCallerIdentity gave no answer within {}s)",
+            SIDE_CALL_BUDGET.as_secs()
+        );
+    };
+    match answer {
         Ok(out) => out.arn().unwrap_or("unknown principal").to_string(),
         // Object metadata travels as an HTTP header: printable ASCII only.
         Err(e) => format!(
@@ -69,7 +106,7 @@ pub async fn caller_identity(config: &SdkConfig) -> String {
 /// The account these credentials belong to (`GetCallerIdentity`). Unlike [`caller_identity`],
 /// a failure is fatal: the register function cannot decide whom to trust without it.
 pub async fn caller_account(config: &SdkConfig) -> Result<String, CallerAccountError> {
-    let out = aws_sdk_sts::Client::new(config)
+    let out = sts_client(config)
         .get_caller_identity()
         .send()
         .await

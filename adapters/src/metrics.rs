@@ -86,13 +86,23 @@ pub struct CloudWatchMetrics {
 impl CloudWatchMetrics {
     /// One PutMetricData call in the gateway's namespace (at most 1000 datums), for data
     /// beyond [`Metric`], such as the sidecar's per-service request metrics.
+    /// One PutMetricData, bounded by [`crate::aws::SIDE_CALL_BUDGET`] whatever the SDK does.
     pub async fn put(&self, datums: Vec<MetricDatum>) -> Result<(), MetricsError> {
-        self.client
+        let call = self
+            .client
             .put_metric_data()
             .namespace(NAMESPACE)
             .set_metric_data(Some(datums))
-            .send()
+            .send();
+        let budget = crate::aws::SIDE_CALL_BUDGET;
+        tokio::time::timeout(budget, call)
             .await
+            .map_err(|_| {
+                MetricsError::Other(format!(
+                    "PutMetricData gave no answer within {}s",
+                    budget.as_secs()
+                ))
+            })?
             .map_err(|e| MetricsError::Call {
                 message: DisplayErrorContext(&e).to_string(),
                 source: Box::new(e),
@@ -105,7 +115,11 @@ impl CloudWatchMetrics {
     }
 
     pub fn from_conf(conf: &aws_config::SdkConfig) -> Self {
-        Self::new(aws_sdk_cloudwatch::Client::new(conf))
+        Self::new(aws_sdk_cloudwatch::Client::from_conf(
+            aws_sdk_cloudwatch::config::Builder::from(conf)
+                .timeout_config(crate::aws::side_call_timeouts())
+                .build(),
+        ))
     }
 }
 

@@ -102,8 +102,11 @@ async fn answer(
 
 /// The live hash when the consumer runs it, else why not.
 async fn ready(target: &Target, status: &SharedStatus) -> Result<String, String> {
-    let live = status
-        .snapshot()
+    let snapshot = status.snapshot();
+    if let Some(stalled) = snapshot.stalled {
+        return Err(stalled);
+    }
+    let live = snapshot
         .live
         .map(|l| l.hash)
         .ok_or("no bundle delivered yet")?;

@@ -101,6 +101,9 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
         {
             let mut status = self.status.lock();
             status.last_poll = Some(now());
+            if result.is_ok() {
+                status.last_success = status.last_poll;
+            }
             if let Err(e) = &result {
                 status.last_error = Some(Event {
                     at: now(),

@@ -105,6 +105,11 @@ pub async fn run_loop_with<M: MetricsSink + Clone + Send + Sync + 'static, T: Tr
         sidecar.target().clone(),
         sidecar.status().clone(),
     ));
+    {
+        let mut status = sidecar.status().lock();
+        status.started_at = crate::state::now();
+        status.poll_interval = config.interval.as_secs();
+    }
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

@@ -74,6 +74,15 @@ pub struct Status {
     pub live: Option<LiveState>,
     /// Unix seconds of the last completed poll.
     pub last_poll: Option<u64>,
+    /// Unix seconds of the last poll that succeeded (found the bundle unchanged, absent or
+    /// delivered it).
+    pub last_success: Option<u64>,
+    /// When the polling started, and how often it polls (seconds; 0: not polling in a loop).
+    pub started_at: u64,
+    pub poll_interval: u64,
+    /// Set while no poll has succeeded for [`STALL_INTERVALS`] intervals: the poll hangs or
+    /// keeps failing. Envoy keeps serving its last good files; `/ready` answers 503.
+    pub stalled: Option<String>,
     pub last_error: Option<Event>,
     pub last_rejection: Option<Event>,
     /// Bundles delivered since start.
@@ -106,6 +115,34 @@ pub struct ReportStatus {
 #[derive(Debug, Clone, Default)]
 pub struct SharedStatus(Arc<Mutex<Status>>);
 
+/// Polls without success before a sidecar says it is stalled (at least [`STALL_MIN_SECONDS`]).
+pub const STALL_INTERVALS: u64 = 3;
+pub const STALL_MIN_SECONDS: u64 = 15;
+
+impl Status {
+    /// Why the polling counts as stalled at `now`, if it does: no poll has succeeded for
+    /// several intervals, whether the rounds fail or one never returns.
+    pub fn stall(&self, now: u64) -> Option<String> {
+        if self.poll_interval == 0 {
+            return None;
+        }
+        let since = self.last_success.unwrap_or(self.started_at);
+        let quiet = now.saturating_sub(since);
+        let limit = (STALL_INTERVALS * self.poll_interval).max(STALL_MIN_SECONDS);
+        if quiet <= limit {
+            return None;
+        }
+        let last = match &self.last_error {
+            Some(e) if e.at >= since => format!("the last round failed: {}", e.message),
+            _ => "a round is still waiting for an answer".to_string(),
+        };
+        Some(format!(
+            "no successful poll for {quiet}s (one is due every {}s); {last}; Envoy keeps serving its last good files",
+            self.poll_interval
+        ))
+    }
+}
+
 impl SharedStatus {
     pub fn new(status: Status) -> Self {
         SharedStatus(Arc::new(Mutex::new(status)))
@@ -119,7 +156,9 @@ impl SharedStatus {
     }
 
     pub fn snapshot(&self) -> Status {
-        self.lock().clone()
+        let mut status = self.lock().clone();
+        status.stalled = status.stall(now());
+        status
     }
 }
 
@@ -129,6 +168,28 @@ pub use gateway_adapters::registry::proxies::unix_now as now;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn polling_that_stops_succeeding_is_stalled_after_several_intervals() {
+        let mut s = Status {
+            started_at: 1_000,
+            poll_interval: 10,
+            ..Status::default()
+        };
+        assert_eq!(s.stall(1_030), None, "three intervals of grace");
+        let hung = s.stall(1_031).expect("stalled");
+        assert!(hung.contains("no successful poll for 31s") && hung.contains("waiting for an answer"), "{hung}");
+        s.last_success = Some(1_100);
+        assert_eq!(s.stall(1_120), None);
+        s.last_error = Some(Event { at: 1_110, version_id: None, message: "S3: reset".into() });
+        let failing = s.stall(1_140).expect("stalled");
+        assert!(failing.contains("the last round failed: S3: reset"), "{failing}");
+        // A one-shot run (no loop) never counts as stalled.
+        assert_eq!(Status { poll_interval: 0, ..s }.stall(u64::MAX), None);
+        // A short interval still has a floor.
+        let quick = Status { started_at: 0, poll_interval: 1, ..Status::default() };
+        assert_eq!(quick.stall(STALL_MIN_SECONDS), None);
+    }
 
     #[test]
     fn state_file_round_trips_and_bad_content_reads_as_none() {

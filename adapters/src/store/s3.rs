@@ -12,7 +12,8 @@ use gateway_render::contract::{
 /// An S3 client from the shared SDK configuration. Path-style addressing when an endpoint is
 /// configured (`AWS_ENDPOINT_URL`): a local endpoint has no per-bucket DNS names.
 pub fn s3_client(conf: &aws_config::SdkConfig) -> Client {
-    let mut builder = aws_sdk_s3::config::Builder::from(conf);
+    let mut builder =
+        aws_sdk_s3::config::Builder::from(conf).timeout_config(crate::aws::s3_timeouts());
     if conf.endpoint_url().is_some() {
         builder = builder.force_path_style(true);
     }
