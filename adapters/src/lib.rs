@@ -5,6 +5,7 @@
 //! these adapters ← the Lambdas (`functions`), the sidecar and `gatewayctl`.
 
 pub mod aws;
+mod chain;
 pub mod logs;
 pub mod metrics;
 pub mod registry;
@@ -12,3 +13,5 @@ pub mod resolve;
 pub mod retry;
 pub mod settings;
 pub mod store;
+
+pub use chain::{body_failure, error_chain};

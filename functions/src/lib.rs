@@ -25,11 +25,12 @@ pub async fn lambda_main<E: std::fmt::Display>(
 pub fn diagnostic(
     function: &str,
     kind: &str,
-    error: &impl std::fmt::Display,
+    error: &impl std::error::Error,
 ) -> lambda_runtime::Diagnostic {
     lambda_runtime::Diagnostic {
         error_type: format!("{function}.{kind}"),
-        error_message: error.to_string(),
+        // With its causes: the SDK's own display of a failed call names none of them.
+        error_message: gateway_adapters::error_chain(error),
     }
 }
 

@@ -464,3 +464,44 @@ async fn a_released_host_serves_its_new_holder_not_the_old_owners_kept_version()
     assert!(by_id(&b, "old/svc").is_none());
     assert!(!b.files["routes.json"].contains("old.svc"), "nothing of old is routed");
 }
+
+#[tokio::test]
+async fn a_live_bundle_that_does_not_verify_lends_no_entry_its_version() {
+    let h = Harness::start().await;
+    seed_teams(&h, 4).await;
+    published_version(&h).await;
+    // Someone with write access to the bucket puts a bundle whose files and entries name another
+    // backend (one the checks accept), with the recorded hash copied into its metadata and into
+    // the bundle, and the reconciler's name as writer: the files no longer match that hash.
+    let live = h.live().await;
+    let body = h.store.get_version(&live.version_id).await.expect("get");
+    let forged = String::from_utf8(body)
+        .expect("utf-8")
+        .replace("http://127.0.0.1:9", "http://127.0.0.1:19")
+        .replace("\\\"port_value\\\": 9", "\\\"port_value\\\": 19");
+    assert!(forged.contains("port_value\\\": 19"), "the files were changed too");
+    h.store
+        .client()
+        .put_object()
+        .bucket(h.store.bucket())
+        .key("bundle.json")
+        .body(forged.into_bytes().into())
+        .metadata("hash", live.hash.clone().expect("hash"))
+        .metadata("writer", "reconciler")
+        .send()
+        .await
+        .expect("forged put");
+    // team1's registered row now fails the checks: it is quarantined, and since the live
+    // bundle does not verify, nothing of it is kept.
+    let mut bad = entry("team1", "svc", "team1", &["/a"]);
+    bad.backend = "http://169.254.169.254".into();
+    h.put_raw_entry(&bad).await;
+    let run = report(&h).await;
+    let q = run.quarantined.iter().find(|q| q.id == "team1/svc").expect("quarantined");
+    assert_eq!(q.kept, Kept::LeftOut, "a forged bundle lends no version");
+    if let Outcome::Published { .. } = run.outcome {
+        let b = live_bundle(&h).await;
+        assert!(!b.files["clusters.json"].contains("169.254"));
+        assert!(!b.files["clusters.json"].contains("port_value\": 19"), "nothing of the forgery");
+    }
+}

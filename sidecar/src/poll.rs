@@ -108,7 +108,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
                 status.last_error = Some(Event {
                     at: now(),
                     version_id: None,
-                    message: e.to_string(),
+                    message: gateway_adapters::error_chain(e),
                 });
             }
         }
@@ -126,7 +126,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
                 first,
             }) => tracing::info!(%version_id, %hash, first, "bundle delivered"),
             Err(e) => {
-                tracing::error!(error = %e, "round failed; the last good files stay in place")
+                tracing::error!(error = %gateway_adapters::error_chain(e), "round failed; the last good files stay in place")
             }
         }
         self.check_rate_limiter().await;

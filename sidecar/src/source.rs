@@ -153,13 +153,4 @@ fn log_read_steps(whole: Duration, body: Duration, writes: Duration) {
     timing::step_took("verify", whole.saturating_sub(body + writes));
 }
 
-/// An error and its causes, one after another.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
-}
+use gateway_adapters::error_chain;

@@ -433,10 +433,18 @@ impl DynamoRegistry {
     ) -> Result<DeregisterOutcome, RegistryError> {
         check_id(id)?;
         let mut last = String::new();
+        // Whether a delete of this entry was sent by this call: when its answer is lost (the
+        // SDK's retry then finds the condition broken), the next round finds the entry gone,
+        // and that is this call's delete, not an entry that was never there.
+        let mut sent = false;
         for round in ROUNDS.attempts() {
             ROUNDS.pause(round).await;
             let Some(current) = self.current(id).await? else {
-                return Ok(DeregisterOutcome::NotFound);
+                return Ok(if sent {
+                    DeregisterOutcome::Deleted
+                } else {
+                    DeregisterOutcome::NotFound
+                });
             };
             plan::check_owner(Some(&current), id, &actor.owner)?;
             if let Some(account) = &actor.granted_account {
@@ -456,7 +464,17 @@ impl DynamoRegistry {
                     .await?;
             }
             let actions = plan::deregister(&current, &host, &enclosing, self.base_domain(), actor);
-            match transact(self.reader.client(), self.reader.table(), &actions).await? {
+            sent = true;
+            let written = match transact(self.reader.client(), self.reader.table(), &actions).await {
+                Ok(w) => w,
+                // No answer (the SDK gave up): the delete may have landed; a read decides.
+                Err(e) if e.is_retryable() => match self.current(id).await {
+                    Ok(None) => return Ok(DeregisterOutcome::Deleted),
+                    _ => return Err(e),
+                },
+                Err(e) => return Err(e),
+            };
+            match written {
                 Written::Committed => return Ok(DeregisterOutcome::Deleted),
                 Written::Conflict(e) => return Err(e),
                 Written::Retry(why) => last = why,

@@ -326,9 +326,10 @@ pub enum ReadError {
     /// The call failed; the SDK's error, whole (e.g. `NoSuchVersion` in its code).
     #[error(transparent)]
     Call(S3CallError),
-    /// The body broke off while it was read.
-    #[error(transparent)]
-    Body(aws_sdk_s3::primitives::ByteStreamError),
+    /// The body broke off while it was read: which way (reset, short, checksum, stalled), then
+    /// the whole cause chain.
+    #[error("{}: {}", crate::body_failure(.0), crate::error_chain(.0))]
+    Body(#[source] aws_sdk_s3::primitives::ByteStreamError),
     /// The stored bytes pass the bound the reader set.
     #[error("bundle.json is {bytes} bytes or more; at most {max} (GATEWAY_MAX_BUNDLE_BYTES)")]
     TooLarge { bytes: usize, max: usize },

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> CmdResult {
         let before = registry
             .adopt(&args.id, &owner)
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         let before = before.map_or_else(|| "no recorded owner".to_string(), |o| o.to_string());
         println!(
             "{} now owned by {owner} (was {})",

@@ -69,7 +69,7 @@ pub fn run(args: Args) -> CmdResult {
 
 /// `given`, else the version `lookup` finds (read only when needed); `none` says why there is
 /// none.
-async fn version_or<E: std::fmt::Display>(
+async fn version_or<E: std::error::Error>(
     given: Option<String>,
     lookup: impl std::future::Future<Output = Result<Option<String>, E>>,
     none: &str,
@@ -79,6 +79,6 @@ async fn version_or<E: std::fmt::Display>(
     }
     lookup
         .await
-        .map_err(|e| CmdError::failed(e.to_string()))?
+        .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?
         .ok_or_else(|| CmdError::failed(none))
 }

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> CmdResult {
         let new = registry
             .grant(&args.team, &args.account, &by)
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         println!(
             "{} team {} to account {}",
             if new { "granted" } else { "already granted" },

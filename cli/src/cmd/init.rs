@@ -40,7 +40,7 @@ pub fn run(args: Args) -> CmdResult {
             match store
                 .create_bucket_if_absent()
                 .await
-                .map_err(|e| CmdError::failed(e.to_string()))?
+                .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?
             {
                 true => println!("created bucket {bucket} (versioning on)"),
                 false => println!("bucket {bucket} already exists (versioning on)"),

@@ -53,7 +53,7 @@ fn confirm(question: &str) -> Result<bool, CmdError> {
     stdin
         .lock()
         .read_line(&mut line)
-        .map_err(|e| CmdError::failed(e.to_string()))?;
+        .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
     Ok(matches!(line.trim(), "y" | "Y" | "yes"))
 }
 

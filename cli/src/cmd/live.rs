@@ -158,7 +158,7 @@ pub fn op_failed(err: OperatorError) -> CmdError {
 pub fn print_json(doc: &Value) -> CmdResult {
     println!(
         "{}",
-        serde_json::to_string_pretty(doc).map_err(|e| CmdError::failed(e.to_string()))?
+        serde_json::to_string_pretty(doc).map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?
     );
     Ok(())
 }

@@ -11,7 +11,7 @@ pub fn run(args: Args) -> CmdResult {
         let had = registry
             .revoke(&args.team, &args.account)
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         if !had {
             return Err(CmdError::failed(format!(
                 "account {} was not granted team {}",

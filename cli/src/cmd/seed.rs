@@ -16,7 +16,7 @@ pub fn run(args: Args) -> CmdResult {
         let (c, cfg) = args.run.open(true).await?;
         let outcome = reconcile::seed(&c.registry, &c.store, &cfg)
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         println!("{outcome}");
         Ok(())
     })

@@ -25,7 +25,7 @@ pub struct Args {
 fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
     block_on(async {
         let c = readers(target).await?;
-        let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
+        let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(gateway_adapters::error_chain(&e));
         let status = c.registry.status(id).await.map_err(reg_err)?;
         let stored = match c.registry.get(id).await {
             Ok(stored) => stored,
@@ -293,7 +293,7 @@ fn proxies_text(
 async fn quarantined_entries(
     c: &Readers,
 ) -> Result<Vec<(gateway_adapters::registry::EntryStatus, u64)>, CmdError> {
-    let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(e.to_string());
+    let reg_err = |e: gateway_adapters::registry::RegistryError| CmdError::failed(gateway_adapters::error_chain(&e));
     let statuses = c.registry.statuses().await.map_err(reg_err)?;
     let listed = c.registry.list().await.map_err(reg_err)?;
     let mut out = Vec::new();

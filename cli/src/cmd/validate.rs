@@ -30,14 +30,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     let (files, entry_count) = load(&args.path)?;
-    let parsed = ParsedConfig::from_files(&files).map_err(|e| CmdError::failed(e.to_string()))?;
+    let parsed = ParsedConfig::from_files(&files).map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
     let route_count = count_routes(&parsed.route_config);
     let opts = ValidateOptions {
         envoy: EnvoyOptions::new(args.envoy.bin()),
         skip_envoy: args.skip_envoy,
     };
     let report = validate_all(&parsed.view(), entry_count, route_count, &opts)
-        .map_err(|e| CmdError::failed(e.to_string()))?;
+        .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
     if let Some(verdict) = &report.envoy {
         if !verdict.warnings.trim().is_empty() {
             eprintln!("envoy warnings:\n{}", verdict.warnings.trim_end());

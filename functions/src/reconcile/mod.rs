@@ -228,11 +228,11 @@ where
         Ok(outcome) => {
             info!(outcome = outcome.kind(), decision = %outcome, "reconcile run decided")
         }
-        Err(e) => warn!(error = %e, "reconcile run failed; nothing was published by it"),
+        Err(e) => warn!(error = %gateway_adapters::error_chain(e), "reconcile run failed; nothing was published by it"),
     }
     // A metrics outage must not turn a decided run into a failed one; it is logged loudly.
     if let Err(e) = metrics.emit(&data).await {
-        warn!(error = %e, "could not emit reconcile metrics");
+        warn!(error = %gateway_adapters::error_chain(&e), "could not emit reconcile metrics");
     }
     if result.is_ok() && !quarantined.is_empty() {
         let mut per_team: BTreeMap<String, f64> = BTreeMap::new();
@@ -649,8 +649,9 @@ async fn backend_problem_ids(
         .collect()
 }
 
-/// The entries of the live bundle, by id; none when there is no bundle or it does not parse
-/// (an operator's kill-switch bundle holds none).
+/// The entries of the live bundle, by id; none when there is no bundle, it does not parse (an
+/// operator's kill-switch bundle holds none) or its hash does not verify: nothing is taken from
+/// a bundle that is not what its hash says. (Format 1's hash covers the files, not `entries`.)
 async fn previous_versions<S: ConfigStore>(
     store: &S,
 ) -> Result<BTreeMap<String, Entry>, ReconcileError> {
@@ -658,10 +659,10 @@ async fn previous_versions<S: ConfigStore>(
         return Ok(BTreeMap::new());
     };
     let body = store.get_version(&live.version_id).await?;
-    match Bundle::parse(&body) {
+    match Bundle::parse(&body).and_then(|b| b.verify().map(|()| b)) {
         Ok(b) => Ok(b.entries.into_iter().map(|e| (e.id(), e)).collect()),
         Err(e) => {
-            warn!(error = %e, "live bundle unreadable; quarantined entries have no previous version");
+            warn!(error = %e, "live bundle unreadable or does not verify; quarantined entries have no previous version");
             Ok(BTreeMap::new())
         }
     }
