@@ -189,20 +189,17 @@ impl BackendLookup {
     }
 }
 
-/// The names an entry sends traffic to, with the field each came from: `backend` and, with a
-/// canary, `canary.backend` (judged by the same rule).
+/// The names an entry sends traffic to, with the field each came from (`Entry::upstreams`:
+/// `backend` and, with a canary, `canary.backend`, judged by the same rule).
 fn backend_names(entry: &Entry) -> Vec<(&'static str, String)> {
-    let urls = std::iter::once(("backend", entry.backend.as_str())).chain(
-        entry
-            .canary
-            .as_ref()
-            .map(|c| ("canary.backend", c.backend.as_str())),
-    );
-    urls.filter_map(|(field, url)| match parse_backend(url).ok()?.host {
-        BackendHost::Name(name) => Some((field, name)),
-        BackendHost::V4(_) | BackendHost::V6(_) => None,
-    })
-    .collect()
+    entry
+        .upstreams()
+        .into_iter()
+        .filter_map(|(field, url)| match parse_backend(url).ok()?.host {
+            BackendHost::Name(name) => Some((field, name)),
+            BackendHost::V4(_) | BackendHost::V6(_) => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

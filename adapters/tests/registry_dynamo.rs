@@ -11,6 +11,8 @@ use registry_support::{
 };
 
 const FQDN: &str = "invoices.api.example.com";
+/// The backend authority `invoices_api()` claims.
+const INVOICES_BACKEND: &str = "invoices-api.billing.internal.example:8443";
 
 /// Why registering `e` is refused; `why` says why it must be.
 async fn refusal(reg: &DynamoRegistry, e: &gateway_render::Entry, why: &str) -> String {
@@ -62,6 +64,7 @@ async fn register_update_and_identical_reregister() {
     assert_eq!(
         rows(&reg).await,
         vec![
+            pair(&format!("BACKEND#{INVOICES_BACKEND}"), "BACKEND"),
             pair("ENTRY#billing/invoices-api", "ENTRY"),
             pair(&format!("HOST#{FQDN}"), "HOST"),
             pair(&format!("HOST#{FQDN}"), "PATH#/invoices"),
@@ -127,11 +130,19 @@ async fn deregister_removes_entry_and_guards_and_releases_the_host() {
             .expect("deregister"),
         DeregisterOutcome::Deleted
     );
-    // The released host guard stays as a row without a team, keeping its version.
+    // The released host guard stays as a row without a team, keeping its version; the backend
+    // claim stays as its team's, used by nobody (free to the next team).
     assert_eq!(
         rows(&reg).await,
-        vec![pair(&format!("HOST#{FQDN}"), "HOST")]
+        vec![
+            pair(&format!("BACKEND#{INVOICES_BACKEND}"), "BACKEND"),
+            pair(&format!("HOST#{FQDN}"), "HOST")
+        ]
     );
+    let claim = row(&reg, &format!("BACKEND#{INVOICES_BACKEND}"), "BACKEND")
+        .await
+        .expect("backend claim");
+    assert!(!claim.contains_key("users"), "released: {claim:?}");
     let host = row(&reg, &format!("HOST#{FQDN}"), "HOST")
         .await
         .expect("host guard");
@@ -286,6 +297,7 @@ async fn moving_hosts_releases_the_old_host() {
     assert_eq!(
         rows(&reg).await,
         vec![
+            pair("BACKEND#a.billing.internal.example:8443", "BACKEND"),
             pair("ENTRY#billing/a", "ENTRY"),
             pair("HOST#billing.api.example.com", "HOST"),
             pair("HOST#billing.api.example.com", "PATH#/one"),
@@ -402,31 +414,48 @@ async fn create_table_is_idempotent() {
     );
 }
 
+/// A host of the most labels, `{first}.{first}1.{first}2…`: three enclosing hosts.
+fn deep(first: &str) -> String {
+    use gateway_render::check::MAX_HOST_LABELS;
+    std::iter::once(first.to_string())
+        .chain((1..MAX_HOST_LABELS).map(|i| format!("{first}{i}")))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The most path prefixes an entry may have, `/{p}0`…
+fn most_prefixes(p: &str) -> Vec<String> {
+    use gateway_render::check::MAX_PATH_PREFIXES;
+    (0..MAX_PATH_PREFIXES).map(|i| format!("/{p}{i}")).collect()
+}
+
+/// A registry with billing granted to a stack's account, and that stack's resource.
+async fn registry_with_stack() -> (DynamoRegistry, gateway_adapters::registry::Actor) {
+    let reg = registry().await;
+    let account = "222222222222";
+    reg.tenancy()
+        .grant("billing", account, "test")
+        .await
+        .expect("grant");
+    let stack = gateway_adapters::registry::Actor::stack(
+        account,
+        "arn:aws:cloudformation:us-east-1:222222222222:stack/big/1",
+        "Expose",
+    );
+    (reg, stack)
+}
+
 /// The largest entry fits one transaction even in the worst case: a stack (so the grant is
 /// checked in the transaction) moving between two hosts of the most labels, each enclosing host
 /// rewritten, while swapping every prefix: entry + grant + two host guards + 2 * 3 enclosing
 /// hosts + 45 claims + 45 releases = 100, DynamoDB's limit.
 #[tokio::test]
 async fn the_most_prefixes_an_entry_may_claim_fit_one_transaction() {
-    use gateway_adapters::registry::Actor;
-    use gateway_render::check::{MAX_HOST_LABELS, MAX_PATH_PREFIXES};
-    let reg = registry().await;
-    let account = "222222222222";
-    reg.tenancy().grant("billing", account, "test").await.expect("grant");
-    let stack = Actor::stack(
-        account,
-        "arn:aws:cloudformation:us-east-1:222222222222:stack/big/1",
-        "Expose",
-    );
-    let deep = |first: &str| {
-        std::iter::once(first.to_string())
-            .chain((1..MAX_HOST_LABELS).map(|i| format!("{first}{i}")))
-            .collect::<Vec<_>>()
-            .join(".")
-    };
+    use gateway_render::check::MAX_PATH_PREFIXES;
+    let (reg, stack) = registry_with_stack().await;
     let (old_host, new_host) = (deep("a"), deep("e"));
-    let first: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/a{i}")).collect();
-    let second: Vec<String> = (0..MAX_PATH_PREFIXES).map(|i| format!("/b{i}")).collect();
+    let first = most_prefixes("a");
+    let second = most_prefixes("b");
     reg.register_as(&entry("billing", "big", &old_host, &refs(&first)), &stack)
         .await
         .expect("the most prefixes on the deepest host");
@@ -504,4 +533,75 @@ async fn moving_between_a_host_and_its_subdomain_keeps_the_nesting_record() {
         DeregisterOutcome::Deleted
     );
     assert_eq!(inside_x(&reg).await, ["b.x.api.example.com payments"]);
+}
+
+/// The same worst-case move changing the backend and the canary's too needs 104 actions: it is
+/// refused before anything is written, naming the split, and its two halves each fit.
+#[tokio::test]
+async fn a_move_that_also_changes_backends_past_100_actions_is_refused_and_fits_in_two_steps() {
+    let (reg, stack) = registry_with_stack().await;
+    let with_canary = |mut e: gateway_render::Entry, backend: &str| {
+        e.canary = Some(gateway_render::Canary {
+            backend: backend.into(),
+            weight: 10,
+            header: None,
+        });
+        e
+    };
+    let (first, second) = (most_prefixes("a"), most_prefixes("b"));
+    let old = with_canary(
+        entry("billing", "big", &deep("a"), &refs(&first)),
+        "https://canary.billing.internal.example",
+    );
+    reg.register_as(&old, &stack)
+        .await
+        .expect("on the old host");
+    let before = rows(&reg).await;
+    let mut moved = with_canary(
+        entry("billing", "big", &deep("e"), &refs(&second)),
+        "https://canary-next.billing.internal.example",
+    );
+    moved.backend = "https://next.billing.internal.example".into();
+    match reg.register_as(&moved, &stack).await {
+        Err(RegistryError::Rejected(r)) => assert_eq!(
+            r.to_string(),
+            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes"
+        ),
+        other => panic!("expected the refusal, got {other:?}"),
+    }
+    assert_eq!(rows(&reg).await, before, "nothing was written");
+    let backends_first = gateway_render::Entry {
+        backend: moved.backend.clone(),
+        canary: moved.canary.clone(),
+        ..old.clone()
+    };
+    reg.register_as(&backends_first, &stack)
+        .await
+        .expect("the backends alone");
+    reg.register_as(&moved, &stack)
+        .await
+        .expect("then the host and routes");
+    assert_eq!(stored_entry(&reg, "billing/big").await.entry, moved);
+    let claims = reg.backend_claims().claims().await.expect("claims");
+    let used: Vec<(&str, Vec<&str>)> = claims
+        .iter()
+        .map(|c| {
+            (
+                c.authority.as_str(),
+                c.users.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        used,
+        [
+            ("big.billing.internal.example:8443", vec![]),
+            (
+                "canary-next.billing.internal.example:443",
+                vec!["billing/big"]
+            ),
+            ("canary.billing.internal.example:443", vec![]),
+            ("next.billing.internal.example:443", vec!["billing/big"]),
+        ]
+    );
 }

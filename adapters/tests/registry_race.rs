@@ -364,3 +364,52 @@ async fn siblings_race_and_both_keep_the_enclosing_host_closed() {
         "x encloses both: {what}"
     );
 }
+
+/// Teams, each on a host of its own, race for one backend nobody holds yet: one team holds it,
+/// every loser is told that team holds it, and only the winner's entry was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_team_wins_a_new_backend_and_every_loser_names_it() {
+    const BACKEND: &str = "https://contested.internal.example:8443";
+    for round in 0..ROUNDS {
+        let reg = Arc::new(registry().await);
+        let racers = (0..RACERS)
+            .map(|i| {
+                let team = format!("team{i}");
+                Entry {
+                    backend: BACKEND.into(),
+                    ..entry(&team, "api", &team, &["/api"])
+                }
+            })
+            .collect();
+        let results = race(&reg, racers).await;
+        let (winners, holders) = winners_and_holders(
+            round,
+            results,
+            |e| e.team.clone(),
+            |_, _, what| assert_eq!(what, "backend contested.internal.example:8443"),
+        );
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        assert_eq!(holders.len(), RACERS - 1, "round {round}");
+        let named = format!(
+            "team {} (operators can share it: gatewayctl backend share contested.internal.example:8443 ",
+            winners[0]
+        );
+        assert!(
+            holders.iter().all(|h| h.starts_with(&named)),
+            "round {round}: losers name {holders:?}, winner {winners:?}"
+        );
+        let snapshot = reg.list().await.expect("list");
+        assert_eq!(snapshot.entries.len(), 1, "round {round}");
+        let claim = reg
+            .backend_claims()
+            .claim("contested.internal.example:8443")
+            .await
+            .expect("read")
+            .expect("claimed");
+        assert_eq!(claim.team, winners[0]);
+        assert_eq!(
+            claim.users.into_iter().collect::<Vec<_>>(),
+            [format!("{}/api", winners[0])]
+        );
+    }
+}

@@ -86,7 +86,7 @@ impl Gateway {
             .collect();
         let doc = serde_json::json!({
             "team": team, "service": service, "host": team,
-            "backend": "http://127.0.0.1:9", "routes": routes
+            "backend": gateway_testkit::closed_backend(team), "routes": routes
         });
         let file = self
             .dir

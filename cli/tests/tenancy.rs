@@ -25,7 +25,8 @@ fn entry_file(
     ));
     let doc = serde_json::json!({
         "team": team, "service": service, "host": host,
-        "backend": "https://backend.internal.example:8443",
+        // The service's own backend: backends belong to teams.
+        "backend": format!("https://{service}.{team}.internal.example:8443"),
         "routes": [ { "path": path } ]
     });
     std::fs::write(&file, doc.to_string()).expect("write entry");

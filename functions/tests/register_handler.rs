@@ -288,8 +288,41 @@ async fn failed_create_then_its_delete_leaves_the_holder_alone() {
         .collect();
     assert_eq!(
         rows.len(),
-        3,
-        "holder's entry, host guard and path guard: {rows:?}"
+        4,
+        "holder's backend claim, entry, host guard and path guard: {rows:?}"
+    );
+}
+
+/// A stack registering another team's backend on a host of its own: the deploy fails with the
+/// holder named, and the direct answer carries the conflict's parts.
+#[tokio::test]
+async fn a_create_on_another_teams_backend_fails_naming_the_holder() {
+    let held = entry("payments", "pay", "pay", &["/pay"]);
+    let reg = granted_holding(&held).await;
+    let (url, mut rx) = response_url(200).await;
+    let e = gateway_render::Entry {
+        backend: held.backend.clone(),
+        ..invoices_api()
+    };
+    let answer = call(&reg, cfn_create(&url, "req-9", &e)).await;
+    let put = answered(&mut rx).await;
+    assert_eq!(put.body["Status"], "FAILED");
+    let authority = "pay.payments.internal.example:8443";
+    assert_eq!(
+        put.body["Reason"],
+        format!("backend {authority} is held by team payments (operators can share it: gatewayctl backend share {authority} billing)")
+    );
+    assert_eq!(answer["ok"], false);
+    assert!(!is_registered(&reg, "billing/invoices-api").await);
+    let direct = call(
+        &reg,
+        json!({ "action": "register", "entry": serde_json::to_value(&e).expect("json") }),
+    )
+    .await;
+    assert_eq!(direct["error"]["kind"], "conflict", "{direct}");
+    assert_eq!(
+        direct["error"]["conflict"]["what"],
+        format!("backend {authority}")
     );
 }
 

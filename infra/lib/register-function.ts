@@ -38,12 +38,12 @@ export function registrationTopicName(prefix: string, account: string): string {
 }
 
 /**
- * Keys the register function may touch: entries and guards it writes; grants, status rows, proxy
- * reports and the reconciler's `STATE` rows (the registry totals the bounds are judged against)
- * it only reads.
+ * Keys the register function may touch: entries, host and path guards and backend claims it
+ * writes; grants, status rows, proxy reports and the reconciler's `STATE` rows (the registry
+ * totals the bounds are judged against) it only reads.
  */
-export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*'];
-export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', PROXIES_PK, STATE_PK];
+export const REGISTER_WRITES_KEYS = ['ENTRY#*', 'HOST#*', 'BACKEND#*'];
+export const REGISTER_READS_KEYS = ['ENTRY#*', 'HOST#*', 'BACKEND#*', 'GRANT#*', 'STATUS#*', PROXIES_PK, STATE_PK];
 
 /**
  * The register function and one registration topic per team account.
@@ -98,14 +98,15 @@ export class RegisterFunction extends Construct {
         }),
       );
     }
-    // Only what a registration transaction does, and only on its own rows: it writes entries and
-    // host/path guards, reads grants (and checks them inside the transaction), and can neither
-    // write grants nor the reconciler's STATE row. (TransactWriteItems is authorised per item
-    // action; it is no IAM action of its own.)
+    // Only what a registration transaction does, and only on its own rows: it writes entries,
+    // host/path guards and backend claims (host guards and claims are updates: a claim adds the
+    // service to a claim's users, a release removes it), reads grants (and checks them inside the
+    // transaction), and can neither write grants nor the reconciler's STATE row.
+    // (TransactWriteItems is authorised per item action; it is no IAM action of its own.)
     this.function.addToRolePolicy(
       new iam.PolicyStatement({
         sid: 'WriteEntriesAndGuards',
-        actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+        actions: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
         resources: [props.table.tableArn],
         conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': REGISTER_WRITES_KEYS } },
       }),

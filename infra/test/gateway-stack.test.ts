@@ -116,7 +116,7 @@ describe('register function', () => {
     expect(() => gatewayStack({ teamAccounts: ['222222222222', '222222222222'] })).toThrow(/listed twice/);
   });
 
-  test('its role writes entries and guards only, reads grants, and cannot touch the STATE row', () => {
+  test('its role writes entries, guards and backend claims only, reads grants, and cannot touch the STATE row', () => {
     const all = statementsOf('RegisterFunctionServiceRole') as { Action: unknown; Condition?: unknown; Resource?: unknown }[];
     // waitFor serving reads the bundle versions the proxies report, bundle.json only.
     const s3 = all.filter((st) => JSON.stringify(st.Action).includes('s3:'));
@@ -131,6 +131,8 @@ describe('register function', () => {
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
+        // Host guards and backend claims are updates inside the registration transaction.
+        'dynamodb:UpdateItem',
         // The registry caps are judged against the reconciler's totals row (GetItem on STATE);
         // a fresh table without one is counted with a consistent scan.
         'dynamodb:Scan',
@@ -139,10 +141,15 @@ describe('register function', () => {
     const scan = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:Scan'));
     expect(scan?.Action).toEqual('dynamodb:Scan');
     const writes = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:PutItem'));
-    expect(writes?.Condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*'] } });
+    expect(writes?.Action).toEqual(['dynamodb:DeleteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(writes?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'BACKEND#*'] },
+    });
     const reads = statements.find((st) => JSON.stringify(st.Action).includes('dynamodb:GetItem'));
     expect(reads?.Condition).toEqual({
-      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'GRANT#*', 'STATUS#*', 'PROXIES', 'STATE'] },
+      'ForAllValues:StringLike': {
+        'dynamodb:LeadingKeys': ['ENTRY#*', 'HOST#*', 'BACKEND#*', 'GRANT#*', 'STATUS#*', 'PROXIES', 'STATE'],
+      },
     });
     for (const st of statements) {
       if (JSON.stringify(st.Action).includes('dynamodb:') && st !== scan) {

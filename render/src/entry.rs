@@ -251,4 +251,18 @@ impl Entry {
     pub fn fqdn(&self, base_domain: &str) -> String {
         format!("{}.{}", self.host, base_domain)
     }
+
+    /// Every upstream URL the entry sends traffic to, with the field that names it: `backend`
+    /// and, with a canary, `canary.backend`. A later field naming an upstream joins here, and so
+    /// joins the name lookups at registration (`adapters/src/resolve.rs`) and the backend claims
+    /// (docs/design.md#ownership-and-conflicts).
+    pub fn upstreams(&self) -> Vec<(&'static str, &str)> {
+        std::iter::once(("backend", self.backend.as_str()))
+            .chain(
+                self.canary
+                    .as_ref()
+                    .map(|c| ("canary.backend", c.backend.as_str())),
+            )
+            .collect()
+    }
 }

@@ -65,6 +65,18 @@ pub(crate) fn block_on<T: Send>(future: impl std::future::Future<Output = T> + S
     })
 }
 
+/// A backend URL for `team` that tests never send traffic to: the closed discard port on a
+/// loopback address of the team's own (`127.x.y.z`, spread from its name). Backends belong to
+/// teams (docs/design.md#ownership-and-conflicts), so entries of two teams never share one.
+pub fn closed_backend(team: &str) -> String {
+    // FNV-1a: a fixed, dependency-free spread of names over the loopback block.
+    let hash = team.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    let [_, a, b, c] = hash.to_be_bytes();
+    format!("http://127.{a}.{b}.{c}:9")
+}
+
 /// A loopback port that was free a moment ago. Another process may take it before the caller
 /// binds it; callers that spawn servers retry on a bind failure.
 pub fn free_port() -> u16 {

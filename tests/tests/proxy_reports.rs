@@ -36,7 +36,13 @@ fn entry(team: &str, service: &str, paths: &[&str]) -> Entry {
         .iter()
         .map(|p| common::route(p, None, vec![]))
         .collect();
-    common::entry(team, service, service, "http://127.0.0.1:9", routes)
+    common::entry(
+        team,
+        service,
+        service,
+        &gateway_testkit::closed_backend(team),
+        routes,
+    )
 }
 
 /// The reconcile harness of the functions' tests (table, versioned bucket and CloudWatch on

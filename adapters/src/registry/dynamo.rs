@@ -1,11 +1,12 @@
 //! The DynamoDB registry: registration transactions, consistent reads, the reconciler's state.
 
+use super::backend::read_claim;
 use super::error::from_sdk;
 use super::host::{enclosing_hosts, read_guard, read_host};
 use super::keys::{self, Item};
 use super::owner::{Actor, Owner};
 use super::pages::scan_prefix;
-use super::plan::{self, Current, Enclosing};
+use super::plan::{self, BackendChange, BackendRows, Current, Enclosing};
 use super::write::{transact, Written};
 use super::{
     DeregisterOutcome, PublishedState, RegisterOutcome, Registry, RegistryError, RegistrySnapshot,
@@ -207,6 +208,11 @@ impl DynamoRegistry {
         super::Tenancy::from_reader(self.reader.clone())
     }
 
+    /// Backend claims in the same table, for operators.
+    pub fn backend_claims(&self) -> super::BackendClaims {
+        super::BackendClaims::from_reader(self.reader.clone())
+    }
+
     /// Replaces how long the custom resource waits for its entry to publish, and how often it
     /// looks.
     pub fn with_publish_wait(
@@ -318,8 +324,9 @@ impl DynamoRegistry {
         self.register_as(&entry, actor).await
     }
 
-    /// Registers (creates or replaces) an entry: the entry row, the team's claim on its host and
-    /// the service's claim on each path prefix, in one transaction. The checks run first, here,
+    /// Registers (creates or replaces) an entry: the entry row, the team's claim on its host, the
+    /// service's claim on each path prefix and its place among the users of each backend it
+    /// starts using (and out of those it stops using), in one transaction. The checks run first, here,
     /// so nothing reaches the table without them. Re-registering an identical entry writes nothing.
     /// Acts as the operators (see [`DynamoRegistry::with_operator`]).
     pub async fn register(&self, entry: &Entry) -> Result<RegisterOutcome, RegistryError> {
@@ -390,14 +397,21 @@ impl DynamoRegistry {
                 }
                 _ => None,
             };
+            let change = BackendChange::new(current.as_ref().map(|c| &c.entry), Some(entry));
+            let backends = self.read_backends(&change).await?;
+            if let Some(conflict) = plan::backend_held(entry, &change, &backends) {
+                return Err(conflict);
+            }
             let reads = plan::Reads {
                 current: current.as_ref(),
                 new_host: &new_host,
                 old_host: old_host.as_ref(),
                 enclosing: &enclosing,
                 base_domain: self.base_domain(),
+                backends: &backends,
             };
             let actions = plan::register(entry, &json, &reads, actor, now());
+            plan::check_size(&actions)?;
             match transact(self.reader.client(), self.reader.table(), &actions).await? {
                 Written::Committed => {
                     return Ok(match current {
@@ -463,7 +477,16 @@ impl DynamoRegistry {
                 self.read_enclosing(&current.entry.host, &mut enclosing)
                     .await?;
             }
-            let actions = plan::deregister(&current, &host, &enclosing, self.base_domain(), actor);
+            let change = BackendChange::new(Some(&current.entry), None);
+            let backends = self.read_backends(&change).await?;
+            let actions = plan::deregister(
+                &current,
+                &host,
+                &enclosing,
+                self.base_domain(),
+                &backends,
+                actor,
+            );
             sent = true;
             let written = match transact(self.reader.client(), self.reader.table(), &actions).await {
                 Ok(w) => w,
@@ -504,6 +527,17 @@ impl DynamoRegistry {
             }
         }
         Ok(())
+    }
+
+    /// The claims of the authorities `change` starts or stops using (at most two each: the
+    /// backend and the canary's), read consistently.
+    async fn read_backends(&self, change: &BackendChange) -> Result<BackendRows, RegistryError> {
+        let mut rows = BackendRows::new();
+        for authority in change.authorities() {
+            let claim = read_claim(self.reader.client(), self.reader.table(), authority).await?;
+            rows.insert(authority.clone(), claim);
+        }
+        Ok(rows)
     }
 
     async fn current(&self, id: &str) -> Result<Option<Current>, RegistryError> {

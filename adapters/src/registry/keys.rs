@@ -18,6 +18,10 @@ pub const PATH_PREFIX: &str = "PATH#";
 /// The reconciler reads only `ENTRY#` rows, so grants never reach a render.
 pub const GRANT_PREFIX: &str = "GRANT#";
 pub const ACCOUNT_PREFIX: &str = "ACCOUNT#";
+/// Backend claim: `BACKEND#{host:port}` / `BACKEND`, which team holds a backend authority
+/// (docs/design.md#ownership-and-conflicts). The reconciler never reads it.
+pub const BACKEND_PREFIX: &str = "BACKEND#";
+pub const BACKEND_SK: &str = "BACKEND";
 pub const STATE_PK: &str = "STATE";
 pub const STATE_SK: &str = "PUBLISHED";
 
@@ -37,6 +41,10 @@ pub const ATTR_TEAM: &str = "team";
 pub const ATTR_VERSION: &str = "version";
 /// Path guard: owning `team/service`.
 pub const ATTR_SERVICE: &str = "service";
+/// Backend claim: the `team/service` ids using the authority (a string set; absent when none
+/// does), and the teams operators shared it with (a string set). Its holder is `team`.
+pub const ATTR_USERS: &str = "users";
+pub const ATTR_SHARED_WITH: &str = "shared_with";
 /// Reconciler state.
 pub const ATTR_VERSION_ID: &str = "version_id";
 pub const ATTR_HASH: &str = "hash";
@@ -55,6 +63,10 @@ pub fn grant_key(team: &str, account: &str) -> Item {
 
 pub fn host_pk(fqdn: &str) -> String {
     format!("{HOST_PREFIX}{fqdn}")
+}
+
+pub fn backend_key(authority: &str) -> Item {
+    key(format!("{BACKEND_PREFIX}{authority}"), BACKEND_SK)
 }
 
 pub fn path_sk(prefix: &str) -> String {

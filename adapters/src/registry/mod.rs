@@ -3,12 +3,16 @@
 //! The reconciler's reads and its state record sit behind [`Registry`], so a reconcile run can
 //! be tested against a wrapper that injects faults; registration itself is [`DynamoRegistry`]'s
 //! own business (`register`, `deregister`, `list`); grants and owners (`grant`, `revoke`,
-//! `grants`, `adopt`) are [`Tenancy`]'s: rows the reconciler never reads.
+//! `grants`, `adopt`) are [`Tenancy`]'s, and the operators' side of backend claims (`share`,
+//! `unshare`, `migrate`) is [`BackendClaims`]': rows the reconciler never reads.
 
+mod backend;
+mod backend_claims;
 mod dynamo;
 mod error;
 mod host;
 mod keys;
+mod migrate;
 mod owner;
 mod pages;
 mod pending;
@@ -23,8 +27,11 @@ mod totals;
 mod verdicts;
 mod write;
 
+pub use backend::{parse_authority, BackendClaim};
+pub use backend_claims::{BackendClaims, MigrationReport, Shared};
 pub use dynamo::{DynamoRegistry, RegistryReader, DEFAULT_PUBLISH_WAIT_SECONDS};
 pub use error::{Cause, RegistryError};
+pub use migrate::{Expect, Migration};
 pub use owner::{Actor, Owner};
 pub use proxies::{IgnoredRow, ProxyReport, ProxyRows, ProxyTable};
 pub use render_record::{RenderRecord, RENDER_RECORD_SK};

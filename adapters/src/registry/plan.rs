@@ -1,11 +1,12 @@
 //! What a registration or deregistration writes, decided from what was read. Pure: the reads
 //! go in, the transaction's actions (or the conflict, named with its holder) come out.
 
+use super::backend::{authorities, backend_conflict, BackendClaim};
 use super::host::{claim_counters, enclosing_hosts, HostGuard, HostView, ATTR_CLAIMS};
 use super::owner::{Actor, Owner};
 use super::RegistryError;
 use gateway_render::check::{path_prefixes, prefixes_overlap};
-use gateway_render::Entry;
+use gateway_render::{Entry, Problem, Rejection};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The host guard's claim counters a transaction bumps, and those it requires unchanged since
@@ -75,6 +76,39 @@ pub(crate) enum HostRole {
 /// The enclosing hosts' guards as read: fqdn → guard (`None`: no row).
 pub(crate) type Enclosing = BTreeMap<String, Option<HostGuard>>;
 
+/// The backend claims as read, of the authorities a change starts or stops using: authority →
+/// claim (`None`: no row).
+pub(crate) type BackendRows = BTreeMap<String, Option<BackendClaim>>;
+
+/// DynamoDB's limit on the actions of one TransactWriteItems.
+pub(crate) const MAX_TRANSACTION_ACTIONS: usize = 100;
+
+/// The backend authorities a registration starts and stops using: those of the new entry and
+/// not the stored one, and the reverse. An authority both use needs no write: the service is
+/// already one of its users.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct BackendChange {
+    pub claimed: BTreeSet<String>,
+    pub released: BTreeSet<String>,
+}
+
+impl BackendChange {
+    /// From the stored entry (`None`: a new one) to `after` (`None`: a deregistration).
+    pub fn new(before: Option<&Entry>, after: Option<&Entry>) -> BackendChange {
+        let before = before.map(authorities).unwrap_or_default();
+        let after = after.map(authorities).unwrap_or_default();
+        BackendChange {
+            claimed: after.difference(&before).cloned().collect(),
+            released: before.difference(&after).cloned().collect(),
+        }
+    }
+
+    /// The authorities whose claims the registration reads.
+    pub fn authorities(&self) -> impl Iterator<Item = &String> {
+        self.claimed.iter().chain(&self.released)
+    }
+}
+
 /// One item of a TransactWriteItems, each with the condition that keeps it honest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -129,6 +163,19 @@ pub(crate) enum Action {
         prefix: String,
         service: String,
     },
+    /// Adds `service` to the users of backend `authority`. With `takeover: None` the condition
+    /// is: no claim, or a claim of `team` or shared with it, and `team` is set only where the
+    /// row has none. With `takeover: Some(holder)` (read as another team's claim nobody uses):
+    /// still `holder`'s and still unused, and `team` becomes the holder.
+    ClaimBackend {
+        authority: String,
+        service: String,
+        team: String,
+        takeover: Option<String>,
+    },
+    /// Removes `service` from the users of backend `authority`. Condition: it is one (only its
+    /// own transactions remove it; the condition also keeps the update from creating a row).
+    ReleaseBackend { authority: String, service: String },
 }
 
 pub(crate) fn host_conflict(fqdn: &str, holder: &str) -> RegistryError {
@@ -257,6 +304,73 @@ pub(crate) fn conflict(
     None
 }
 
+/// The first authority `entry` starts using that another team holds, has not shared with
+/// `entry`'s team, and some service still uses, named with its holder.
+pub(crate) fn backend_held(
+    entry: &Entry,
+    change: &BackendChange,
+    backends: &BackendRows,
+) -> Option<RegistryError> {
+    change.claimed.iter().find_map(|authority| {
+        let claim = backends.get(authority)?.as_ref()?;
+        (!claim.admits(&entry.team) && !claim.is_stale())
+            .then(|| backend_conflict(authority, &claim.team, &entry.team))
+    })
+}
+
+/// The claims and releases of backend authorities for `id` of `team`. The caller has ruled out
+/// `backend_held`, so an authority read as another team's is a stale claim, taken over.
+fn backend_actions(
+    id: &str,
+    team: &str,
+    change: &BackendChange,
+    backends: &BackendRows,
+) -> Vec<Action> {
+    let read = |authority: &String| backends.get(authority).and_then(Option::as_ref);
+    let mut actions = Vec::new();
+    for authority in &change.claimed {
+        let takeover = match read(authority) {
+            Some(claim) if claim.admits(team) && claim.users.contains(id) => continue,
+            Some(claim) if !claim.admits(team) => Some(claim.team.clone()),
+            _ => None,
+        };
+        actions.push(Action::ClaimBackend {
+            authority: authority.clone(),
+            service: id.to_string(),
+            team: team.to_string(),
+            takeover,
+        });
+    }
+    for authority in &change.released {
+        if read(authority).is_some_and(|claim| claim.users.contains(id)) {
+            actions.push(Action::ReleaseBackend {
+                authority: authority.clone(),
+                service: id.to_string(),
+            });
+        }
+    }
+    actions
+}
+
+/// Refuses a registration whose transaction would pass DynamoDB's 100 actions. Only one that
+/// changes backends while moving between hosts with many path prefixes can
+/// (docs/design.md#registration-transaction); the same change in two registrations always fits.
+pub(crate) fn check_size(actions: &[Action]) -> Result<(), RegistryError> {
+    if actions.len() <= MAX_TRANSACTION_ACTIONS {
+        return Ok(());
+    }
+    let reason = format!(
+        "this change needs {} writes in one DynamoDB transaction, more than the {MAX_TRANSACTION_ACTIONS} it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes",
+        actions.len()
+    );
+    Err(RegistryError::Rejected(Rejection {
+        problems: vec![Problem {
+            field: "backend".into(),
+            reason,
+        }],
+    }))
+}
+
 /// Host guard rows being rewritten, by fqdn: state as read, state to write.
 struct HostRows {
     team: String,
@@ -360,6 +474,8 @@ pub(crate) struct Reads<'a> {
     /// The guards of the hosts enclosing the new host (when claimed) and the old one (when released).
     pub enclosing: &'a Enclosing,
     pub base_domain: &'a str,
+    /// The claims of the backend authorities the registration starts or stops using.
+    pub backends: &'a BackendRows,
 }
 
 /// The actions registering `entry` (already checked) for `actor`. The caller has already ruled
@@ -450,15 +566,21 @@ pub(crate) fn register(
     actions.extend(check);
     actions.extend(rows.actions());
     actions.extend(paths);
+    // After the host items: of two teams racing for one host and one backend, the loser's
+    // cancellation names the host first.
+    let change = BackendChange::new(reads.current.map(|c| &c.entry), Some(entry));
+    actions.extend(backend_actions(&id, &entry.team, &change, reads.backends));
     actions
 }
 
-/// The actions removing `current` from the registry and its guards from `host`.
+/// The actions removing `current` from the registry, its guards from `host` and its service
+/// from the users of its backends.
 pub(crate) fn deregister(
     current: &Current,
     host: &HostView,
     enclosing: &Enclosing,
     base_domain: &str,
+    backends: &BackendRows,
     actor: &Actor,
 ) -> Vec<Action> {
     let id = current.entry.id();
@@ -489,6 +611,8 @@ pub(crate) fn deregister(
     }
     actions.extend(rows.actions());
     actions.extend(leave_paths(host, &id, &|_| false));
+    let change = BackendChange::new(Some(&current.entry), None);
+    actions.extend(backend_actions(&id, team, &change, backends));
     actions
 }
 
@@ -578,8 +702,11 @@ mod tests {
             old_host,
             enclosing,
             base_domain: BASE,
+            backends: &NO_BACKENDS,
         }
     }
+
+    static NO_BACKENDS: BackendRows = BackendRows::new();
 
     #[test]
     fn moving_hosts_releases_the_old_host_when_the_service_was_its_last() {
@@ -690,7 +817,14 @@ mod tests {
             ]
         );
         // Deregistering keeps the host for the team while billing/b remains.
-        let gone = deregister(&current(e.clone(), 2), &h, &none, BASE, &ops());
+        let gone = deregister(
+            &current(e.clone(), 2),
+            &h,
+            &none,
+            BASE,
+            &NO_BACKENDS,
+            &ops(),
+        );
         assert!(gone.contains(&Action::PutHostGuard {
             fqdn: "h.d".into(),
             team: Some("billing".into()),
@@ -858,7 +992,7 @@ mod tests {
                 )),
             ),
         ]);
-        let gone = deregister(&current(e, 1), &held, &marked, BASE, &ops());
+        let gone = deregister(&current(e, 1), &held, &marked, BASE, &NO_BACKENDS, &ops());
         let unders: Vec<_> = gone
             .iter()
             .filter_map(|a| match a {
@@ -899,5 +1033,307 @@ mod tests {
         assert!(check_owner(Some(&legacy), "billing/a", &actor.owner).is_err());
         assert!(check_owner(Some(&legacy), "billing/a", &Owner::operator("ops")).is_ok());
         assert!(check_owner(None, "billing/a", &actor.owner).is_ok());
+    }
+
+    fn claim(authority: &str, team: &str, users: &[&str], shared: &[&str]) -> BackendClaim {
+        BackendClaim {
+            authority: authority.into(),
+            team: team.into(),
+            users: users.iter().map(|u| u.to_string()).collect(),
+            shared_with: shared.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    fn with_canary(mut e: Entry, backend: &str) -> Entry {
+        e.canary = Some(gateway_render::Canary {
+            backend: backend.into(),
+            weight: 10,
+            header: None,
+        });
+        e
+    }
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_backend_change_is_what_the_entry_starts_and_stops_using() {
+        let before = entry("a", "h", &["/a"]);
+        // The default port written out or not is one authority: nothing changes.
+        let mut same = before.clone();
+        same.backend = "https://x.example:443/".into();
+        assert_eq!(
+            BackendChange::new(Some(&before), Some(&same)),
+            BackendChange::default()
+        );
+        let moved = with_canary(
+            Entry {
+                backend: "https://y.example:8443".into(),
+                ..before.clone()
+            },
+            "https://x.example",
+        );
+        assert_eq!(
+            BackendChange::new(Some(&before), Some(&moved)),
+            BackendChange {
+                claimed: set(&["y.example:8443"]),
+                released: set(&[]),
+            }
+        );
+        assert_eq!(
+            BackendChange::new(Some(&moved), None),
+            BackendChange {
+                claimed: set(&[]),
+                released: set(&["x.example:443", "y.example:8443"]),
+            }
+        );
+        assert_eq!(
+            BackendChange::new(None, Some(&before)).claimed,
+            set(&["x.example:443"])
+        );
+    }
+
+    #[test]
+    fn a_new_backend_is_claimed_after_the_guards_and_a_kept_one_writes_nothing() {
+        let none = Enclosing::new();
+        let e = entry("a", "h", &["/a"]);
+        let actions = register(
+            &e,
+            "{}",
+            &reads(None, &empty("h.d"), None, &none),
+            &ops(),
+            0,
+        );
+        assert_eq!(
+            actions.last(),
+            Some(&Action::ClaimBackend {
+                authority: "x.example:443".into(),
+                service: "billing/a".into(),
+                team: "billing".into(),
+                takeover: None,
+            })
+        );
+        // Only routes change: the backend row is not in the transaction.
+        let cur = current(e.clone(), 1);
+        let more = entry("a", "h", &["/a", "/b"]);
+        let h = host("h.d", "billing", 1, &[("/a", "billing/a")]);
+        let actions = register(&more, "{}", &reads(Some(&cur), &h, None, &none), &ops(), 0);
+        assert!(
+            !actions.iter().any(|a| matches!(
+                a,
+                Action::ClaimBackend { .. } | Action::ReleaseBackend { .. }
+            )),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn another_teams_backend_is_held_unless_shared_with_the_team_or_unused() {
+        let e = entry("a", "h", &["/a"]);
+        let change = BackendChange::new(None, Some(&e));
+        let rows = |c: BackendClaim| BackendRows::from([("x.example:443".to_string(), Some(c))]);
+        let held = rows(claim("x.example:443", "alpha", &["alpha/api"], &[]));
+        assert_eq!(
+            backend_held(&e, &change, &held).map(|e| e.to_string()).as_deref(),
+            Some("backend x.example:443 is held by team alpha (operators can share it: gatewayctl backend share x.example:443 billing)")
+        );
+        let claim_of = |rows: &BackendRows| {
+            assert!(backend_held(&e, &change, rows).is_none());
+            backend_actions(&e.id(), &e.team, &change, rows)
+        };
+        let shared = rows(claim(
+            "x.example:443",
+            "alpha",
+            &["alpha/api"],
+            &["billing"],
+        ));
+        let own = rows(claim("x.example:443", "billing", &["billing/other"], &[]));
+        for rows in [&shared, &own, &BackendRows::new()] {
+            assert_eq!(
+                claim_of(rows),
+                [Action::ClaimBackend {
+                    authority: "x.example:443".into(),
+                    service: "billing/a".into(),
+                    team: "billing".into(),
+                    takeover: None,
+                }]
+            );
+        }
+        // A claim nobody uses is taken over, conditioned on its holder as read.
+        let stale = rows(claim("x.example:443", "alpha", &[], &[]));
+        assert_eq!(
+            claim_of(&stale),
+            [Action::ClaimBackend {
+                authority: "x.example:443".into(),
+                service: "billing/a".into(),
+                team: "billing".into(),
+                takeover: Some("alpha".into()),
+            }]
+        );
+        // Already a user (the migration listed it): nothing to write.
+        let listed = rows(claim("x.example:443", "billing", &["billing/a"], &[]));
+        assert!(claim_of(&listed).is_empty());
+    }
+
+    #[test]
+    fn leaving_a_backend_releases_it_where_the_service_is_a_user() {
+        let none = Enclosing::new();
+        let old = with_canary(entry("a", "h", &["/a"]), "https://c.example");
+        let cur = current(old.clone(), 2);
+        let new = Entry {
+            backend: "https://y.example".into(),
+            ..entry("a", "h", &["/a"])
+        };
+        let h = host("h.d", "billing", 1, &[("/a", "billing/a")]);
+        // x.example's claim lists the service; c.example predates claims and has no row.
+        let backends = BackendRows::from([
+            (
+                "x.example:443".to_string(),
+                Some(claim("x.example:443", "billing", &["billing/a"], &[])),
+            ),
+            ("c.example:443".to_string(), None),
+            ("y.example:443".to_string(), None),
+        ]);
+        let reads = Reads {
+            backends: &backends,
+            ..reads(Some(&cur), &h, None, &none)
+        };
+        let actions = register(&new, "{}", &reads, &ops(), 0);
+        assert_eq!(
+            actions[actions.len() - 2..],
+            [
+                Action::ClaimBackend {
+                    authority: "y.example:443".into(),
+                    service: "billing/a".into(),
+                    team: "billing".into(),
+                    takeover: None,
+                },
+                Action::ReleaseBackend {
+                    authority: "x.example:443".into(),
+                    service: "billing/a".into(),
+                },
+            ]
+        );
+        let gone = deregister(&cur, &h, &none, BASE, &backends, &ops());
+        assert_eq!(
+            gone.last(),
+            Some(&Action::ReleaseBackend {
+                authority: "x.example:443".into(),
+                service: "billing/a".into(),
+            })
+        );
+        assert_eq!(
+            gone.iter()
+                .filter(|a| matches!(a, Action::ReleaseBackend { .. }))
+                .count(),
+            1
+        );
+    }
+
+    /// The worst case the bounds allow without a backend change is exactly 100 actions; the
+    /// same move changing the backend and the canary's needs 104 and is refused, while its two
+    /// halves fit.
+    #[test]
+    fn a_registration_past_100_actions_is_refused_naming_the_split() {
+        use gateway_render::check::{MAX_HOST_LABELS, MAX_PATH_PREFIXES};
+        let deep = |first: &str| {
+            std::iter::once(first.to_string())
+                .chain((1..MAX_HOST_LABELS).map(|i| format!("{first}{i}")))
+                .collect::<Vec<_>>()
+                .join(".")
+        };
+        let paths = |p: &str| -> Vec<String> {
+            (0..MAX_PATH_PREFIXES).map(|i| format!("/{p}{i}")).collect()
+        };
+        fn refs(v: &[String]) -> Vec<&str> {
+            v.iter().map(String::as_str).collect()
+        }
+        let (old_paths, new_paths) = (paths("a"), paths("b"));
+        let old = with_canary(
+            entry("big", &deep("a"), &refs(&old_paths)),
+            "https://c.example",
+        );
+        let cur = current(old.clone(), 1);
+        let old_fqdn = format!("{}.{BASE}", old.host);
+        let mut old_host = host(&old_fqdn, "billing", 1, &[]);
+        old_host.paths = old_paths
+            .iter()
+            .map(|p| (p.clone(), "billing/big".to_string()))
+            .collect();
+        let enclosing: Enclosing = enclosing_hosts(&old.host, BASE)
+            .into_iter()
+            .map(|outer| {
+                let under = [(old_fqdn.as_str(), "billing")];
+                (outer, Some(guard(None, 1, &under)))
+            })
+            .chain(
+                enclosing_hosts(&deep("e"), BASE)
+                    .into_iter()
+                    .map(|outer| (outer, None)),
+            )
+            .collect();
+        let stack = Actor::stack(
+            "222222222222",
+            "arn:aws:cloudformation:us-east-1:222222222222:stack/s/1",
+            "Expose",
+        );
+        let new_host = empty(&format!("{}.{BASE}", deep("e")));
+        let moved = entry("big", &deep("e"), &refs(&new_paths));
+        let backends = |e: &Entry| -> BackendRows {
+            BackendChange::new(Some(&old), Some(e))
+                .authorities()
+                .map(|a| {
+                    let users: &[&str] = if authorities(&old).contains(a) {
+                        &["billing/big"]
+                    } else {
+                        &[]
+                    };
+                    (a.clone(), Some(claim(a, "billing", users, &[])))
+                })
+                .collect()
+        };
+        let plan = |e: &Entry| {
+            let rows = backends(e);
+            let reads = Reads {
+                backends: &rows,
+                ..reads(Some(&cur), &new_host, Some(&old_host), &enclosing)
+            };
+            register(e, "{}", &reads, &stack, 0)
+        };
+        // Moving and swapping every prefix, backends kept: 1 + 1 + 2 × (1 + 3) + 2 × 45.
+        let kept = with_canary(moved.clone(), "https://c.example");
+        assert_eq!(plan(&kept).len(), 100);
+        assert!(check_size(&plan(&kept)).is_ok());
+        // The same with a new backend and a new canary: two claims and two releases more.
+        let all = with_canary(
+            Entry {
+                backend: "https://y.example".into(),
+                ..moved
+            },
+            "https://d.example",
+        );
+        let actions = plan(&all);
+        assert_eq!(actions.len(), 104);
+        let err = check_size(&actions).expect_err("past the limit");
+        assert_eq!(err.kind(), "rejected");
+        assert_eq!(
+            err.to_string(),
+            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes"
+        );
+        // Its first half: the backends alone.
+        let first = Entry {
+            backend: all.backend.clone(),
+            canary: all.canary.clone(),
+            ..old.clone()
+        };
+        let rows = backends(&first);
+        let none = Enclosing::new();
+        let reads = Reads {
+            backends: &rows,
+            ..reads(Some(&cur), &old_host, None, &none)
+        };
+        let first_half = register(&first, "{}", &reads, &stack, 0);
+        assert_eq!(first_half.len(), 1 + 1 + 1 + 2 + 2);
     }
 }

@@ -1,9 +1,10 @@
 //! One TransactWriteItems from planned actions, and what its cancellation reasons mean.
 //!
 //! Every item asks for its old image on a failed condition (`ALL_OLD`): the reasons come back in
-//! item order, so a failed path guard names the service holding it and a failed host guard the
-//! team holding it.
+//! item order, so a failed path guard names the service holding it, a failed host guard the
+//! team holding it and a failed backend claim its holder.
 
+use super::backend::{backend_conflict, BackendClaim};
 use super::error::{build_error, from_sdk};
 use super::host::{HostGuard, ATTR_UNDER};
 use super::keys::{self, Item};
@@ -115,6 +116,18 @@ fn interpret(actions: &[Action], reasons: &[CancellationReason]) -> Result<Writt
                     return Ok(Written::Conflict(host_conflict(fqdn, holder)));
                 }
             }
+            Action::ClaimBackend {
+                authority, team, ..
+            } => {
+                let claim = old.and_then(|i| BackendClaim::from_item(i).ok());
+                if let Some(claim) = claim.filter(|c| !c.admits(team) && !c.is_stale()) {
+                    return Ok(Written::Conflict(backend_conflict(
+                        authority,
+                        &claim.team,
+                        team,
+                    )));
+                }
+            }
             Action::PutPathGuard {
                 fqdn,
                 prefix,
@@ -156,6 +169,9 @@ fn describe(action: &Action) -> String {
         Action::PutPathGuard { fqdn, prefix, .. }
         | Action::DeletePathGuard { fqdn, prefix, .. } => {
             format!("path {prefix} on {fqdn}")
+        }
+        Action::ClaimBackend { authority, .. } | Action::ReleaseBackend { authority, .. } => {
+            format!("backend {authority}")
         }
     }
 }
@@ -352,6 +368,60 @@ fn item(table: &str, action: &Action) -> Result<TransactWriteItem, RegistryError
                 .build()
                 .map_err(|e| build_error("a path guard delete", e))?;
             TransactWriteItem::builder().delete(delete).build()
+        }
+        Action::ClaimBackend {
+            authority,
+            service,
+            team,
+            takeover,
+        } => {
+            let mut values = HashMap::from([
+                (":team".to_string(), keys::s(team.as_str())),
+                (
+                    ":svc".to_string(),
+                    AttributeValue::Ss(vec![service.clone()]),
+                ),
+            ]);
+            let (expression, condition, names) = match takeover {
+                None => (
+                    "SET #team = if_not_exists(#team, :team) ADD #users :svc",
+                    "attribute_not_exists(#team) OR #team = :team OR contains(#shared_with, :team)",
+                    keys::names(&[keys::ATTR_TEAM, keys::ATTR_USERS, keys::ATTR_SHARED_WITH]),
+                ),
+                Some(holder) => {
+                    values.insert(":holder".into(), keys::s(holder.as_str()));
+                    (
+                        "SET #team = :team ADD #users :svc",
+                        "#team = :holder AND attribute_not_exists(#users)",
+                        keys::names(&[keys::ATTR_TEAM, keys::ATTR_USERS]),
+                    )
+                }
+            };
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(keys::backend_key(authority)))
+                .update_expression(expression)
+                .condition_expression(condition)
+                .set_expression_attribute_names(Some(names))
+                .set_expression_attribute_values(Some(values))
+                .return_values_on_condition_check_failure(old)
+                .build()
+                .map_err(|e| build_error("a backend claim", e))?;
+            TransactWriteItem::builder().update(update).build()
+        }
+        Action::ReleaseBackend { authority, service } => {
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(keys::backend_key(authority)))
+                .update_expression("DELETE #users :svc")
+                .condition_expression("contains(#users, :me)")
+                .set_expression_attribute_names(Some(keys::names(&[keys::ATTR_USERS])))
+                .expression_attribute_values(":svc", AttributeValue::Ss(vec![service.clone()]))
+                .expression_attribute_values(":me", keys::s(service.as_str()))
+                .return_values_on_condition_check_failure(old)
+                .build()
+                .map_err(|e| build_error("a backend release", e))?;
+            TransactWriteItem::builder().update(update).build()
         }
     };
     Ok(item)
@@ -594,5 +664,51 @@ mod tests {
             got.starts_with("error aws: entry billing/a was cancelled: ValidationError"),
             "{got}"
         );
+    }
+
+    #[test]
+    fn a_backend_claim_that_failed_names_its_holder_unless_it_was_a_race() {
+        let claim = vec![Action::ClaimBackend {
+            authority: "invoices.internal.example:8443".into(),
+            service: "intruder/api".into(),
+            team: "intruder".into(),
+            takeover: None,
+        }];
+        let failed = |users: &[&str], shared: &[&str]| {
+            let mut r = CancellationReason::builder()
+                .code("ConditionalCheckFailed")
+                .item(
+                    "pk",
+                    AttributeValue::S("BACKEND#invoices.internal.example:8443".into()),
+                )
+                .item("team", AttributeValue::S("alpha".into()));
+            if !users.is_empty() {
+                r = r.item(
+                    "users",
+                    AttributeValue::Ss(users.iter().map(|u| u.to_string()).collect()),
+                );
+            }
+            if !shared.is_empty() {
+                r = r.item(
+                    "shared_with",
+                    AttributeValue::Ss(shared.iter().map(|t| t.to_string()).collect()),
+                );
+            }
+            match interpret(&claim, &[r.build()]) {
+                Ok(Written::Conflict(e)) => format!("conflict: {e}"),
+                Ok(Written::Retry(why)) => format!("retry: {why}"),
+                other => format!("{:?}", other.map(|_| ())),
+            }
+        };
+        assert_eq!(
+            failed(&["alpha/invoices"], &[]),
+            "conflict: backend invoices.internal.example:8443 is held by team alpha (operators can share it: gatewayctl backend share invoices.internal.example:8443 intruder)"
+        );
+        // Released since the read (free to take over), or shared since: read again.
+        assert_eq!(
+            failed(&[], &[]),
+            "retry: backend invoices.internal.example:8443 changed since it was read"
+        );
+        assert!(failed(&["alpha/invoices"], &["intruder"]).starts_with("retry: "));
     }
 }

@@ -63,19 +63,21 @@ fn or_panic<T, E: std::error::Error>(result: Result<T, E>, doing: &str) -> T {
     })
 }
 
-/// A valid entry with one method-less route per path.
 /// Billing's `invoices-api` on host `invoices` with the one path `/invoices`: the entry most
 /// tests register first.
 pub fn invoices_api() -> Entry {
     entry("billing", "invoices-api", "invoices", &["/invoices"])
 }
 
+/// A valid entry with one method-less route per path, on a backend of the service's own
+/// (`https://{service}.{team}.internal.example:8443`): backends belong to teams, so two teams'
+/// entries never share one unless a test says so.
 pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
         team: team.into(),
         service: service.into(),
         host: host.into(),
-        backend: format!("https://{service}.internal.example:8443"),
+        backend: backend_of(team, service),
         protocol: Default::default(),
         canary: None,
         health_check: None,
@@ -90,6 +92,11 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
             })
             .collect(),
     }
+}
+
+/// The backend `entry` gives `team/service`.
+pub fn backend_of(team: &str, service: &str) -> String {
+    format!("https://{service}.{team}.internal.example:8443")
 }
 
 /// The conflict's holder, or a panic saying what came back instead.

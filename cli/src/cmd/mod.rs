@@ -5,9 +5,11 @@
 //! Flags several commands take are declared once in `common`. Helpers a group of commands
 //! shares sit in a module of their own: `live` (the commands on the live config: clients,
 //! hints, output), `registry` (the registry commands: the table opened as the operator),
-//! `tenancy` (grants and owners) and `terminal` (stored text escaped for printing).
+//! `tenancy` (grants and owners) and `terminal` (stored text escaped for printing). `backend` is
+//! a group of subcommands in a folder of its own.
 
 pub mod adopt;
+pub mod backend;
 pub mod bootstrap;
 pub mod check;
 pub mod common;

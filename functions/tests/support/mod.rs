@@ -28,11 +28,11 @@ use std::sync::Arc;
 
 pub const DOMAIN: &str = "api.example.com";
 
-/// A valid entry (the registry tests' own) whose backend is a closed loopback port: the
-/// reconcile tests never send traffic to it.
+/// A valid entry (the registry tests' own) whose backend is a closed loopback port of its
+/// team's own: the reconcile tests never send traffic to it.
 pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
-        backend: "http://127.0.0.1:9".into(),
+        backend: gateway_testkit::closed_backend(team),
         ..registry_support::entry(team, service, host, paths)
     }
 }
