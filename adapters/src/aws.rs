@@ -94,7 +94,7 @@ pub async fn caller_identity(config: &SdkConfig) -> String {
         // Object metadata travels as an HTTP header: printable ASCII only.
         Err(e) => format!(
             "unknown principal ({})",
-            aws_sdk_sts::error::DisplayErrorContext(&e)
+            crate::error_chain(&e)
         )
         .chars()
         .filter(|c| c.is_ascii_graphic() || *c == ' ')
@@ -119,7 +119,7 @@ pub async fn caller_account(config: &SdkConfig) -> Result<String, CallerAccountE
 
 #[derive(Debug, thiserror::Error)]
 pub enum CallerAccountError {
-    #[error("GetCallerIdentity failed, so the function's own account is unknown: {}", aws_sdk_sts::error::DisplayErrorContext(.0.as_ref()))]
+    #[error("GetCallerIdentity failed, so the function's own account is unknown: {}", crate::error_chain(.0.as_ref()))]
     Sts(
         #[source]
         Box<

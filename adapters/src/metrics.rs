@@ -1,7 +1,6 @@
 //! Metrics to CloudWatch namespace `Gateway`. Alarms watch `ValidationFailed` and
 //! `ConfigDrift`; the rest show what the pipeline is doing.
 
-use aws_sdk_cloudwatch::error::DisplayErrorContext;
 use aws_sdk_cloudwatch::types::{MetricDatum, StandardUnit};
 use std::future::Future;
 
@@ -104,7 +103,7 @@ impl CloudWatchMetrics {
                 ))
             })?
             .map_err(|e| MetricsError::Call {
-                message: DisplayErrorContext(&e).to_string(),
+                message: crate::error_chain(&e),
                 source: Box::new(e),
             })?;
         Ok(())

@@ -5,7 +5,6 @@
 use crate::error::SidecarError;
 use crate::staged::Staged;
 use crate::timing::{self, Spent};
-use aws_sdk_s3::error::DisplayErrorContext;
 use gateway_adapters::store::{BundleHead, LiveHead, ReadError, S3Store};
 use gateway_render::bundle::{read_bundle, StreamError};
 use gateway_render::contract::BUNDLE_OBJECT;
@@ -128,7 +127,7 @@ impl BundleSource {
     /// a bundle (too many, too few, not gzip) are that version's (`Unverified`).
     fn read_error(&self, action: String, version_id: &str, e: ReadError) -> SidecarError {
         let reason = match e {
-            ReadError::Call(e) => DisplayErrorContext(e.0.as_ref()).to_string(),
+            ReadError::Call(e) => gateway_adapters::error_chain(e.0.as_ref()),
             ReadError::Body(e) => e.to_string(),
             e => {
                 return SidecarError::Unverified {

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod envoy;
+pub mod fault_proxy;
 pub mod http;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;

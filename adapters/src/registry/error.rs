@@ -1,7 +1,7 @@
 //! The registry's one error type, and how SDK failures map onto it: transient ones (throttling,
 //! 5xx, timeouts, dropped connections) become `Retryable`, never a conflict.
 
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use gateway_render::Rejection;
 
 #[derive(Debug, thiserror::Error)]
@@ -130,7 +130,7 @@ where
         }
         _ => false,
     };
-    let cause = Cause::new(format!("{doing}: {}", DisplayErrorContext(&err)), err);
+    let cause = Cause::new(format!("{doing}: {}", crate::error_chain(&err)), err);
     if transient {
         RegistryError::Retryable(cause)
     } else {
@@ -153,7 +153,7 @@ mod tests {
         let sdk: SdkError<GetItemError> = SdkError::timeout_error("deadline passed");
         let expected = format!(
             "temporarily unable to complete: reading entry a/b: {}",
-            DisplayErrorContext(&sdk)
+            crate::error_chain(&sdk)
         );
         let err = from_sdk("reading entry a/b", sdk);
         assert!(err.is_retryable());

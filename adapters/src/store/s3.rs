@@ -1,7 +1,7 @@
 //! `ConfigStore` on a versioned S3 bucket (aws-sdk-s3).
 
 use super::{BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, StoreError, Writer};
-use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use gateway_render::contract::{
@@ -129,7 +129,7 @@ fn s3_error(bucket: &str, e: S3CallError) -> StoreError {
             "s3://{bucket}: {code}: {}",
             e.0.message().unwrap_or("no message")
         ),
-        None => format!("s3://{bucket}: {}", DisplayErrorContext(e.0.as_ref())),
+        None => format!("s3://{bucket}: {}", crate::error_chain(e.0.as_ref())),
     };
     StoreError::Call { message, source: e }
 }
