@@ -128,7 +128,7 @@ impl BundleSource {
     fn read_error(&self, action: String, version_id: &str, e: ReadError) -> SidecarError {
         let reason = match e {
             ReadError::Call(e) => gateway_adapters::error_chain(e.0.as_ref()),
-            ReadError::Body(e) => e.to_string(),
+            e @ ReadError::Body(_) => e.to_string(),
             e => {
                 return SidecarError::Unverified {
                     version_id: version_id.to_string(),

@@ -87,8 +87,11 @@ impl FaultProxy {
                     continue;
                 };
                 let state = shared.clone();
+                // Kept so a fault can make this connection's close a reset (RST), not a FIN.
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(req, upstream, state.clone()));
+                    let service =
+                        service_fn(move |req| handle(req, upstream, state.clone(), fd));
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
@@ -198,6 +201,7 @@ async fn handle(
     req: Request<Incoming>,
     upstream: SocketAddr,
     state: Arc<Mutex<State>>,
+    fd: std::os::fd::RawFd,
 ) -> Result<Response<ProxyBody>, std::io::Error> {
     let (parts, body) = req.into_parts();
     let body = body
@@ -233,7 +237,7 @@ async fn handle(
     let Some((_, fault)) = fault else {
         return Ok(answer.map(full));
     };
-    let (mut parts, body) = answer.into_parts();
+    let (parts, body) = answer.into_parts();
     let half = body.len() / 2;
     match fault {
         Fault::LoseAnswer => Err(std::io::Error::other("injected: answer lost")),
@@ -246,22 +250,31 @@ async fn handle(
         }
         Fault::Truncate => {
             // The declared length stays; the connection ends after half of it.
-            let cut = BrokenBody::new(body.slice(..half), Then::Fail(std::io::ErrorKind::UnexpectedEof));
+            let cut = BrokenBody::new(body.slice(..half), Then::fail(std::io::ErrorKind::UnexpectedEof));
             Ok(Response::from_parts(parts, cut.boxed()))
         }
         Fault::ResetMidBody => {
-            parts.headers.remove(hyper::header::CONTENT_LENGTH);
-            let cut = BrokenBody::new(body.slice(..half), Then::Fail(std::io::ErrorKind::ConnectionReset));
+            reset_on_close(fd);
+            let cut = BrokenBody::new(body.slice(..half), Then::fail(std::io::ErrorKind::ConnectionReset));
             Ok(Response::from_parts(parts, cut.boxed()))
         }
         Fault::StallMidBody(d) => {
-            let cut = BrokenBody::new(body.slice(..half), Then::Stall(Box::pin(tokio::time::sleep(d))));
+            let cut = BrokenBody::new(body.slice(..half), Then::stall(d, std::io::ErrorKind::ConnectionReset));
             Ok(Response::from_parts(parts, cut.boxed()))
         }
         Fault::Throttle | Fault::ServerError | Fault::ResetBeforeAnswer | Fault::Stall(_) => {
             unreachable!("answered above")
         }
     }
+}
+
+/// Makes the connection's close a reset: the peer reads `ECONNRESET`, as from a network that
+/// dropped it. The connection is open for as long as its request is served, so the descriptor
+/// is valid here.
+fn reset_on_close(fd: std::os::fd::RawFd) {
+    // SAFETY: `fd` is the accepted stream's descriptor, open while its request is handled.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let _ = socket2::SockRef::from(&borrowed).set_linger(Some(Duration::ZERO));
 }
 
 /// One request to moto over a fresh connection, its answer collected.
@@ -318,11 +331,24 @@ fn server_error(head: bool) -> Response<ProxyBody> {
         .expect("a valid answer")
 }
 
-/// What a broken body does after its first half.
-enum Then {
-    Fail(std::io::ErrorKind),
-    /// Nothing more for a while, then the connection closes.
-    Stall(std::pin::Pin<Box<tokio::time::Sleep>>),
+/// What a broken body does after its first half: after a pause (so the half already sent
+/// reaches the client before the connection goes), the connection closes with `kind`.
+struct Then {
+    pause: std::pin::Pin<Box<tokio::time::Sleep>>,
+    kind: std::io::ErrorKind,
+}
+
+impl Then {
+    fn fail(kind: std::io::ErrorKind) -> Then {
+        Then::stall(Duration::from_millis(100), kind)
+    }
+
+    fn stall(d: Duration, kind: std::io::ErrorKind) -> Then {
+        Then {
+            pause: Box::pin(tokio::time::sleep(d)),
+            kind,
+        }
+    }
 }
 
 /// A body that sends `first`, then breaks as `then` says.
@@ -353,18 +379,13 @@ impl hyper::body::Body for BrokenBody {
         if let Some(first) = self.first.take() {
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
-        let broken = |kind| Poll::Ready(Some(Err(std::io::Error::new(kind, "injected: body broken off"))));
         match self.then.as_mut() {
             None => Poll::Ready(None),
-            Some(Then::Fail(kind)) => {
-                let kind = *kind;
-                self.then = None;
-                broken(kind)
-            }
-            Some(Then::Stall(sleep)) => match sleep.as_mut().poll(cx) {
+            Some(then) => match then.pause.as_mut().poll(cx) {
                 Poll::Ready(()) => {
+                    let kind = then.kind;
                     self.then = None;
-                    broken(std::io::ErrorKind::ConnectionReset)
+                    Poll::Ready(Some(Err(std::io::Error::new(kind, "injected: body broken off"))))
                 }
                 Poll::Pending => Poll::Pending,
             },
