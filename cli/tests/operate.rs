@@ -583,3 +583,33 @@ fn status_shows_a_quarantined_row_that_no_longer_parses_naming_the_field() {
     assert!(doc["unreadable"].as_str().is_some_and(|w| w.contains("routes[0].timeout")), "{doc}");
     assert!(doc["quarantine"]["reason"].as_str().is_some_and(|w| w.contains("routes[0].timeout")), "{doc}");
 }
+
+#[test]
+fn a_cloudwatch_outage_during_reconcile_is_said_and_the_decision_stands() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    let closed = format!("http://127.0.0.1:{}", free_port());
+    let run = finish(
+        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .arg("reconcile")
+            .envs(g.moto.aws_env())
+            .env("AWS_ENDPOINT_URL_CLOUDWATCH", &closed)
+            .env("GATEWAY_TABLE", &g.table)
+            .env("GATEWAY_BUCKET", &g.bucket)
+            .env("GATEWAY_DOMAIN", "api.example.com")
+            .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
+            .env("ENVOY_BIN", envoy_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("gatewayctl runs"),
+    );
+    assert_eq!(run.code, 0, "the decision stands: {}", run.stderr);
+    assert!(run.stdout.starts_with("published version "), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("warning: the run's metrics were not emitted"),
+        "said: {}",
+        run.stderr
+    );
+}

@@ -20,9 +20,14 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let (c, cfg) = args.run.open(true).await?;
-        let outcome = reconcile::reconcile(&c.registry, &c.store, &c.metrics, &cfg)
+        let report = reconcile::reconcile_report(&c.registry, &c.store, &c.metrics, &cfg)
             .await
-            .map_err(|e| CmdError::failed(format!("failed: {e}")))?;
+            .map_err(|e| CmdError::failed(format!("failed: {}", gateway_adapters::error_chain(&e))))?;
+        // The decision stands either way; a CloudWatch outage is said, not swallowed.
+        for why in &report.metrics_errors {
+            eprintln!("warning: the run's metrics were not emitted: {}", super::terminal::lines(why));
+        }
+        let outcome = report.outcome;
         if args.json.json {
             print_json(&outcome.to_json())?;
         } else {

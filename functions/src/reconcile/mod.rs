@@ -129,6 +129,9 @@ pub struct RunReport {
     /// The run ended `unchanged` on the recorded render, without rendering
     /// (docs/design.md#skipping-an-unchanged-render).
     pub render_skipped: bool,
+    /// The run's metrics that could not be emitted, and why (the decision stands; an operator
+    /// running it by hand is told).
+    pub metrics_errors: Vec<String>,
 }
 
 /// The render a run reached, and the one recorded before it: the record is replaced after a
@@ -231,8 +234,11 @@ where
         Err(e) => warn!(error = %gateway_adapters::error_chain(e), "reconcile run failed; nothing was published by it"),
     }
     // A metrics outage must not turn a decided run into a failed one; it is logged loudly.
+    let mut metrics_errors = Vec::new();
     if let Err(e) = metrics.emit(&data).await {
-        warn!(error = %gateway_adapters::error_chain(&e), "could not emit reconcile metrics");
+        let why = gateway_adapters::error_chain(&e);
+        warn!(error = %why, "could not emit reconcile metrics");
+        metrics_errors.push(why);
     }
     if result.is_ok() && !quarantined.is_empty() {
         let mut per_team: BTreeMap<String, f64> = BTreeMap::new();
@@ -241,7 +247,9 @@ where
         }
         let per_team: Vec<(String, f64)> = per_team.into_iter().collect();
         if let Err(e) = metrics.emit_per_team(Metric::EntryQuarantined, &per_team).await {
-            warn!(error = %e, "could not emit EntryQuarantined");
+            let why = gateway_adapters::error_chain(&e);
+            warn!(error = %why, "could not emit EntryQuarantined");
+            metrics_errors.push(why);
         }
     }
     result.map(|outcome| RunReport {
@@ -250,6 +258,7 @@ where
         validations,
         capacity_used,
         render_skipped: render_facts.skipped,
+        metrics_errors,
     })
 }
 
