@@ -2,6 +2,7 @@
 //! the reconciler's reads and its state record.
 
 mod registry_support;
+mod backend_claims;
 
 use gateway_adapters::registry::{
     DeregisterOutcome, DynamoRegistry, PublishedState, RegisterOutcome, Registry, RegistryError,

@@ -1,6 +1,7 @@
 //! `gatewayctl init | register | deregister | list` against moto's server: outputs and exit codes.
 
 mod common;
+mod backends;
 
 use common::on_moto::{
     assert_register_refused, assert_registers, gatewayctl, gatewayctl_ok, list_json,

@@ -1,6 +1,7 @@
 //! The reconciler against moto's server (DynamoDB, versioned S3, CloudWatch) and the real Envoy.
 
 mod support;
+mod faults;
 
 use gateway_adapters::store::ConfigStore;
 use gateway_functions::operator::{kill_switch, restore, resume};

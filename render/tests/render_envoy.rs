@@ -3,6 +3,7 @@
 //! passes `envoy --mode validate`.
 
 mod render_support;
+mod render_envoy_bounds;
 
 use gateway_render::{render_kill_switch, Rendered};
 use gateway_testkit::validate::validate_bootstrap;

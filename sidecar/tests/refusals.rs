@@ -1,6 +1,7 @@
 //! What the sidecar refuses to write, what Envoy refuses to apply, and the other modes.
 
 mod common;
+mod faults;
 
 use common::*;
 use gateway_adapters::store::Writer;
