@@ -323,6 +323,11 @@ fn http_filters() -> Value {
                 "domain": RATE_LIMIT_DOMAIN,
                 // A down limiter must not take the gateway down with it.
                 "failure_mode_deny": false,
+                // The one source of the x-ratelimit-limit, -remaining and -reset headers, on
+                // every answer a global limit counted (429 or not): Envoy computes them from
+                // the service's descriptor statuses, so production (envoyproxy/ratelimit,
+                // whose own response headers stay off) and the local service send the same.
+                "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
                 "timeout": RATE_LIMIT_TIMEOUT,
                 "rate_limit_service": {
                     "grpc_service": { "envoy_grpc": { "cluster_name": RATE_LIMIT_CLUSTER } },

@@ -62,6 +62,17 @@ export const WATCHED_DIRS = {
   rateLimit: { volume: 'ratelimit-config', path: '/data/ratelimit/config' },
 } as const;
 
+/**
+ * The rate-limit volume is mounted one level above the watched directory: envoyproxy/ratelimit
+ * loads every file of RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, so its sidecar writes the new
+ * rules in a sibling directory of the same volume (one file system: the rename is atomic) and
+ * renames them in. The sidecar creates both directories.
+ */
+export const RATE_LIMIT_VOLUME = {
+  mount: '/data/ratelimit',
+  staging: '/data/ratelimit/staging',
+} as const;
+
 export interface ProxyServiceProps {
   /** CPU units and MiB of one task; the stack derives it from its capacity (`capacity.ts`). */
   readonly taskSize?: { readonly cpu: number; readonly memoryMiB: number };
@@ -354,14 +365,18 @@ export class ProxyService extends Construct {
       // limiter must not take the task's traffic with it. ECS restarts it in place.
       essential: false,
       enableRestartPolicy: true,
-      command: sidecarCommand(PROXY_PORTS.rateLimitSidecarStatus, '--ratelimit-dir', WATCHED_DIRS.rateLimit.path),
+      command: sidecarCommand(
+        PROXY_PORTS.rateLimitSidecarStatus,
+        '--ratelimit-dir', WATCHED_DIRS.rateLimit.path,
+        '--staging-dir', RATE_LIMIT_VOLUME.staging,
+      ),
       environment: sidecarEnv,
       healthCheck: probe(PROXY_PORTS.rateLimitSidecarStatus),
       logging: logging('ratelimit-sidecar'),
     });
     rateLimitSidecar.addMountPoints({
       sourceVolume: WATCHED_DIRS.rateLimit.volume,
-      containerPath: WATCHED_DIRS.rateLimit.path,
+      containerPath: RATE_LIMIT_VOLUME.mount,
       readOnly: false,
     });
 
@@ -371,10 +386,13 @@ export class ProxyService extends Construct {
       enableRestartPolicy: true,
       command: ['/bin/ratelimit'],
       environment: {
-        // Rules: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/*.yaml, reloaded on a move into it.
+        // Rules: every file of RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, reloaded on a move
+        // into it. Dot files are skipped too, so a temp file never counts even if one is
+        // written there (the sidecar writes its own in the staging directory).
         RUNTIME_ROOT: '/data',
         RUNTIME_SUBDIRECTORY: 'ratelimit',
         RUNTIME_WATCH_ROOT: 'false',
+        RUNTIME_IGNOREDOTFILES: 'true',
         USE_STATSD: 'false',
         LOG_LEVEL: 'info',
         // Everything on loopback: Envoy is its only client.
@@ -393,7 +411,7 @@ export class ProxyService extends Construct {
     });
     rateLimit.addMountPoints({
       sourceVolume: WATCHED_DIRS.rateLimit.volume,
-      containerPath: WATCHED_DIRS.rateLimit.path,
+      containerPath: RATE_LIMIT_VOLUME.mount,
       readOnly: true,
     });
     rateLimit.addContainerDependencies({

@@ -533,7 +533,12 @@ describe('proxy service', () => {
     ]);
     expect(sidecar.HealthCheck?.Command).toEqual(['CMD', '/usr/local/bin/gateway-sidecar', '--probe', 'http://127.0.0.1:15004/healthz']);
     expect(sidecar.MountPoints?.every((m) => m.ReadOnly === false)).toBe(true);
-    expect(containers['ratelimit-sidecar'].Command).toEqual(expect.arrayContaining(['--ratelimit-dir', '/data/ratelimit/config']));
+    // The rules are written in a sibling directory of the same volume and renamed in: the
+    // rate-limit service loads every file of its directory.
+    const rlSidecar = containers['ratelimit-sidecar'];
+    expect(rlSidecar.Command).toEqual(expect.arrayContaining(['--ratelimit-dir', '/data/ratelimit/config']));
+    expect(rlSidecar.Command).toEqual(expect.arrayContaining(['--staging-dir', '/data/ratelimit/staging']));
+    expect(rlSidecar.MountPoints).toEqual([{ SourceVolume: 'ratelimit-config', ContainerPath: '/data/ratelimit', ReadOnly: false }]);
     // Only the delivering sidecar reports what its proxy serves (proxy id: the ECS task id).
     const env = (c: { Environment?: { Name: string; Value: unknown }[] }) => (c.Environment ?? []).map((e) => e.Name);
     expect(env(sidecar)).toContain('GATEWAY_TABLE');
@@ -548,6 +553,7 @@ describe('proxy service', () => {
       RUNTIME_ROOT: '/data',
       RUNTIME_SUBDIRECTORY: 'ratelimit',
       RUNTIME_WATCH_ROOT: 'false',
+      RUNTIME_IGNOREDOTFILES: 'true',
       USE_STATSD: 'false',
       GRPC_HOST: '127.0.0.1',
       GRPC_PORT: '15001',
@@ -555,7 +561,14 @@ describe('proxy service', () => {
     });
     const redisId = resourceId(template, 'AWS::ElastiCache::ReplicationGroup', 'ProxyRedis');
     expect(JSON.stringify(env.REDIS_URL)).toContain(`"${redisId}","PrimaryEndPoint.Address"`);
-    expect(rl.MountPoints).toEqual([{ SourceVolume: 'ratelimit-config', ContainerPath: '/data/ratelimit/config', ReadOnly: true }]);
+    // The volume holds config/ (what the service loads) and staging/ (the sidecar's writes).
+    expect(rl.MountPoints).toEqual([{ SourceVolume: 'ratelimit-config', ContainerPath: '/data/ratelimit', ReadOnly: true }]);
+    // Its own response headers stay off: Envoy writes the x-ratelimit headers from the statuses.
+    expect(env.LIMIT_RESPONSE_HEADERS_ENABLED).toBeUndefined();
+    const bootstrap = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', 'envoy.json'), 'utf8'));
+    const filters = bootstrap.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters;
+    const global = filters.find((f: { name: string }) => f.name === 'envoy.filters.http.ratelimit');
+    expect(global.typed_config.enable_x_ratelimit_headers).toBe('DRAFT_VERSION_03');
     expect(rl.Image).toMatch(/^envoyproxy\/ratelimit[:@]/);
   });
 

@@ -1,281 +1,243 @@
-//! The service's decision for one request, pure: rules and counters in, a verdict per descriptor
-//! out. Matching follows envoyproxy/ratelimit: each entry of a descriptor selects the child rule
-//! keyed `key_value`, else the one keyed `key` alone (any value, counted per value); the limit
-//! of the rule the last entry reaches applies; a descriptor that reaches no limit is not counted.
+//! The service's decision for one request, pure: rules and counters in, one status per
+//! descriptor out, as envoyproxy/ratelimit decides (`constructLimitsToCheck` and
+//! `shouldRateLimitWorker` in its service/ratelimit.go, `DoLimit` of its Redis cache,
+//! `GetResponseDescriptorStatus` of its base limiter):
+//!
+//! - each descriptor reaches the rule `RuleSet::limit` finds (value, then wildcard prefix, then
+//!   key), or the limit Envoy sent with it (`limit` override) when the domain has rules;
+//! - a rule named by another matched rule's `replaces` is not applied; an `unlimited` rule is
+//!   not counted and answers with `limit_remaining` at its maximum;
+//! - every other limit is counted in its fixed window (per value, or per wildcard pattern with
+//!   `share_threshold`); past the limit it answers OVER_LIMIT, except that a `shadow_mode` rule
+//!   answers OK (still counted and known to be over) and a `quota_mode` rule answers OK with the
+//!   limit and nothing left;
+//! - no rules loaded, an empty domain or no descriptors is an error, not an answer: Envoy then
+//!   lets the request through (`failure_mode_deny: false`) and counts the failure.
 
 use crate::window::Windows;
-use gateway_render::Unit;
-use gateway_validator::rules::{RuleLimit, RuleNode, RuleTree};
-use std::collections::BTreeMap;
+use gateway_validator::rules::{RuleLimit, RuleSet, RuleUnit};
 
-/// One descriptor of a request: its entries in order.
-pub type Descriptor = Vec<(String, String)>;
+/// One descriptor of a request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestDescriptor {
+    pub entries: Vec<(String, String)>,
+    /// The descriptor's own `hits_addend`; `None`: the request's.
+    pub hits_addend: Option<u64>,
+    /// A limit Envoy sent with the descriptor (requests per unit, and the unit's number in the
+    /// protocol: 1 second … 4 day, 5 month, 6 year, 7 week).
+    pub limit_override: Option<(u32, i32)>,
+}
+
+/// One `ShouldRateLimit` request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    pub domain: String,
+    pub descriptors: Vec<RequestDescriptor>,
+    /// 0 means 1.
+    pub hits_addend: u32,
+}
+
+/// Why the service answers with an error (the gRPC call fails).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServiceError {
+    #[error("no rate limit configuration loaded")]
+    NoConfig,
+    #[error("rate limit domain must not be empty")]
+    EmptyDomain,
+    #[error("rate limit descriptor list must not be empty")]
+    NoDescriptors,
+    #[error("descriptor {index}: limit override with unknown unit {unit}")]
+    UnknownOverrideUnit { index: usize, unit: i32 },
+}
+
+/// A counted limit's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counted {
+    pub requests_per_unit: u32,
+    pub unit: RuleUnit,
+    /// The rule's `name` (empty without one), which the protocol's `current_limit` carries.
+    pub name: String,
+    /// Left in the window after this request (0 once over).
+    pub remaining: u32,
+    /// Seconds until the window ends; `None` for a quota-mode answer, which carries none.
+    pub reset_in: Option<u64>,
+    /// This request went past the limit.
+    pub over: bool,
+    /// Over, but answered OK because the rule is in shadow mode.
+    pub shadowed: bool,
+    /// Over, but answered OK (with the limit and nothing left) because the rule is in quota
+    /// mode.
+    pub quota: bool,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LimitStatus {
-    /// No rule with a limit matches: not counted.
-    NoLimit,
-    /// Counted (or unlimited); `over` says whether this hit went past the limit. In shadow mode
-    /// a hit past the limit is reported but not refused.
-    Limited {
-        limit: RuleLimit,
-        over: bool,
-        remaining: u64,
-        reset_in: u64,
-    },
+pub enum Status {
+    /// No rule applies (none matched, or the one matched is replaced): OK, nothing counted.
+    NotLimited,
+    /// An `unlimited` rule: OK, `limit_remaining` at its maximum, nothing counted.
+    Unlimited,
+    /// Counted.
+    Counted(Counted),
+}
+
+impl Status {
+    /// What the status answers: OVER_LIMIT only for an enforced limit that was passed.
+    pub fn over_limit(&self) -> bool {
+        matches!(self, Status::Counted(c) if c.over && !c.shadowed && !c.quota)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
-    /// Some descriptor is over its limit (shadow-mode rules never refuse).
-    pub over_limit: bool,
-    pub statuses: Vec<LimitStatus>,
+    pub statuses: Vec<Status>,
 }
 
-/// The rule a descriptor reaches, if it carries a limit.
-pub fn find_limit<'t>(
-    tree: &'t RuleTree,
-    descriptor: &[(String, String)],
-) -> Option<&'t RuleLimit> {
-    let mut level: &BTreeMap<String, RuleNode> = &tree.children;
-    let mut found = None;
-    for (i, (key, value)) in descriptor.iter().enumerate() {
-        let node = level
-            .get(&format!("{key}_{value}"))
-            .or_else(|| level.get(key.as_str()))?;
-        if i + 1 == descriptor.len() {
-            found = node.limit.as_ref();
-        }
-        if node.children.is_empty() {
-            break;
-        }
-        level = &node.children;
-    }
-    found
-}
-
-/// Counts one request's descriptors, each with its hits, against `tree` at `now` (Unix seconds).
-/// A request for another domain is not counted (the rules are for one domain).
-pub fn decide(
-    tree: &RuleTree,
-    windows: &mut Windows,
-    domain: &str,
-    descriptors: &[(Descriptor, u64)],
-    now: u64,
-) -> Decision {
-    let mut statuses = Vec::with_capacity(descriptors.len());
-    for (descriptor, hits) in descriptors {
-        let hits = *hits;
-        let limit = (domain == tree.domain && !descriptor.is_empty())
-            .then(|| find_limit(tree, descriptor))
-            .flatten();
-        statuses.push(match limit {
-            None => LimitStatus::NoLimit,
-            Some(limit) => count(*limit, windows, domain, descriptor, hits, now),
-        });
-    }
-    let over_limit = statuses
-        .iter()
-        .any(|s| matches!(s, LimitStatus::Limited { limit, over: true, .. } if !limit.shadow_mode));
-    Decision {
-        over_limit,
-        statuses,
+impl Decision {
+    /// The overall code: OVER_LIMIT when any status is.
+    pub fn over_limit(&self) -> bool {
+        self.statuses.iter().any(Status::over_limit)
     }
 }
 
-fn count(
+/// The unit a limit override names, by its number in the protocol.
+fn override_unit(unit: i32) -> Option<RuleUnit> {
+    Some(match unit {
+        1 => RuleUnit::Second,
+        2 => RuleUnit::Minute,
+        3 => RuleUnit::Hour,
+        4 => RuleUnit::Day,
+        5 => RuleUnit::Month,
+        6 => RuleUnit::Year,
+        7 => RuleUnit::Week,
+        _ => return None,
+    })
+}
+
+/// A limit to count for one descriptor, and what its counter is keyed by.
+struct ToCount {
     limit: RuleLimit,
-    windows: &mut Windows,
-    domain: &str,
-    descriptor: &[(String, String)],
-    hits: u64,
-    now: u64,
-) -> LimitStatus {
-    let unit = match limit.unit {
-        Some(unit) if !limit.unlimited => unit,
-        _ => {
-            return LimitStatus::Limited {
-                limit,
-                over: false,
-                remaining: u64::MAX,
-                reset_in: 0,
-            }
-        }
-    };
-    let key = cache_key(domain, descriptor);
-    let counted = windows.hit(&key, unit, hits, now);
-    let max = u64::from(limit.requests_per_unit);
-    LimitStatus::Limited {
-        limit,
-        over: counted.after > max,
-        remaining: max.saturating_sub(counted.after),
-        reset_in: counted.reset_in,
-    }
+    shared: Vec<Option<String>>,
 }
 
-/// `domain_key_value_key_value…`, the service's counter key before the window suffix.
-fn cache_key(domain: &str, descriptor: &[(String, String)]) -> String {
-    let mut key = String::from(domain);
-    for (k, v) in descriptor {
-        key.push('_');
+/// Decides one request against `rules` (`None`: nothing loaded yet) at `now` (Unix seconds).
+pub fn decide(
+    rules: Option<&RuleSet>,
+    windows: &mut Windows,
+    request: &Request,
+    now: u64,
+) -> Result<Decision, ServiceError> {
+    if request.domain.is_empty() {
+        return Err(ServiceError::EmptyDomain);
+    }
+    if request.descriptors.is_empty() {
+        return Err(ServiceError::NoDescriptors);
+    }
+    let rules = rules.ok_or(ServiceError::NoConfig)?;
+    let domain_known = rules.domains.contains_key(&request.domain);
+
+    let mut unlimited = vec![false; request.descriptors.len()];
+    let mut to_count: Vec<Option<ToCount>> = Vec::with_capacity(request.descriptors.len());
+    let mut replacing: Vec<&str> = Vec::new();
+    for (i, d) in request.descriptors.iter().enumerate() {
+        let found = match d.limit_override {
+            Some((requests_per_unit, unit)) if domain_known => {
+                let unit = override_unit(unit)
+                    .ok_or(ServiceError::UnknownOverrideUnit { index: i, unit })?;
+                Some(ToCount {
+                    limit: RuleLimit {
+                        unit: Some(unit),
+                        requests_per_unit,
+                        unlimited: false,
+                        shadow_mode: false,
+                        quota_mode: false,
+                        name: String::new(),
+                        replaces: Vec::new(),
+                        detailed_metric: false,
+                    },
+                    shared: Vec::new(),
+                })
+            }
+            _ => rules.limit(&request.domain, &d.entries).map(|m| {
+                replacing.extend(m.limit.replaces.iter().map(String::as_str));
+                ToCount {
+                    limit: m.limit.clone(),
+                    shared: m.shared,
+                }
+            }),
+        };
+        match found {
+            Some(t) if t.limit.unlimited => {
+                unlimited[i] = true;
+                to_count.push(None);
+            }
+            other => to_count.push(other),
+        }
+    }
+    for slot in &mut to_count {
+        if slot
+            .as_ref()
+            .is_some_and(|t| !t.limit.name.is_empty() && replacing.contains(&t.limit.name.as_str()))
+        {
+            *slot = None;
+        }
+    }
+
+    let request_hits = u64::from(request.hits_addend.max(1));
+    let mut statuses = Vec::with_capacity(to_count.len());
+    for (i, slot) in to_count.into_iter().enumerate() {
+        let d = &request.descriptors[i];
+        let status = match slot {
+            _ if unlimited[i] => Status::Unlimited,
+            None => Status::NotLimited,
+            Some(t) => {
+                // Loaded rules carry a unit unless unlimited; overrides were checked above.
+                let Some(unit) = t.limit.unit else {
+                    statuses.push(Status::NotLimited);
+                    continue;
+                };
+                let hits = d.hits_addend.unwrap_or(request_hits);
+                let key = cache_key(&request.domain, &d.entries, &t.shared);
+                let after = windows.hit(&key, unit, hits, now);
+                let max = u64::from(t.limit.requests_per_unit);
+                let over = after > max;
+                let remaining = if over {
+                    0
+                } else {
+                    u32::try_from(max - after).unwrap_or(u32::MAX)
+                };
+                // Shadow mode answers OK before quota mode is looked at.
+                let shadowed = over && t.limit.shadow_mode;
+                let quota = over && !shadowed && t.limit.quota_mode;
+                Status::Counted(Counted {
+                    requests_per_unit: t.limit.requests_per_unit,
+                    unit,
+                    name: t.limit.name.clone(),
+                    remaining,
+                    reset_in: (!quota).then(|| unit.seconds() - now % unit.seconds()),
+                    over,
+                    shadowed,
+                    quota,
+                })
+            }
+        };
+        statuses.push(status);
+    }
+    Ok(Decision { statuses })
+}
+
+/// The counter's key before its window: `domain_key_value_…`, a shared wildcard's pattern in
+/// place of the value it matched.
+fn cache_key(domain: &str, entries: &[(String, String)], shared: &[Option<String>]) -> String {
+    let mut key = format!("{domain}_");
+    for (i, (k, v)) in entries.iter().enumerate() {
+        let value = shared.get(i).and_then(Option::as_deref).unwrap_or(v);
         key.push_str(k);
         key.push('_');
-        key.push_str(v);
+        key.push_str(value);
+        key.push('_');
     }
     key
 }
 
-/// The unit of a counted status, for the protocol's `current_limit`.
-pub fn limit_unit(limit: &RuleLimit) -> Option<Unit> {
-    limit.unit.filter(|_| !limit.unlimited)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gateway_validator::rules::load_rate_limit_rules;
-
-    const RULES: &str = "\
-domain: gateway
-descriptors:
-- key: team
-  value: billing
-  descriptors:
-  - key: service
-    value: invoices
-    descriptors:
-    - key: route
-      value: r1
-      rate_limit: {unit: minute, requests_per_unit: 2}
-      descriptors:
-      - key: remote_address
-        rate_limit: {unit: second, requests_per_unit: 1}
-    - key: route
-      value: r2
-      descriptors:
-      - key: header
-        rate_limit: {unit: hour, requests_per_unit: 1}
-    - key: route
-      value: shadow
-      shadow_mode: true
-      rate_limit: {unit: day, requests_per_unit: 1}
-    - key: route
-      value: free
-      rate_limit: {unlimited: true}
-";
-
-    /// Every descriptor with the same hits.
-    fn decide(
-        t: &RuleTree,
-        w: &mut Windows,
-        domain: &str,
-        ds: &[Descriptor],
-        hits: u64,
-        now: u64,
-    ) -> Decision {
-        let ds: Vec<(Descriptor, u64)> = ds.iter().map(|d| (d.clone(), hits)).collect();
-        super::decide(t, w, domain, &ds, now)
-    }
-
-    fn tree() -> RuleTree {
-        load_rate_limit_rules(RULES).unwrap_or_else(|e| panic!("{e:?}"))
-    }
-
-    fn d(pairs: &[(&str, &str)]) -> Descriptor {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn route(r: &str) -> Descriptor {
-        d(&[("team", "billing"), ("service", "invoices"), ("route", r)])
-    }
-
-    fn with(mut base: Descriptor, k: &str, v: &str) -> Descriptor {
-        base.push((k.into(), v.into()));
-        base
-    }
-
-    #[test]
-    fn a_route_limit_refuses_past_its_quota() {
-        let (t, mut w) = (tree(), Windows::default());
-        let over = |w: &mut Windows| decide(&t, w, "gateway", &[route("r1")], 1, 60).over_limit;
-        assert!(!over(&mut w));
-        assert!(!over(&mut w));
-        assert!(over(&mut w), "third request in the minute");
-        let next_minute = decide(&t, &mut w, "gateway", &[route("r1")], 1, 120);
-        assert!(!next_minute.over_limit);
-    }
-
-    #[test]
-    fn wildcard_values_count_each_value_separately() {
-        let (t, mut w) = (tree(), Windows::default());
-        let ip = |v: &str| with(route("r1"), "remote_address", v);
-        assert!(!decide(&t, &mut w, "gateway", &[ip("10.0.0.1")], 1, 7).over_limit);
-        assert!(decide(&t, &mut w, "gateway", &[ip("10.0.0.1")], 1, 7).over_limit);
-        assert!(!decide(&t, &mut w, "gateway", &[ip("10.0.0.2")], 1, 7).over_limit);
-    }
-
-    #[test]
-    fn the_strictest_of_several_descriptors_decides() {
-        let (t, mut w) = (tree(), Windows::default());
-        let both = [route("r1"), with(route("r1"), "remote_address", "10.0.0.9")];
-        let first = decide(&t, &mut w, "gateway", &both, 1, 60);
-        assert!(!first.over_limit);
-        // The per-client limit (1 a second) is spent; the route's (2 a minute) is not.
-        let second = decide(&t, &mut w, "gateway", &both, 1, 60);
-        assert!(second.over_limit);
-        assert!(matches!(
-            second.statuses[0],
-            LimitStatus::Limited {
-                over: false,
-                remaining: 0,
-                ..
-            }
-        ));
-        assert!(matches!(
-            second.statuses[1],
-            LimitStatus::Limited { over: true, .. }
-        ));
-    }
-
-    #[test]
-    fn descriptors_that_reach_no_limit_are_not_counted() {
-        let (t, mut w) = (tree(), Windows::default());
-        for desc in [
-            route("r2"),                     // an intermediate rule without a limit
-            route("unknown"),                // no such route
-            d(&[("team", "other")]),         // no such team
-            with(route("r1"), "extra", "x"), // deeper than the rules go
-            Vec::new(),
-        ] {
-            let decision = decide(&t, &mut w, "gateway", std::slice::from_ref(&desc), 1, 1);
-            assert_eq!(decision.statuses, vec![LimitStatus::NoLimit], "{desc:?}");
-        }
-        assert!(w.is_empty());
-        let other_domain = decide(&t, &mut w, "elsewhere", &[route("r1")], 1, 1);
-        assert_eq!(other_domain.statuses, vec![LimitStatus::NoLimit]);
-    }
-
-    #[test]
-    fn shadow_mode_counts_without_refusing_and_unlimited_never_counts() {
-        let (t, mut w) = (tree(), Windows::default());
-        decide(&t, &mut w, "gateway", &[route("shadow")], 1, 1);
-        let second = decide(&t, &mut w, "gateway", &[route("shadow")], 1, 1);
-        assert!(!second.over_limit);
-        assert!(matches!(
-            second.statuses[0],
-            LimitStatus::Limited { over: true, .. }
-        ));
-        for _ in 0..5 {
-            assert!(!decide(&t, &mut w, "gateway", &[route("free")], 1, 1).over_limit);
-        }
-    }
-
-    #[test]
-    fn hits_addend_counts_that_many() {
-        let (t, mut w) = (tree(), Windows::default());
-        assert!(decide(&t, &mut w, "gateway", &[route("r1")], 3, 60).over_limit);
-    }
-}
+mod tests;

@@ -8,7 +8,8 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "gateway-ratelimit", version)]
 struct Args {
-    /// Directory holding ratelimit.yaml (the rate-limit sidecar's delivery directory).
+    /// Directory of rules files (the rate-limit sidecar's delivery directory); dot files are
+    /// skipped, as production's service is configured to.
     #[arg(long, env = "GATEWAY_RATELIMIT_DIR")]
     config_dir: PathBuf,
     /// HOST:PORT or unix:PATH.

@@ -41,6 +41,12 @@ pub struct Args {
     /// Rate-limit mode: write only ratelimit.yaml into this directory.
     #[arg(long)]
     pub ratelimit_dir: Option<PathBuf>,
+    /// Rate-limit mode: write ratelimit.yaml here first, then rename it into --ratelimit-dir.
+    /// Outside that directory (envoyproxy/ratelimit loads every file of it, a temp file too)
+    /// and on its file system (so the rename is atomic); created when missing, with
+    /// --ratelimit-dir. Without it the temp file is a dot file inside --ratelimit-dir.
+    #[arg(long, requires = "ratelimit_dir")]
+    pub staging_dir: Option<PathBuf>,
     /// Where to remember the live version and hash; not inside a watched directory.
     #[arg(long)]
     pub state_file: Option<PathBuf>,
@@ -81,6 +87,8 @@ pub enum Mode {
     },
     RateLimit {
         dir: PathBuf,
+        /// Where the rules file is written before its rename into `dir`; `None`: inside `dir`.
+        staging: Option<PathBuf>,
     },
 }
 
@@ -109,7 +117,21 @@ impl Args {
             .filter(|b| !b.is_empty())
             .ok_or_else(|| usage("--bucket (or GATEWAY_BUCKET) is required"))?;
         let mode = match (self.ratelimit_dir, self.clusters_dir, self.routes_dir) {
-            (Some(dir), None, None) => Mode::RateLimit { dir },
+            (Some(dir), None, None) => {
+                if let Some(staging) = &self.staging_dir {
+                    if same_dir(staging, &dir) || within(staging, &dir) {
+                        return Err(SidecarError::Usage(format!(
+                            "--staging-dir {} is inside --ratelimit-dir {}: the rate-limit service would read the half-written file",
+                            staging.display(),
+                            dir.display()
+                        )));
+                    }
+                }
+                Mode::RateLimit {
+                    dir,
+                    staging: self.staging_dir,
+                }
+            }
             (Some(_), _, _) => {
                 return Err(usage(
                     "--ratelimit-dir excludes --clusters-dir and --routes-dir",
@@ -159,7 +181,7 @@ impl Args {
                     routes_dir,
                     ..
                 } => vec![clusters_dir, routes_dir],
-                Mode::RateLimit { dir } => vec![dir],
+                Mode::RateLimit { dir, .. } => vec![dir],
             };
             if let Some(dir) = watched.into_iter().find(|d| same_dir(parent, d)) {
                 return Err(SidecarError::Usage(format!(
@@ -240,6 +262,12 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     canon(a) == canon(b)
 }
 
+/// Whether `inner` is below `outer` (by their paths, resolved where they exist).
+fn within(inner: &Path, outer: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canon(inner).starts_with(canon(outer))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,9 +323,59 @@ mod tests {
     }
 
     #[test]
+    fn a_staging_dir_goes_beside_the_ratelimit_dir() {
+        let c = parse(&[
+            "--bucket",
+            "b",
+            "--ratelimit-dir",
+            "/data/ratelimit/config",
+            "--staging-dir",
+            "/data/ratelimit/staging",
+        ])
+        .expect("valid");
+        assert_eq!(
+            c.mode,
+            Mode::RateLimit {
+                dir: "/data/ratelimit/config".into(),
+                staging: Some("/data/ratelimit/staging".into())
+            }
+        );
+        for inside in ["/data/ratelimit/config", "/data/ratelimit/config/.staging"] {
+            let err = parse(&[
+                "--bucket",
+                "b",
+                "--ratelimit-dir",
+                "/data/ratelimit/config",
+                "--staging-dir",
+                inside,
+            ])
+            .expect_err("inside the watched directory");
+            assert!(err.to_string().contains("is inside --ratelimit-dir"), "{err}");
+        }
+        let err = parse(&[
+            "--bucket",
+            "b",
+            "--clusters-dir",
+            "/c",
+            "--routes-dir",
+            "/r",
+            "--staging-dir",
+            "/s",
+        ])
+        .expect_err("rate-limit mode only");
+        assert!(err.to_string().contains("--ratelimit-dir"), "{err}");
+    }
+
+    #[test]
     fn ratelimit_mode_excludes_envoy_dirs() {
         let c = parse(&["--bucket", "b", "--ratelimit-dir", "/rl"]).expect("valid");
-        assert_eq!(c.mode, Mode::RateLimit { dir: "/rl".into() });
+        assert_eq!(
+            c.mode,
+            Mode::RateLimit {
+                dir: "/rl".into(),
+                staging: None
+            }
+        );
         let err = parse(&[
             "--bucket",
             "b",

@@ -47,8 +47,9 @@ const REJECTIONS_POLL: Duration = Duration::from_millis(500);
 pub enum Target {
     /// The gateway's Envoy: clusters and routes, waiting on Envoy for each step.
     Envoy(EnvoyTarget),
-    /// The rate-limit service: `ratelimit.yaml` only, nothing to wait on.
-    RateLimit { dir: PathBuf },
+    /// The rate-limit service: `ratelimit.yaml` only, written in `staging` and renamed into
+    /// `dir` (envoyproxy/ratelimit reads every file of `dir`), nothing to wait on.
+    RateLimit { dir: PathBuf, staging: PathBuf },
 }
 
 #[derive(Debug, Clone)]
@@ -113,7 +114,7 @@ impl Target {
                 files::exists(&t.clusters_dir, CLUSTERS_FILE)
                     && files::exists(&t.routes_dir, ROUTES_FILE)
             }
-            Target::RateLimit { dir } => files::exists(dir, RATE_LIMIT_FILE),
+            Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
         }
     }
 
@@ -126,7 +127,7 @@ impl Target {
                     && version_info_of(&t.routes_dir, ROUTES_FILE).as_deref() == Some(hash)
             }
             // ratelimit.yaml carries no version; its presence is what can be checked.
-            Target::RateLimit { dir } => files::exists(dir, RATE_LIMIT_FILE),
+            Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
         }
     }
 
@@ -138,7 +139,9 @@ impl Target {
                 (CLUSTERS_FILE, t.clusters_dir.clone()),
                 (ROUTES_FILE, t.routes_dir.clone()),
             ]),
-            Target::RateLimit { dir } => Staged::new(vec![(RATE_LIMIT_FILE, dir.clone())]),
+            Target::RateLimit { staging, .. } => {
+                Staged::new(vec![(RATE_LIMIT_FILE, staging.clone())])
+            }
         }
     }
 
@@ -150,7 +153,7 @@ impl Target {
     ) -> Result<Delivered, SidecarError> {
         match self {
             Target::Envoy(t) => t.deliver(staged, hash).await,
-            Target::RateLimit { dir } => {
+            Target::RateLimit { dir, .. } => {
                 let rules = staged_file(staged, RATE_LIMIT_FILE, hash)?;
                 if !files::same_content(rules.path(), &dir.join(RATE_LIMIT_FILE))? {
                     rules.put_in_place(dir, RATE_LIMIT_FILE)?;

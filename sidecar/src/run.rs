@@ -13,6 +13,7 @@ use gateway_adapters::metrics::{CloudWatchMetrics, MetricsSink};
 use gateway_adapters::registry::ProxyTable;
 use gateway_adapters::store::s3_client;
 use std::future::Future;
+use std::path::Path;
 
 /// The sidecar for `config`, on the AWS clients of `sdk`.
 pub fn build(
@@ -42,7 +43,22 @@ pub fn build(
                 "envoy",
             )
         }
-        Mode::RateLimit { dir } => (Target::RateLimit { dir: dir.clone() }, "ratelimit"),
+        Mode::RateLimit { dir, staging } => {
+            let staging = match staging {
+                Some(staging) => {
+                    prepare_staging(dir, staging)?;
+                    staging.clone()
+                }
+                None => dir.clone(),
+            };
+            (
+                Target::RateLimit {
+                    dir: dir.clone(),
+                    staging,
+                },
+                "ratelimit",
+            )
+        }
     };
     let status = SharedStatus::new(Status {
         mode,
@@ -159,4 +175,24 @@ pub async fn shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// Creates the rules directory and the staging directory when missing and makes sure a rename
+/// from one into the other is atomic: both on one file system.
+fn prepare_staging(dir: &Path, staging: &Path) -> Result<(), SidecarError> {
+    use std::os::unix::fs::MetadataExt;
+    let device = |path: &Path| {
+        std::fs::create_dir_all(path)
+            .and_then(|()| std::fs::metadata(path))
+            .map(|m| m.dev())
+            .map_err(|e| SidecarError::file(path, "preparing the directory", e))
+    };
+    if device(dir)? != device(staging)? {
+        return Err(SidecarError::Usage(format!(
+            "--staging-dir {} is on another file system than --ratelimit-dir {}: the rename into it would not be atomic",
+            staging.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
 }

@@ -61,3 +61,57 @@ impl Staged {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("listing")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The rate-limit service reads every file of its directory: while the rules file is
+    /// written, and if the write is abandoned, the directory holds nothing but the live file.
+    #[test]
+    fn a_file_staged_outside_its_directory_appears_there_only_when_renamed_in() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let (dir, staging) = (root.path().join("config"), root.path().join("staging"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::create_dir_all(&staging).expect("mkdir");
+        std::fs::write(dir.join("ratelimit.yaml"), "old").expect("live file");
+
+        let mut staged = Staged::new(vec![("ratelimit.yaml", staging.clone())]);
+        let mut writer = staged
+            .create("ratelimit.yaml")
+            .expect("create")
+            .expect("delivered");
+        writer.write_all(b"domain: gateway\n").expect("write");
+        writer.flush().expect("flush");
+        assert_eq!(names(&dir), ["ratelimit.yaml"], "mid-write");
+        assert_eq!(names(&staging).len(), 1);
+        drop(writer);
+
+        let temp = staged.take("ratelimit.yaml").expect("staged");
+        temp.put_in_place(&dir, "ratelimit.yaml")
+            .expect("renamed in");
+        assert_eq!(names(&dir), ["ratelimit.yaml"]);
+        assert!(names(&staging).is_empty());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("ratelimit.yaml")).expect("read"),
+            "domain: gateway\n"
+        );
+
+        // An abandoned write leaves nothing in either directory.
+        let mut staged = Staged::new(vec![("ratelimit.yaml", staging.clone())]);
+        drop(staged.create("ratelimit.yaml").expect("create"));
+        drop(staged);
+        assert!(names(&staging).is_empty());
+        assert_eq!(names(&dir), ["ratelimit.yaml"]);
+    }
+}

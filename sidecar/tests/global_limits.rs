@@ -4,7 +4,9 @@
 //! for envoyproxy/ratelimit, served over gRPC on loopback) for every request: per client address
 //! (the load balancer's X-Forwarded-For, one trusted hop), per route, per header value, every
 //! time unit, the strictest of several limits, a limit changed by a new publish, and fail-open
-//! when the service goes away.
+//! when the service goes away or has no rules loaded. The `x-ratelimit-*` headers come from
+//! Envoy (the bootstrap's `enable_x_ratelimit_headers`), computed from the service's descriptor
+//! statuses, on every answer a global limit counted, as in production.
 
 mod common;
 
@@ -114,16 +116,20 @@ async fn get(gw: &Gateway, path: &str, headers: &[(&str, &str)]) -> Answer {
     }
 }
 
-/// The status codes of `n` GETs in a row.
-/// Requests Envoy let through because the rate-limit call failed or timed out (summed over
-/// clusters).
-fn limiter_failed_open(gw: &Gateway) -> u64 {
-    let Some((200, text)) = gw.envoy.admin_get("/stats?filter=ratelimit.failure_mode_allowed") else {
+/// An Envoy counter summed over the clusters that have it (`ratelimit.error`, …).
+fn summed_stat(gw: &Gateway, suffix: &str) -> u64 {
+    let Some((200, text)) = gw.envoy.admin_get(&format!("/stats?filter={suffix}")) else {
         return 0;
     };
     text.lines()
         .filter_map(|l| l.rsplit_once(": ")?.1.trim().parse::<u64>().ok())
         .sum()
+}
+
+/// Requests Envoy let through because the rate-limit call failed or timed out (summed over
+/// clusters).
+fn limiter_failed_open(gw: &Gateway) -> u64 {
+    summed_stat(gw, "ratelimit.failure_mode_allowed")
 }
 
 async fn codes(gw: &Gateway, path: &str, headers: &[(&str, &str)], n: usize) -> Vec<u16> {
@@ -132,6 +138,24 @@ async fn codes(gw: &Gateway, path: &str, headers: &[(&str, &str)], n: usize) -> 
         out.push(get(gw, path, headers).await.code);
     }
     out
+}
+
+/// Envoy's first call opens its HTTP/2 connection to the limiter and may outlast the 25 ms
+/// budget (the request then passes uncounted by design, with no statuses and so no headers):
+/// call through `path` until an answer carries the limiter's statuses.
+async fn warm_up(gw: &Gateway, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(gw, path, &[])
+        .await
+        .header("x-ratelimit-limit")
+        .is_none()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no answer of the limiter reached Envoy in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// As the load balancer sends it: the client's address is the last X-Forwarded-For entry.
@@ -185,6 +209,12 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
             route(path, None, vec![global(per, header, requests, every)])
         })
         .collect();
+    routes.push(route("/free", None, Vec::new()));
+    routes.push(route(
+        "/warm-up",
+        None,
+        vec![global(Per::Route, None, 1000, Unit::Minute)],
+    ));
     routes.push(route(
         "/strictest",
         None,
@@ -195,12 +225,18 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
     ));
     let entries = billing(&backend, routes);
     let (gw, _rl_sidecar, _limiter) = start_stack(moto, &entries).await;
+    warm_up(&gw, "/warm-up").await;
     clear_of_minute_boundary(30).await;
 
-    // Per client address: each address has its own quota of 3.
+    // Per client address: each address has its own quota of 3. Envoy's headers say so on
+    // every answer the limit counted (draft 03: the limit, then each quota policy).
     let a = from("203.0.113.10");
     let b = from("203.0.113.20");
-    assert_eq!(codes(&gw, "/per-ip", &[a], 3).await, [200, 200, 200]);
+    let first = get(&gw, "/per-ip", &[a]).await;
+    assert_eq!(first.code, 200);
+    assert_eq!(first.header("x-ratelimit-limit"), Some("3, 3;w=60"));
+    assert_eq!(first.header("x-ratelimit-remaining"), Some("2"));
+    assert_eq!(codes(&gw, "/per-ip", &[a], 2).await, [200, 200]);
     let before = backend.requests();
     let refused = get(&gw, "/per-ip", &[a]).await;
     assert_eq!(
@@ -213,7 +249,7 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
         "a refused request never reaches the backend"
     );
     assert_eq!(refused.header("x-envoy-ratelimited"), Some("true"));
-    assert_eq!(refused.header("x-ratelimit-limit"), Some("3"));
+    assert_eq!(refused.header("x-ratelimit-limit"), Some("3, 3;w=60"));
     assert_eq!(refused.header("x-ratelimit-remaining"), Some("0"));
     let reset: u64 = refused
         .header("x-ratelimit-reset")
@@ -228,6 +264,10 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
         200,
         "another client is counted apart"
     );
+    // A route without a global limit asks the limiter nothing, so has no such headers.
+    let free = get(&gw, "/free", &[a]).await;
+    assert_eq!(free.code, 200);
+    assert_eq!(free.header("x-ratelimit-limit"), None);
     // A client cannot escape its bucket by writing its own X-Forwarded-For prefix: with one
     // trusted hop the load balancer's last entry is the client.
     let spoofed = ("x-forwarded-for", "198.51.100.1, 203.0.113.10");
@@ -272,8 +312,8 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
     assert_eq!(third.code, 429);
     assert_eq!(
         third.header("x-ratelimit-limit"),
-        Some("2"),
-        "the client limit refused"
+        Some("2, 4;w=60, 2;w=60"),
+        "the client limit refused; both limits' policies are listed"
     );
     assert_eq!(codes(&gw, "/strictest", &[b], 2).await, [200, 429]);
 
@@ -290,8 +330,7 @@ async fn every_kind_of_global_limit_is_counted_as_registered() {
         let second = unix_now().as_secs();
         let failed_open = limiter_failed_open(&gw);
         let burst = codes(&gw, "/per-second", &[a], 3).await;
-        let inconclusive =
-            unix_now().as_secs() != second || limiter_failed_open(&gw) > failed_open;
+        let inconclusive = unix_now().as_secs() != second || limiter_failed_open(&gw) > failed_open;
         if !inconclusive || attempt == 5 {
             if unix_now().as_secs() == second {
                 assert_eq!(burst, [200, 200, 429]);
@@ -365,4 +404,116 @@ async fn the_limiter_going_away_fails_open_and_is_reported() {
     gw.pass_until_limiter_errors_reported("/limited").await;
     let listed = gateway_metrics(&moto, "RateLimiterErrors").await;
     assert_eq!(listed.metrics().len(), 1, "{listed:?}");
+}
+
+/// `text` with `shadow_mode: true` on every rule that has a `rate_limit` (the line before it,
+/// at its indentation).
+fn in_shadow_mode(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start() == "rate_limit:" {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push_str(&format!("{indent}shadow_mode: true\n"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes `text` as `dir/ratelimit.yaml` the way the sidecar does (a temp file outside the
+/// directory, renamed in).
+fn put_rules(dir: &Path, text: &str) {
+    let staging = dir.with_extension("staging");
+    std::fs::create_dir_all(&staging).expect("staging dir");
+    std::fs::create_dir_all(dir).expect("rules dir");
+    let tmp = staging.join(".ratelimit.yaml.tmp");
+    std::fs::write(&tmp, text).expect("write rules");
+    std::fs::rename(&tmp, dir.join(RATE_LIMIT_FILE)).expect("rename rules");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_rules_loaded_fails_open_and_a_shadow_mode_limit_never_refuses() {
+    let moto = shared_moto();
+    let backend = Backend::start("billing");
+    let entries = billing(
+        &backend,
+        vec![route(
+            "/limited",
+            None,
+            vec![global(Per::Route, None, 1, Unit::Minute)],
+        )],
+    );
+    let bucket = Bucket::create(moto).await;
+    let first = bucket.publish(&entries).await;
+    let dirs = Dirs::new();
+    let rl_sidecar = SidecarProcess::start(moto, &ratelimit_mode_args(&bucket.name, &dirs));
+    rl_sidecar
+        .wait_live(&first.1, Duration::from_secs(30))
+        .await;
+    let delivered =
+        std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("delivered rules");
+    // The limiter's own directory, empty of rules until the test puts them there: nothing is
+    // loaded, so every call fails (production: "no rate limit configuration loaded").
+    let limiter_dir = dirs.ratelimit.with_file_name("limiter-rules");
+    let limiter = LocalLimiter::start(&limiter_dir).await;
+    let gw = Gateway::deliver(moto, bucket, first, dirs, &[], |dirs, ports| {
+        start_envoy_with(dirs, ports, limiter.addr, 1)
+    })
+    .await;
+
+    // Every request passes, each call is an error Envoy counts, and the sidecar reports it.
+    let errors_before = summed_stat(&gw, "ratelimit.error");
+    let (passed, _) = gw.pass_until_limiter_errors_reported("/limited").await;
+    assert!(passed >= 1);
+    assert!(
+        summed_stat(&gw, "ratelimit.error") > errors_before,
+        "Envoy counted the failed calls"
+    );
+    let passing = get(&gw, "/limited", &[]).await;
+    assert_eq!(passing.code, 200);
+    assert_eq!(
+        passing.header("x-ratelimit-limit"),
+        None,
+        "no status, no headers"
+    );
+
+    // The rendered rules with the route's rule in shadow mode: counted, over, never refused.
+    clear_of_minute_boundary(20).await;
+    put_rules(&limiter_dir, &in_shadow_mode(&delivered));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let counted = loop {
+        let answer = get(&gw, "/limited", &[]).await;
+        if answer.header("x-ratelimit-limit").is_some() {
+            break answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shadow-mode rules never loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(counted.code, 200);
+    for _ in 0..3 {
+        let over = get(&gw, "/limited", &[]).await;
+        assert_eq!(over.code, 200, "shadow mode never refuses");
+        assert_eq!(
+            over.header("x-ratelimit-remaining"),
+            Some("0"),
+            "but counts"
+        );
+    }
+
+    // The same rules enforced: the window's count carries on, so the next request is refused.
+    put_rules(&limiter_dir, &delivered);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(&gw, "/limited", &[]).await.code != 429 {
+        assert!(
+            Instant::now() < deadline,
+            "the enforced rules never refused"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(rl_sidecar);
+    limiter.stop().await;
 }

@@ -313,7 +313,10 @@ async fn rate_limit_mode_writes_only_the_rules_file() {
         });
         let status = sidecar.wait_live(&next.hash, Duration::from_secs(30)).await;
         assert_eq!(status["mode"], "ratelimit");
+        // Written beside the rules directory and renamed in: the rate-limit service, which
+        // reads every file of its directory, never finds a temp file there.
         assert_eq!(Dirs::list(&dirs.ratelimit), [RATE_LIMIT_FILE]);
+        assert!(Dirs::list(&dirs.ratelimit_staging).is_empty());
         assert_eq!(
             std::fs::read_to_string(dirs.ratelimit.join(RATE_LIMIT_FILE)).expect("rules"),
             next.files[RATE_LIMIT_FILE]

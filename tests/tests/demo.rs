@@ -228,6 +228,13 @@ fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
             && done.stdout.contains("429 (429 from the rate-limit service)"),
         "{output}"
     );
+    // Envoy's x-ratelimit headers, written from the service's statuses (as in production).
+    assert!(
+        done.stdout.contains(
+            "Envoy's headers on it: x-ratelimit-limit: 5, 5;w=60, x-ratelimit-remaining: 0, x-ratelimit-reset: "
+        ),
+        "{output}"
+    );
     for step in 1..=13 {
         assert!(
             done.stdout.contains(&format!("[{step}/13] ")),

@@ -160,7 +160,10 @@ pub struct Dirs {
     pub clusters: PathBuf,
     pub routes: PathBuf,
     pub state_file: PathBuf,
+    /// The rate-limit service's rules directory and, beside it on the same file system, where
+    /// the rate-limit sidecar writes before renaming into it (production's layout).
     pub ratelimit: PathBuf,
+    pub ratelimit_staging: PathBuf,
 }
 
 impl Dirs {
@@ -174,6 +177,7 @@ impl Dirs {
         let clusters = make("cds");
         let routes = make("rds");
         let ratelimit = make("ratelimit");
+        let ratelimit_staging = make("ratelimit-staging");
         let state_file = make("state").join("sidecar-state.json");
         Dirs {
             _root: root,
@@ -181,6 +185,7 @@ impl Dirs {
             routes,
             state_file,
             ratelimit,
+            ratelimit_staging,
         }
     }
 
@@ -381,6 +386,8 @@ pub fn ratelimit_mode_args(bucket: &str, dirs: &Dirs) -> Vec<String> {
         bucket,
         "--ratelimit-dir",
         &dirs.ratelimit.display().to_string(),
+        "--staging-dir",
+        &dirs.ratelimit_staging.display().to_string(),
         "--interval",
         "1",
     ]

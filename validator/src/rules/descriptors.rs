@@ -2,10 +2,11 @@
 //! counted by exactly one rule, and every rule is reachable by some route. A descriptor no rule
 //! matches is a limit that silently does not apply; a rule no route reaches is dead config.
 //!
-//! The lookup below follows the service's: per descriptor entry, `key_value` first, then a
-//! `key_prefix*` wildcard, then `key` alone; the limit is the one on the node of the last entry.
+//! The lookup below is the service's (`Level::select`: per descriptor entry, `key_value` first,
+//! then the first `key_prefix*` wildcard in file order, then `key` alone; the limit is the one
+//! on the node of the last entry), plus what a value known only at request time could reach.
 
-use super::ratelimit_yaml::{RuleNode, RuleTree};
+use super::ratelimit_yaml::{Level, RuleNode, RuleTree};
 use super::{Findings, RuleViolation};
 use gateway_render::contract::{RATE_LIMIT_FILE, ROUTES_FILE};
 use serde_json::Value;
@@ -158,32 +159,23 @@ fn show(entries: &[DescriptorEntry]) -> String {
 
 /// Resolves a descriptor as the service would: the rule whose limit applies, or why none does.
 fn resolve<'t>(tree: &'t RuleTree, entries: &[DescriptorEntry]) -> Result<&'t RuleNode, String> {
-    let mut level: &BTreeMap<String, RuleNode> = &tree.children;
+    let mut level: Level<'t> = tree.level();
     let mut at = tree.domain.clone();
     for (i, entry) in entries.iter().enumerate() {
         let next = match &entry.value {
-            Some(value) => {
-                let composite = format!("{}_{}", entry.key, value);
-                level.get(&composite).or_else(|| {
-                    level
-                        .iter()
-                        .find(|(k, _)| {
-                            k.ends_with('*') && composite.starts_with(k.trim_end_matches('*'))
-                        })
-                        .map(|(_, n)| n)
-                        .or_else(|| level.get(&entry.key))
-                })
-            }
+            Some(value) => level.select(&entry.key, value).map(|(node, _)| node),
             None => {
                 // A value known only at request time could hit any `key_...` sibling instead.
                 let prefix = format!("{}_", entry.key);
-                if let Some((other, _)) = level.iter().find(|(k, _)| k.starts_with(&prefix)) {
+                if let Some((other, _)) =
+                    level.children.iter().find(|(k, _)| k.starts_with(&prefix))
+                {
                     return Err(format!(
                         "{} is only known at request time and may match rule {at}.{other} instead of {at}.{}",
                         entry.key, entry.key
                     ));
                 }
-                level.get(&entry.key)
+                level.children.get(&entry.key)
             }
         };
         let Some(node) = next else {
@@ -206,7 +198,7 @@ fn resolve<'t>(tree: &'t RuleTree, entries: &[DescriptorEntry]) -> Result<&'t Ru
                 node.path
             ));
         }
-        level = &node.children;
+        level = node.level();
         at = node.path.clone();
     }
     Err("empty descriptor".into())

@@ -1,6 +1,7 @@
-//! Layer 1: the gateway's own rules on a rendered config, and envoyproxy/ratelimit's rejection
-//! rules on `ratelimit.yaml` (its checker is Go and not available here; a rejected rules file
-//! makes the service keep its old rules). Pure: values in, violations out.
+//! Layer 1: the gateway's own rules on a rendered config, and envoyproxy/ratelimit's loader on
+//! `ratelimit.yaml` (its loader is Go; `ratelimit_yaml` reads files as it does, held to
+//! upstream's own loader tests; a refused rules file makes the service keep its old rules).
+//! Pure: values in, violations out.
 
 mod clusters;
 mod descriptors;
@@ -11,7 +12,9 @@ use crate::ConfigView;
 use std::fmt;
 
 pub use ratelimit_yaml::{
-    load as load_rate_limit_rules, RuleLimit, RuleNode, RuleTree, VALID_UNITS,
+    check_rules_file, load as load_rate_limit_rules, load_files as load_rate_limit_files,
+    load_files_with as load_rate_limit_files_with, Level, Matched, Refusal, RuleLimit, RuleNode,
+    RuleSet, RuleTree, RuleUnit, RulesFile, KNOWN_KEYS,
 };
 
 /// One broken rule: the file, the object in it (virtual host, route, cluster or descriptor

@@ -22,6 +22,35 @@ pub async fn status(client: &reqwest::Client, url: &str) -> Option<u16> {
         .map(|r| r.status().as_u16())
 }
 
+/// One GET through Envoy's listener with the given Host header: status and the `x-ratelimit-*`
+/// headers on the answer (Envoy writes them from the rate-limit service's statuses), as
+/// `name: value` pairs joined by `, `.
+pub async fn limit_headers(
+    client: &reqwest::Client,
+    listen: SocketAddr,
+    host: &str,
+    path: &str,
+) -> Result<(u16, String), String> {
+    let response = client
+        .get(format!("http://{listen}{path}"))
+        .header(reqwest::header::HOST, host)
+        .send()
+        .await
+        .map_err(|e| format!("{e}"))?;
+    let shown: Vec<String> = [
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    ]
+    .into_iter()
+    .filter_map(|name| {
+        let value = response.headers().get(name)?.to_str().ok()?;
+        Some(format!("{name}: {value}"))
+    })
+    .collect();
+    Ok((response.status().as_u16(), shown.join(", ")))
+}
+
 /// One GET through Envoy's listener with the given Host header: status and body.
 pub async fn through_envoy(
     client: &reqwest::Client,

@@ -41,6 +41,9 @@ pub struct RunFiles {
     pub sidecar_state: PathBuf,
     /// The rate-limit sidecar delivers `ratelimit.yaml` here; gateway-ratelimit serves it.
     pub ratelimit_dir: PathBuf,
+    /// Where the rate-limit sidecar writes before renaming into `ratelimit_dir` (as in
+    /// production: the service reads every file of its directory).
+    pub ratelimit_staging_dir: PathBuf,
     pub ratelimit_sidecar_state: PathBuf,
     pub envoy_log: PathBuf,
     pub sidecar_log: PathBuf,
@@ -166,6 +169,7 @@ impl Plan {
             bootstrap: d.join("envoy.json"),
             sidecar_state: d.join("sidecar-state.json"),
             ratelimit_dir: d.join("ratelimit"),
+            ratelimit_staging_dir: d.join("ratelimit-staging"),
             ratelimit_sidecar_state: d.join("ratelimit-sidecar-state.json"),
             envoy_log: d.join("envoy.log"),
             sidecar_log: d.join("sidecar.log"),
@@ -196,7 +200,12 @@ impl RunFiles {
     pub fn prepare(&self, run_dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(run_dir)
             .map_err(|e| format!("creating {}: {e}", run_dir.display()))?;
-        for dir in [&self.clusters_dir, &self.routes_dir, &self.ratelimit_dir] {
+        for dir in [
+            &self.clusters_dir,
+            &self.routes_dir,
+            &self.ratelimit_dir,
+            &self.ratelimit_staging_dir,
+        ] {
             if dir.exists() {
                 std::fs::remove_dir_all(dir)
                     .map_err(|e| format!("removing {}: {e}", dir.display()))?;

@@ -34,7 +34,10 @@ pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String>
         plan.ratelimit_sidecar_listen,
         &files.ratelimit_sidecar_state,
     )?;
-    cmd.arg("--ratelimit-dir").arg(&files.ratelimit_dir);
+    cmd.arg("--ratelimit-dir")
+        .arg(&files.ratelimit_dir)
+        .arg("--staging-dir")
+        .arg(&files.ratelimit_staging_dir);
     Managed::spawn(
         "the rate-limit sidecar",
         cmd,

@@ -174,9 +174,13 @@ pub async fn global_limit(
 ) -> Result<(), Failure> {
     demo.processes.check_alive().map_err(|e| p.fail(e))?;
     let mut codes = Vec::new();
+    let mut headers = String::new();
     for _ in 0..(2 * quota + 1) {
-        let code = match http::through_envoy(client, plan.listen, host, path).await {
-            Ok((code, _)) => code,
+        let code = match http::limit_headers(client, plan.listen, host, path).await {
+            Ok((code, shown)) => {
+                headers = shown;
+                code
+            }
             Err(e) => return Err(p.fail(format!("GET http://{host}{path}: {e}"))),
         };
         codes.push(code.to_string());
@@ -187,7 +191,7 @@ pub async fn global_limit(
     let passed_quota = codes.iter().take(quota as usize).all(|c| c == "200");
     if passed_quota && codes.last().is_some_and(|c| c == "429") {
         p.note(format!(
-            "GET http://{host}{path} × {}: {} (429 from the rate-limit service)",
+            "GET http://{host}{path} × {}: {} (429 from the rate-limit service); Envoy's headers on it: {headers}",
             codes.len(),
             codes.join(" ")
         ));
