@@ -28,7 +28,7 @@ mod tests {
     use super::*;
     use gateway_render::contract::{
         CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
-        LOCAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, ROUTE_CONFIG_NAME,
+        LOCAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, ROUTE_CONFIG_NAME, COOKIE_SCOPE_FILTER,
     };
 
     fn hcm(b: &Value) -> &Value {
@@ -48,6 +48,7 @@ mod tests {
         assert_eq!(
             names,
             [
+                COOKIE_SCOPE_FILTER,
                 KILL_SWITCH_FILTER,
                 PATH_GUARD_FILTER,
                 CORS_FILTER,
@@ -80,7 +81,11 @@ mod tests {
     #[test]
     fn kill_switch_is_off_by_default_and_runtime_controlled() {
         let b = gateway_bootstrap(&BootstrapParams::production()).expect("valid");
-        let ks = &hcm(&b)["http_filters"][0]["typed_config"];
+        let filters = hcm(&b)["http_filters"].as_array().expect("filters");
+        let ks = &filters
+            .iter()
+            .find(|f| f["name"] == KILL_SWITCH_FILTER)
+            .expect("the kill switch")["typed_config"];
         assert_eq!(ks["abort"]["percentage"]["numerator"], 0);
         assert_eq!(ks["abort"]["http_status"], 503);
         assert_eq!(ks["abort_percent_runtime"], KILL_SWITCH_RUNTIME_KEY);

@@ -5,7 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
-    CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    COOKIE_SCOPE_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
 };
@@ -233,6 +233,49 @@ fn client_forwarding_headers_removed() -> Value {
 pub const DOT_SEGMENT_PARAMETER_REGEX: &str =
     "(?i).*/(\\.|%2e|%252e|%c0%ae){1,2}(;|%3b|%253b).*";
 
+/// Every tenant's host is under the base domain, so a cookie a backend scopes to the base domain
+/// (or its parent) would reach every other tenant's host and shadow their cookies. On every
+/// answer, a `Set-Cookie` `Domain` attribute that is neither the host the client asked for nor a
+/// name below it (names below a team's host are only ever that team's) is dropped, which makes
+/// the cookie host-only: it still works for the host that set it. Everything else in the header
+/// is kept as written.
+pub const COOKIE_SCOPE_LUA: &str = r#"
+local function within(domain, host)
+  local d = string.lower((string.gsub(domain, "^%.", "")))
+  return d == host or (#d > #host and string.sub(d, -(#host + 1)) == "." .. host)
+end
+
+function envoy_on_request(request_handle)
+  local host = request_handle:headers():get(":authority") or ""
+  request_handle:streamInfo():dynamicMetadata():set("gateway.cookie_scope", "host", host)
+end
+
+function envoy_on_response(response_handle)
+  local headers = response_handle:headers()
+  local n = headers:getNumValues("set-cookie")
+  if n == 0 then return end
+  local meta = response_handle:streamInfo():dynamicMetadata():get("gateway.cookie_scope")
+  local host = string.lower((meta and meta["host"]) or "")
+  host = (string.gsub(host, ":%d+$", ""))
+  local cookies, changed = {}, false
+  for i = 0, n - 1 do
+    local kept = {}
+    for part in string.gmatch(headers:getAtIndex("set-cookie", i), "[^;]+") do
+      local name, value = string.match(part, "^%s*([^=]-)%s*=%s*(.-)%s*$")
+      if #kept > 0 and name and string.lower(name) == "domain" and not within(value, host) then
+        changed = true
+      else
+        table.insert(kept, part)
+      end
+    end
+    cookies[#cookies + 1] = table.concat(kept, ";")
+  end
+  if not changed then return end
+  headers:remove("set-cookie")
+  for _, cookie in ipairs(cookies) do headers:add("set-cookie", cookie) end
+end
+"#;
+
 /// One JSON line per request on stdout (the ECS log driver ships it to CloudWatch Logs); keys
 /// in docs/design.md#access-log. The path is logged without its query string, and no cookie,
 /// authorization or other client-chosen header but the user agent and request id is logged:
@@ -272,13 +315,23 @@ fn access_log() -> Value {
     })
 }
 
-/// Kill switch first (it must stop traffic before anything else spends effort on it), then the
+/// The cookie scope first (a response passes the filters in reverse, so it sees every answer
+/// last), then the kill switch (it must stop traffic before anything else spends effort on it), then the
 /// path guard (a traversal is refused before any route's policy applies), then CORS
 /// (a browser's preflight is answered locally, before it costs a token or a limiter call; on
 /// other requests it only adds headers, and only on routes with a `cors` policy), then the local
 /// bucket (cheap, per task) before the global limiter (a network call), then the router.
 fn http_filters() -> Value {
     json!([
+        {
+            // First, so it sees every answer last, whoever wrote it (the backend, a route's
+            // response headers, the gateway itself).
+            "name": COOKIE_SCOPE_FILTER,
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
+                "default_source_code": { "inline_string": COOKIE_SCOPE_LUA }
+            }
+        },
         {
             "name": KILL_SWITCH_FILTER,
             "typed_config": {

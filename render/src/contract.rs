@@ -54,3 +54,6 @@ pub const KILL_SWITCH_FILTER: &str = "gateway.kill_switch";
 /// The RBAC filter refusing dot-segment path parameters (`..;`); a name of its own, so no
 /// route's per-filter config can switch it off.
 pub const PATH_GUARD_FILTER: &str = "gateway.path_guard";
+/// The Lua filter that keeps a backend's cookies to the host that answered (a `Domain` above it
+/// is dropped); a name of its own, so no route's per-filter config can switch it off.
+pub const COOKIE_SCOPE_FILTER: &str = "gateway.cookie_scope";

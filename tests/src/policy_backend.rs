@@ -6,6 +6,8 @@
 //!   segment: the 1st, 3rd, … fail, the 2nd, 4th, … succeed;
 //! - a request with `Upgrade: websocket` gets a real handshake (`101`, `Sec-WebSocket-Accept`)
 //!   and then has each frame it sends echoed back, unmasked, until it closes;
+//! - a request whose path contains `/cookies` is answered with the cookies in [`COOKIES`] (one
+//!   scoped to the base domain, one to its own host, one to a name below it, one host-only);
 //! - anything else is answered 200 with JSON `{"method", "path", "headers"}` (the request as
 //!   received) and the response headers [`RESPONSE_HEADERS`].
 //!
@@ -159,16 +161,31 @@ fn serve(mut stream: TcpStream, state: &State) {
         "method": request.method, "path": request.path, "headers": request.headers
     })
     .to_string();
-    let extra: String = RESPONSE_HEADERS
+    let mut extra: String = RESPONSE_HEADERS
         .iter()
         .map(|(k, v)| format!("{k}: {v}\r\n"))
         .collect();
+    if request.path.contains("/cookies") {
+        for c in COOKIES {
+            extra.push_str(&format!("set-cookie: {c}\r\n"));
+        }
+    }
     let _ = write!(
         stream,
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{extra}content-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
 }
+
+/// What a `/cookies` request is answered with: a backend trying to set state for every tenant
+/// (`Domain` the base domain, or its parent), and cookies of its own host.
+pub const COOKIES: [&str; 5] = [
+    "tenant=1; Domain=api.example.com; Path=/; Secure",
+    "parent=2; domain=.EXAMPLE.com; HttpOnly",
+    "own=3; Domain=policy.api.example.com; Path=/",
+    "below=4; Domain=eu.policy.api.example.com",
+    "plain=5; Secure",
+];
 
 /// The request head, and any bytes read past it.
 fn read_head(stream: &mut TcpStream) -> Option<(Seen, Vec<u8>)> {

@@ -49,7 +49,8 @@ fn entry_doc(backend: &str) -> Value {
                         "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m" } },
             { "path": "/ws", "methods": ["GET"], "websocket": true },
             { "path": "/no-ws", "methods": ["GET"] },
-            { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" }
+            { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" },
+            { "path": "/cookies", "methods": ["GET"] }
         ]
     })
 }
@@ -118,7 +119,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 9] = [
+    let cases: [Case; 10] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -148,6 +149,10 @@ fn route_policy_through_real_envoy() {
         (
             "a dot-segment path parameter never leaves the prefix at the backend",
             dot_segment_parameters,
+        ),
+        (
+            "a backend's cookies stay on the host that answered",
+            cookies_stay_on_their_host,
         ),
     ];
     let failed: Vec<&str> = cases
@@ -507,4 +512,25 @@ fn dot_segment_parameters(stack: &Stack) {
     let r = stack.get("/pub/a;b=1");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(body(&r)["path"], "/internal/pub/a;b=1");
+}
+
+fn cookies_stay_on_their_host(stack: &Stack) {
+    let r = stack.get("/cookies/1");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let set: Vec<&str> = r
+        .head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .map(|(_, v)| v.trim())
+        .collect();
+    // Scoped to the base domain or its parent: every other tenant's host. The Domain attribute
+    // goes (the cookie becomes host-only); the rest is as the backend wrote it.
+    assert!(set.contains(&"tenant=1; Path=/; Secure"), "{set:?}");
+    assert!(set.contains(&"parent=2; HttpOnly"), "{set:?}");
+    // Its own host and names below it are the team's: kept as written.
+    assert!(set.contains(&"own=3; Domain=policy.api.example.com; Path=/"), "{set:?}");
+    assert!(set.contains(&"below=4; Domain=eu.policy.api.example.com"), "{set:?}");
+    assert!(set.contains(&"plain=5; Secure"), "{set:?}");
+    assert_eq!(set.len(), 5, "{set:?}");
 }
