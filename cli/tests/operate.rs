@@ -38,11 +38,17 @@ impl Gateway {
     }
 
     fn ctl(&self, args: &[&str]) -> Run {
+        self.ctl_with(args, &[])
+    }
+
+    /// `ctl` with more environment (a service's endpoint pointed elsewhere).
+    fn ctl_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         finish(
             Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
                 .env_clear()
                 .args(args)
                 .envs(self.moto.aws_env())
+                .envs(env.iter().copied())
                 .env("GATEWAY_TABLE", &self.table)
                 .env("GATEWAY_BUCKET", &self.bucket)
                 .env("GATEWAY_DOMAIN", "api.example.com")
@@ -590,21 +596,7 @@ fn a_cloudwatch_outage_during_reconcile_is_said_and_the_decision_stands() {
     g.ok(&["seed"]);
     g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
     let closed = format!("http://127.0.0.1:{}", free_port());
-    let run = finish(
-        Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
-            .env_clear()
-            .arg("reconcile")
-            .envs(g.moto.aws_env())
-            .env("AWS_ENDPOINT_URL_CLOUDWATCH", &closed)
-            .env("GATEWAY_TABLE", &g.table)
-            .env("GATEWAY_BUCKET", &g.bucket)
-            .env("GATEWAY_DOMAIN", "api.example.com")
-            .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
-            .env("ENVOY_BIN", envoy_bin())
-            .stdin(Stdio::null())
-            .output()
-            .expect("gatewayctl runs"),
-    );
+    let run = g.ctl_with(&["reconcile"], &[("AWS_ENDPOINT_URL_CLOUDWATCH", &closed)]);
     assert_eq!(run.code, 0, "the decision stands: {}", run.stderr);
     assert!(run.stdout.starts_with("published version "), "{}", run.stdout);
     assert!(

@@ -72,7 +72,7 @@ fn executable_digest() -> std::io::Result<String> {
 
 /// Every field of the render configuration by name: one added to it fails to compile here until
 /// it is part of both digests.
-fn render_config_fields(render: &RenderConfig, field: &mut impl FnMut(&[u8])) {
+fn render_config_fields(render: &RenderConfig, field: &mut dyn FnMut(&[u8])) {
     let RenderConfig {
         base_domain,
         upstream_ca_file,
@@ -85,12 +85,14 @@ fn render_config_fields(render: &RenderConfig, field: &mut impl FnMut(&[u8])) {
     field(&max_websocket_seconds.to_le_bytes());
 }
 
-/// The render input digest of `cand` as it is about to be rendered; `None` when the build is
-/// unknown. Each field is length-prefixed so no two inputs read alike; `v1:` names the layout.
-pub(super) fn input_digest(
+/// A digest of the build, every field of the render configuration and whatever `rest` adds, each
+/// field length-prefixed so no two inputs read alike; `layout` names the layout. `None` when the
+/// build is unknown.
+fn keyed_digest(
+    layout: &str,
     build: &BuildIdentity,
     render: &RenderConfig,
-    cand: &Candidate,
+    rest: impl FnOnce(&mut dyn FnMut(&[u8])),
 ) -> Option<String> {
     let build = build.0.as_deref()?;
     let mut sha = Sha256::new();
@@ -102,31 +104,43 @@ pub(super) fn input_digest(
     // Every field by name: one added to the render configuration fails to compile here until it
     // is part of the digest.
     render_config_fields(render, &mut field);
-    let mut json = Vec::new();
-    for (id, entry) in &cand.entries {
-        json.clear();
-        // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
-        serde_json::to_writer(&mut json, entry).expect("an entry serialises");
-        field(id.as_bytes());
-        field(&json);
-    }
-    field(b"revisions");
-    for (id, revision) in &cand.revisions {
-        field(id.as_bytes());
-        field(&revision.to_le_bytes());
-    }
-    field(b"quarantined");
-    let quarantined: BTreeMap<&str, &Quarantined> = cand
-        .quarantined
-        .iter()
-        .map(|q| (q.id.as_str(), q))
-        .collect();
-    for (id, q) in quarantined {
-        field(id.as_bytes());
-        field(q.stage.to_string().as_bytes());
-        field(q.kept.as_str().as_bytes());
-    }
-    Some(format!("v1:{:x}", sha.finalize()))
+    rest(&mut field);
+    Some(format!("{layout}:{:x}", sha.finalize()))
+}
+
+/// The render input digest of `cand` as it is about to be rendered; `None` when the build is
+/// unknown. `v1:` names the layout.
+pub(super) fn input_digest(
+    build: &BuildIdentity,
+    render: &RenderConfig,
+    cand: &Candidate,
+) -> Option<String> {
+    keyed_digest("v1", build, render, |field| {
+        let mut json = Vec::new();
+        for (id, entry) in &cand.entries {
+            json.clear();
+            // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
+            serde_json::to_writer(&mut json, entry).expect("an entry serialises");
+            field(id.as_bytes());
+            field(&json);
+        }
+        field(b"revisions");
+        for (id, revision) in &cand.revisions {
+            field(id.as_bytes());
+            field(&revision.to_le_bytes());
+        }
+        field(b"quarantined");
+        let quarantined: BTreeMap<&str, &Quarantined> = cand
+            .quarantined
+            .iter()
+            .map(|q| (q.id.as_str(), q))
+            .collect();
+        for (id, q) in quarantined {
+            field(id.as_bytes());
+            field(q.stage.to_string().as_bytes());
+            field(q.kept.as_str().as_bytes());
+        }
+    })
 }
 
 /// What a validation's verdict on one entry revision was given, as a digest: the build (which
@@ -137,17 +151,10 @@ pub(super) fn verdict_key(
     render: &RenderConfig,
     entry: &gateway_render::Entry,
 ) -> Option<String> {
-    let build = build.0.as_deref()?;
-    let mut sha = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        sha.update((bytes.len() as u64).to_le_bytes());
-        sha.update(bytes);
-    };
-    field(build.as_bytes());
-    render_config_fields(render, &mut field);
-    // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
-    field(&serde_json::to_vec(entry).expect("an entry serialises"));
-    Some(format!("verdict-v1:{:x}", sha.finalize()))
+    keyed_digest("verdict-v1", build, render, |field| {
+        // An entry is plain data (strings, numbers, BTreeMaps): it always serialises.
+        field(&serde_json::to_vec(entry).expect("an entry serialises"));
+    })
 }
 
 /// The hash this run's render would give, when it is known without rendering: the recorded
