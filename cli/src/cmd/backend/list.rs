@@ -19,7 +19,7 @@ pub fn run(args: Args) -> CmdResult {
             .await
             .claims()
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         if args.listing.json.json {
             return print_json(&serde_json::json!({ "backends": claims }));
         }

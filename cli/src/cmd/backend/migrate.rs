@@ -23,7 +23,7 @@ pub fn run(args: Args) -> CmdResult {
             .await
             .migrate()
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         let mut left = Vec::new();
         let (mut claimed, mut already) = (0, 0);
         for step in &report.steps {

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> CmdResult {
         let shared = claims
             .share(&authority, &args.team, args.holder.as_deref())
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?;
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;
         println!(
             "backend {} (held by team {}) {} team {}",
             shared.authority,

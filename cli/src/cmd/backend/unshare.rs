@@ -26,7 +26,7 @@ pub fn run(args: Args) -> CmdResult {
         let Some(claim) = claims
             .unshare(&authority, &args.team)
             .await
-            .map_err(|e| CmdError::failed(e.to_string()))?
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?
         else {
             return Err(CmdError::failed(format!(
                 "backend {authority} was not shared with team {}",
