@@ -3,7 +3,6 @@
 //! `GATEWAY_UPSTREAM_CA_FILE` for the renderer.
 
 use gateway_render::check::{allow_loopback_from_env_value, flag_from_env_value, Policy};
-use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 #[error("{name} is not set: {what}")]
@@ -33,11 +32,6 @@ pub fn domain() -> Result<String, MissingSetting> {
         "GATEWAY_DOMAIN",
         "the gateway's base domain, e.g. api.example.com",
     )
-}
-
-/// `ENVOY_BIN`, default `envoy` on PATH (the validator's `lookup_envoy`).
-pub fn envoy_bin() -> PathBuf {
-    gateway_validator::lookup_envoy(None, None).path()
 }
 
 /// The registration policy from `GATEWAY_ALLOW_LOOPBACK_BACKENDS`, `GATEWAY_BACKEND_DOMAINS`,

@@ -1,11 +1,11 @@
-//! The register and reconcile functions and the operator actions on the live config, over the
-//! AWS adapters in `gateway_adapters` (DynamoDB registry, S3 config store, CloudWatch metrics).
-//! Binaries in `src/bin` are thin; everything else is here.
+//! The Lambda edges of the register and reconcile functions: the events they accept, their
+//! handlers and the runtime's loop. The reconcile run, the operator actions and the serving view
+//! are in `gateway_control`; binaries in `src/bin` are thin.
 
-pub mod operator;
 pub mod reconcile;
 pub mod register;
-pub mod serving;
+
+pub use gateway_control::to_json;
 
 /// A Lambda binary's `main`: JSON logs, then `run` (settings, clients, the runtime's loop). A bad
 /// setting stops the function at init with a sentence naming the function, not a debug dump.
@@ -31,16 +31,5 @@ pub fn diagnostic(
         error_type: format!("{function}.{kind}"),
         // With its causes: the SDK's own display of a failed call names none of them.
         error_message: gateway_adapters::error_chain(error),
-    }
-}
-
-/// A value whose `Serialize` is derived (string keys, no custom failures) as JSON. With
-/// serde_json's default maps its keys come out sorted, as every JSON document of this crate's
-/// answers and of gatewayctl's `--json` has always been written.
-pub fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
-    match serde_json::to_value(value) {
-        Ok(v) => v,
-        // Unreachable for the plain data this is used for; a document that says so beats a panic.
-        Err(e) => serde_json::json!({ "error": format!("not serialisable: {e}") }),
     }
 }

@@ -5,7 +5,7 @@ mod support;
 
 use gateway_adapters::registry::RegistryError;
 use gateway_adapters::resolve::{BackendLookup, FixedResolver};
-use gateway_functions::reconcile::{reconcile, Outcome, Stage};
+use gateway_control::reconcile::{reconcile, Outcome, Stage};
 use support::{entry, rejected, Harness};
 
 const NAME: &str = "invoices.internal.example";

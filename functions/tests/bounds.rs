@@ -7,7 +7,7 @@ mod support;
 
 use gateway_adapters::registry::RegistryError;
 use gateway_adapters::store::ConfigStore;
-use gateway_functions::reconcile::{Kept, Outcome, Stage};
+use gateway_control::reconcile::{Kept, Outcome, Stage};
 use gateway_render::bounds::Totals;
 use gateway_render::Bounds;
 use support::{entry, published, rejected, Harness};
@@ -291,7 +291,7 @@ async fn a_generated_registry_one_cluster_past_the_documented_default_is_set_asi
         .collect();
     support::load_entries(&h.dynamo, h.registry.table(), &entries).await;
     let run =
-        gateway_functions::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
+        gateway_control::reconcile::reconcile_report(&h.registry, &h.store, &h.metrics, &h.cfg)
             .await
             .expect("run");
     assert!(

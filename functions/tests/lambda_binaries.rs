@@ -8,7 +8,7 @@ mod response_url;
 mod support;
 
 use gateway_adapters::registry::DynamoRegistry;
-use gateway_functions::reconcile::{seed, SeedOutcome};
+use gateway_control::reconcile::{seed, SeedOutcome};
 use gateway_render::{Bundle, Entry};
 use gateway_testkit::envoy_bin;
 use lambda_runtime_api::{Completion, LambdaProcess, RuntimeApi};

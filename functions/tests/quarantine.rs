@@ -3,7 +3,7 @@
 
 mod support;
 
-use gateway_functions::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
+use gateway_control::reconcile::{reconcile_report, Kept, Outcome, RunReport, Stage};
 use gateway_adapters::registry::EntryState;
 use gateway_adapters::store::ConfigStore;
 use gateway_render::{render, Bundle, Entry};

@@ -5,7 +5,7 @@
 
 mod support;
 
-use gateway_functions::reconcile::{reconcile_report, Outcome, RunReport};
+use gateway_control::reconcile::{reconcile_report, Outcome, RunReport};
 use std::time::Instant;
 use support::{entry, Harness};
 

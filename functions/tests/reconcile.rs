@@ -4,8 +4,9 @@ mod support;
 mod faults;
 
 use gateway_adapters::store::ConfigStore;
-use gateway_functions::operator::{kill_switch, restore, resume};
-use gateway_functions::reconcile::{handle, reconcile, seed, Outcome, SeedOutcome, Stage};
+use gateway_control::operator::{kill_switch, restore, resume};
+use gateway_control::reconcile::{reconcile, seed, Outcome, SeedOutcome, Stage};
+use gateway_functions::reconcile::handle;
 use gateway_render::{render, Bundle};
 use serde_json::json;
 use support::{entry, published, Harness};

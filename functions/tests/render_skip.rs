@@ -9,8 +9,8 @@ mod support;
 
 use gateway_adapters::registry::{PublishedState, Registry, RenderRecord};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
-use gateway_functions::operator::kill_switch;
-use gateway_functions::reconcile::{
+use gateway_control::operator::kill_switch;
+use gateway_control::reconcile::{
     reconcile_report, BuildIdentity, Outcome, ReconcileConfig, RunReport, Stage,
 };
 use gateway_render::{render, Bundle, RenderConfig};

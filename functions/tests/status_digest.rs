@@ -7,7 +7,7 @@
 mod support;
 
 use gateway_adapters::registry::{EntryStatus, Registry};
-use gateway_functions::reconcile::Outcome;
+use gateway_control::reconcile::Outcome;
 use support::{entry, Harness};
 
 const A: &str = "billing/invoices";

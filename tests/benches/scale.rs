@@ -53,7 +53,7 @@ use gateway_adapters::store::{
     BundleHead, BundleVersion, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
 };
 use gateway_bootstrap::ValidationBootstrap;
-use gateway_functions::reconcile::{reconcile, seed, Outcome};
+use gateway_control::reconcile::{reconcile, seed, Outcome};
 use gateway_render::bounds::Totals;
 use gateway_render::{render, Bundle, Entry, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;

@@ -26,7 +26,7 @@ use common::generated::{
 use common::{envoy_mode_args, start_envoy, Dirs, SidecarProcess, DOMAIN};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::store::ConfigStore;
-use gateway_functions::reconcile::{reconcile, seed, Outcome};
+use gateway_control::reconcile::{reconcile, seed, Outcome};
 use gateway_render::{Entry, Policy, RenderConfig};
 use gateway_testkit::envoy::EnvoyPorts;
 use gateway_testkit::repo_root;

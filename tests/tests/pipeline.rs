@@ -16,7 +16,7 @@ use common::{
     SidecarProcess, DOMAIN,
 };
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, seed, Outcome};
+use gateway_control::reconcile::{reconcile, seed, Outcome};
 use gateway_render::{Entry, Limit, Policy, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;

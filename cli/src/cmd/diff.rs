@@ -4,7 +4,7 @@ use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers};
 use super::terminal::one_line;
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::operator::{diff_bundles, load_bundle};
+use gateway_control::operator::{diff_bundles, load_bundle};
 use gateway_adapters::store::ConfigStore;
 use serde_json::json;
 

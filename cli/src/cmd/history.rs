@@ -4,7 +4,7 @@ use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, readers, when};
 use super::terminal::one_line;
 use super::{block_on, CmdResult};
-use gateway_functions::operator;
+use gateway_control::operator;
 use serde_json::Value;
 
 /// Recent bundle versions, newest first, and which was the reconciler's

@@ -5,7 +5,7 @@ use super::common::{BucketArg, DomainArg, JsonArg};
 use super::live::{op_failed, print_json, store};
 use super::{block_on, CmdError, CmdResult};
 use gateway_adapters::aws::sdk_config;
-use gateway_functions::operator;
+use gateway_control::operator;
 use gateway_render::contract::KILL_SWITCH_RUNTIME_KEY;
 use gateway_render::RenderConfig;
 use serde_json::json;

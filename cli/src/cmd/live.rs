@@ -1,7 +1,7 @@
 //! What the commands on the live config share (`seed`, `reconcile`, `preview`, `status`,
 //! `history`, `diff`, `kill-switch`, `restore`, `resume`): clients for the table and bucket, the
 //! reconcile configuration, error hints, JSON and time output. Thin over
-//! `gateway_functions::{reconcile, operator}`.
+//! `gateway_control::{reconcile, operator}`.
 
 use super::common::{ConfigLocation, EnvoyArg, PolicyArgs};
 use super::{CmdError, CmdResult};
@@ -9,8 +9,8 @@ use gateway_adapters::aws::{caller_identity, dynamodb_client, sdk_config};
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::{DynamoRegistry, RegistryReader, StateRow};
 use gateway_adapters::store::{s3_client, S3Store};
-use gateway_functions::operator::OperatorError;
-use gateway_functions::reconcile::ReconcileConfig;
+use gateway_control::operator::OperatorError;
+use gateway_control::reconcile::ReconcileConfig;
 use gateway_render::Policy;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
 use serde_json::Value;
@@ -136,9 +136,9 @@ fn reconcile_config(
         },
         backends: Default::default(),
         bounds,
-        quarantine: gateway_functions::reconcile::QuarantineLimits::from_env()
+        quarantine: gateway_control::reconcile::QuarantineLimits::from_env()
             .map_err(|e| CmdError::usage(e.to_string()))?,
-        build: gateway_functions::reconcile::BuildIdentity::running(),
+        build: gateway_control::reconcile::BuildIdentity::running(),
     })
 }
 

@@ -5,8 +5,8 @@ use super::common::JsonArg;
 use super::live::{clients, print_json, RunArgs};
 use super::terminal::{lines, one_line};
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::operator::diff_bundles;
-use gateway_functions::reconcile;
+use gateway_control::operator::diff_bundles;
+use gateway_control::reconcile;
 use serde_json::json;
 
 /// What the next reconcile would publish with ENTRY.json in place: checks, conflicts, render,

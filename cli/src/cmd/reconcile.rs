@@ -3,7 +3,7 @@
 use super::common::JsonArg;
 use super::live::{print_json, RunArgs};
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::reconcile;
+use gateway_control::reconcile;
 
 /// One reconcile run, the same code as the Lambda; prints what it decided in one line
 ///

@@ -4,7 +4,7 @@ use super::common::LiveConfigArgs;
 use super::live::{op_failed, print_json, state_clients};
 use super::terminal::one_line;
 use super::{block_on, CmdResult};
-use gateway_functions::operator;
+use gateway_control::operator;
 use serde_json::json;
 
 /// Accept the live bundle as the reconciler's own: clears drift; the next run publishes the registry again

@@ -2,7 +2,7 @@
 
 use super::live::RunArgs;
 use super::{block_on, CmdError, CmdResult};
-use gateway_functions::reconcile;
+use gateway_control::reconcile;
 
 /// Create the first bundle with a conditional put (never overwrites a published config)
 #[derive(clap::Args, Debug)]

@@ -6,7 +6,7 @@ use super::live::{op_failed, print_json, readers, when, Readers};
 use super::terminal::{lines, one_line};
 use super::{block_on, CmdError, CmdResult};
 use gateway_adapters::registry::{ProxyReport, ProxyRows, RegistryError};
-use gateway_functions::operator;
+use gateway_control::operator;
 use std::fmt::Write as _;
 
 /// The live bundle: version, hash, who wrote it, drift, entries and routes
@@ -50,8 +50,8 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
         let serving = match c.registry.proxies().read(now).await {
             Ok(rows) => {
                 warn_ignored(&rows);
-                let mut cache = gateway_functions::serving::BundleCache::new(&c.store);
-                Ok(gateway_functions::serving::live_on(&mut cache, id, &status, &rows.current).await)
+                let mut cache = gateway_control::serving::BundleCache::new(&c.store);
+                Ok(gateway_control::serving::live_on(&mut cache, id, &status, &rows.current).await)
             }
             Err(e) => Err(e.to_string()),
         };

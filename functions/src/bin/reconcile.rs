@@ -5,10 +5,9 @@ use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_adapters::{aws, settings};
-use gateway_functions::reconcile::{
-    handle, BuildIdentity, QuarantineLimits, ReconcileConfig, ReconcileEvent,
-};
-use gateway_validator::{EnvoyOptions, ValidateOptions};
+use gateway_control::reconcile::{BuildIdentity, QuarantineLimits, ReconcileConfig};
+use gateway_functions::reconcile::{handle, ReconcileEvent};
+use gateway_validator::{lookup_envoy, EnvoyOptions, ValidateOptions};
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 
 #[tokio::main]
@@ -34,7 +33,8 @@ async fn run() -> Result<(), Error> {
         render: settings::render_config(&domain)?,
         policy,
         validate: ValidateOptions {
-            envoy: EnvoyOptions::new(settings::envoy_bin()),
+            // `ENVOY_BIN`, default `envoy` on PATH.
+            envoy: EnvoyOptions::new(lookup_envoy(None, None).path()),
             skip_envoy: false,
         },
         backends: Default::default(),

@@ -2,7 +2,9 @@
 //! invocations all wake the same run; only `{"action":"seed"}` asks for something else.
 
 use super::event::ReconcileEvent;
-use super::{reconcile_report, seed, Outcome, Quarantined, ReconcileConfig, ReconcileError};
+use gateway_control::reconcile::{
+    reconcile_report, seed, Outcome, Quarantined, ReconcileConfig, ReconcileError,
+};
 use gateway_adapters::metrics::MetricsSink;
 use gateway_adapters::registry::Registry;
 use gateway_adapters::store::ConfigStore;
@@ -65,7 +67,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::{Kept, Stage};
+    use gateway_control::reconcile::{Kept, Stage};
     use serde_json::json;
 
     /// The answer as it was assembled by hand before: the outcome's map, its sentence and the

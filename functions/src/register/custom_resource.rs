@@ -381,7 +381,7 @@ async fn wait_until_serving(
     started: std::time::Instant,
 ) -> Result<String, String> {
     use gateway_adapters::registry::EntryState;
-    use crate::serving::{live_on, BundleCache};
+    use gateway_control::serving::{live_on, BundleCache};
     let published = wait_until_published(registry, id, revision, started).await?;
     let Some(store) = registry.bundles() else {
         return Err("waitFor serving needs the bundle bucket (GATEWAY_BUCKET)".into());
@@ -443,7 +443,7 @@ async fn wait_until_serving(
 }
 
 /// "live on 1 of 2 proxies: task-b serves bundle sha256:… without billing/x".
-fn describe_not_live(on: &crate::serving::LiveOn) -> String {
+fn describe_not_live(on: &gateway_control::serving::LiveOn) -> String {
     if on.reporting() == 0 {
         return "no proxy is reporting".into();
     }

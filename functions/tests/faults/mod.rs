@@ -13,7 +13,7 @@ use gateway_adapters::aws::dynamodb_client;
 use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::{DeregisterOutcome, DynamoRegistry};
 use gateway_adapters::store::{s3_client, ConfigStore, S3Store};
-use gateway_functions::reconcile::{reconcile_report, Outcome, ReconcileConfig, RunReport};
+use gateway_control::reconcile::{reconcile_report, Outcome, ReconcileConfig, RunReport};
 use gateway_render::bounds::Bounds;
 use gateway_render::check::Policy;
 use gateway_render::{Bundle, Entry, RenderConfig};

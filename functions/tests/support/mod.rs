@@ -14,7 +14,7 @@ use gateway_adapters::registry::{
 use gateway_adapters::store::{
     s3_client, BundleHead, BundleVersion, ConfigStore, PutBundle, S3Store, StoreError,
 };
-use gateway_functions::reconcile::{
+use gateway_control::reconcile::{
     reconcile, BuildIdentity, Outcome, ReconcileConfig, ReconcileError, Stage,
 };
 use gateway_render::bounds::Bounds;
@@ -331,8 +331,8 @@ impl Harness {
     }
 
     /// A run's whole report (outcome, capacity, quarantine), for tests of what it measures.
-    pub async fn reconcile_report(&self) -> gateway_functions::reconcile::RunReport {
-        gateway_functions::reconcile::reconcile_report(
+    pub async fn reconcile_report(&self) -> gateway_control::reconcile::RunReport {
+        gateway_control::reconcile::reconcile_report(
             &self.registry,
             &self.store,
             &self.metrics,

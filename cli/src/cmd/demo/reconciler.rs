@@ -4,7 +4,7 @@
 //! from the previous one.
 
 use gateway_adapters::metrics::CloudWatchMetrics;
-use gateway_functions::reconcile::{reconcile, ReconcileConfig};
+use gateway_control::reconcile::{reconcile, ReconcileConfig};
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::S3Store;
 use std::time::Duration;

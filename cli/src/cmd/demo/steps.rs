@@ -17,7 +17,7 @@ use gateway_adapters::metrics::CloudWatchMetrics;
 use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
-use gateway_functions::reconcile::{seed, BuildIdentity, ReconcileConfig};
+use gateway_control::reconcile::{seed, BuildIdentity, ReconcileConfig};
 use gateway_proc_kit::processes::{Managed, Processes};
 use gateway_render::check::Policy;
 use gateway_render::RenderConfig;
