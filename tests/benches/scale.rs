@@ -36,10 +36,8 @@
 
 // The sidecar tests' harness and the functions tests' reconcile set-up, shared rather than
 // copied.
-#[path = "../../sidecar/tests/common/mod.rs"]
-mod common;
-#[path = "../../functions/tests/support/mod.rs"]
-mod support;
+use gateway_testkit::control as support;
+use gateway_testkit::delivery as common;
 
 use common::generated::{generated, generous_bounds, one_certificate_ca, status_kib};
 use common::traffic::{Loops, Tally};

@@ -5,14 +5,22 @@
 //! process kit (`proc-kit/`) that `gatewayctl demo` uses too.
 
 pub mod backend;
+#[cfg(feature = "control")]
+pub mod control;
+#[cfg(feature = "delivery")]
+pub mod delivery;
 pub mod envoy;
 pub mod fault_proxy;
 pub mod http;
-#[cfg(feature = "upstreams")]
-pub mod upstreams;
 pub mod policy_backend;
+#[cfg(feature = "registry")]
+pub mod registry;
+#[cfg(feature = "registry")]
+pub mod response_url;
 mod serve;
 pub mod stub;
+#[cfg(feature = "upstreams")]
+pub mod upstreams;
 pub mod validate;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};

@@ -19,7 +19,8 @@
 //! run sets it aside before rendering and the search does not start again from scratch.
 
 use super::quarantine::{Candidate, Refusal};
-use super::{render_skip, validate, ReconcileConfig, ReconcileError, Stage};
+use super::validate::validate;
+use super::{render_skip, ReconcileConfig, ReconcileError, Stage};
 use gateway_render::check::check_entry;
 use gateway_render::{render, Entry, Rendered};
 use std::collections::BTreeMap;

@@ -1,0 +1,248 @@
+//! `gatewayctl init | register | deregister | list` against moto's server: outputs and exit codes.
+
+use crate::common;
+
+use common::on_moto::{
+    assert_register_refused, assert_registers, gatewayctl, gatewayctl_ok, list_json,
+};
+
+fn entry_file(
+    dir: &tempfile::TempDir,
+    name: &str,
+    team: &str,
+    service: &str,
+    path: &str,
+) -> String {
+    let file = dir.path().join(name);
+    let doc = serde_json::json!({
+        "team": team, "service": service, "host": "invoices",
+        "backend": "https://invoices.internal.example:8443",
+        "routes": [ { "path": path, "methods": ["GET"],
+                      "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] } ]
+    });
+    std::fs::write(&file, doc.to_string()).expect("write entry");
+    file.display().to_string()
+}
+
+fn new_table() -> String {
+    common::on_moto::new_table("cli")
+}
+
+#[test]
+fn init_is_idempotent() {
+    let table = new_table();
+    let run = gatewayctl(&table, &["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("already exists"), "{}", run.stdout);
+}
+
+#[test]
+fn register_list_deregister() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
+
+    let created = gatewayctl_ok(&table, &["register", &file]);
+    assert_eq!(
+        created.trim(),
+        "created billing/invoices-api on invoices.api.example.com (revision 1)"
+    );
+    let unchanged = gatewayctl_ok(&table, &["register", &file]);
+    assert!(
+        unchanged.starts_with("unchanged billing/invoices-api"),
+        "{unchanged}"
+    );
+
+    let list = gatewayctl_ok(&table, &["list"]);
+    let lines: Vec<_> = list.lines().collect();
+    assert_eq!(lines.len(), 2, "{list}");
+    assert!(lines[0].starts_with("ID") && lines[0].contains("REVISION"));
+    assert!(
+        lines[1].contains("billing/invoices-api") && lines[1].contains("invoices.api.example.com")
+    );
+    assert!(
+        lines[0].trim_end().ends_with("OWNER") && lines[1].contains("/invoices GET"),
+        "{list}"
+    );
+    let cells: Vec<&str> = lines[1]
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(cells.len(), 5, "{cells:?}");
+    assert_eq!(cells[3], "1", "revision: {cells:?}");
+    assert!(
+        cells[4].starts_with("operator arn:aws:"),
+        "owned by the operator who ran it: {cells:?}"
+    );
+
+    let doc = list_json(&table);
+    assert_eq!(doc["entries"][0]["id"], "billing/invoices-api");
+    assert_eq!(doc["entries"][0]["revision"], 1);
+    assert_eq!(doc["entries"][0]["owner"]["kind"], "operator");
+    assert!(
+        doc["entries"][0]["owner"]["principal"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("arn:aws:")),
+        "the operator's principal from GetCallerIdentity: {}",
+        doc["entries"][0]["owner"]
+    );
+    assert_eq!(
+        doc["entries"][0]["entry"]["routes"][0]["limits"][0]["requests"],
+        100
+    );
+
+    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "deleted billing/invoices-api");
+    let run = gatewayctl(&table, &["deregister", "billing/invoices-api"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("is not registered"), "{}", run.stderr);
+    let run = gatewayctl(
+        &table,
+        &["deregister", "--missing-ok", "billing/invoices-api"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    assert_eq!(list_json(&table)["entries"], serde_json::json!([]));
+}
+
+#[test]
+fn conflicts_and_rejections_exit_1_with_the_reason() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let held = entry_file(&dir, "held.json", "billing", "invoices-api", "/invoices");
+    assert_registers(&table, &held);
+
+    // (file, team, service, path, the whole refusal)
+    let refused = [
+        (
+            "other.json",
+            "payments",
+            "pay",
+            "/pay",
+            "host invoices.api.example.com is held by billing",
+        ),
+        (
+            "same.json",
+            "billing",
+            "invoices-v2",
+            "/invoices",
+            "path /invoices on invoices.api.example.com is held by billing/invoices-api",
+        ),
+    ];
+    for (name, team, service, path, reason) in refused {
+        assert_register_refused(&table, &entry_file(&dir, name, team, service, path), reason);
+    }
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"team":"billing","service":"x","host":"invoices","backend":"https://x.example","routes":[{"path":"nope"}]}"#)
+        .expect("write");
+    let run = gatewayctl(&table, &["register", &bad.display().to_string()]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("routes[0].path"), "{}", run.stderr);
+
+    let doc = list_json(&table);
+    assert_eq!(
+        doc["entries"].as_array().map(Vec::len),
+        Some(1),
+        "nothing rejected was written"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let run = gatewayctl("", &["list"]);
+    assert_eq!(run.code, 2, "missing --table: {}", run.stderr);
+    assert!(run.stderr.contains("--table"), "{}", run.stderr);
+    let run = gatewayctl("some-table", &["deregister", "not-an-id"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let run = gatewayctl("some-table", &["register"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+}
+
+#[test]
+fn register_a_directory_reports_each_file_and_never_stops_at_a_bad_one() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Written out of order: registration goes by name.
+    entry_file(&dir, "c.json", "billing", "credit-notes", "/credit-notes");
+    entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
+    // Rejected by the checks: the path does not start with "/".
+    entry_file(&dir, "b.json", "billing", "broken", "invoices");
+    // A conflict: a.json's service already holds /invoices/export's parent.
+    entry_file(&dir, "d.json", "billing", "exports", "/invoices/export");
+    entry_file(&dir, "e.json", "billing", "payments", "/payments");
+    std::fs::write(dir.path().join("notes.txt"), "not an entry").expect("write");
+    let path = dir.path().display().to_string();
+
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 1, "a failed file fails the run: {}", run.stdout);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", run.stdout);
+    assert_eq!(
+        lines[0],
+        "[1/5] billing/invoices-api: registered (created, revision 1)"
+    );
+    assert!(
+        lines[1].starts_with("[2/5] b.json: rejected: ") && lines[1].contains("must start with"),
+        "{}",
+        lines[1]
+    );
+    assert_eq!(
+        lines[2],
+        "[3/5] billing/credit-notes: registered (created, revision 1)"
+    );
+    assert_eq!(
+        lines[3],
+        "[4/5] billing/exports (d.json): path /invoices on invoices.api.example.com (overlapping /invoices/export) is held by billing/invoices-api"
+    );
+    assert_eq!(
+        lines[4],
+        "[5/5] billing/payments: registered (created, revision 1)"
+    );
+    assert_eq!(
+        lines[5],
+        "5 entry files: 3 registered (3 created), 2 failed"
+    );
+    assert!(
+        run.stderr
+            .contains("2 of 5 entry files failed: b.json, d.json"),
+        "{}",
+        run.stderr
+    );
+    let list = gatewayctl(&table, &["list", "--json"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    for id in [
+        "billing/credit-notes",
+        "billing/invoices-api",
+        "billing/payments",
+    ] {
+        assert!(list.stdout.contains(id), "{id} missing: {}", list.stdout);
+    }
+    assert!(!list.stdout.contains("billing/exports"), "{}", list.stdout);
+
+    // Again, after fixing nothing but removing the bad files: everything is unchanged, exit 0.
+    std::fs::remove_file(dir.path().join("b.json")).expect("rm");
+    std::fs::remove_file(dir.path().join("d.json")).expect("rm");
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.lines().last(),
+        Some("3 entry files: 3 registered (3 unchanged), 0 failed")
+    );
+}
+
+#[test]
+fn register_a_directory_without_entry_files_fails() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().display().to_string();
+    let run = gatewayctl(&table, &["register", &path]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no *.json entry files"),
+        "{}",
+        run.stderr
+    );
+}

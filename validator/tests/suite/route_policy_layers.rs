@@ -1,0 +1,143 @@
+//! Every route-policy entry of the check corpus renders into a config all three validation layers
+//! accept (the gateway rules, the descriptors, and the real Envoy on the validation bootstrap,
+//! whose filter chain carries the CORS filter), and the render counts routes as the validator does.
+//! The regexes a route renders stay within Envoy's RE2 program size: the largest CORS pattern the
+//! check allows and a route with all nine methods pass, one character more does not.
+
+use crate::common;
+
+use common::envoy_options;
+use gateway_render::check::{check_entry_bytes, check_origin, Policy, MAX_CORS_PATTERN_DOMAIN_LEN};
+use gateway_render::{render, Entry, RenderConfig, Rendered};
+use gateway_validator::{
+    count_routes, validate_all, ConfigView, Layer, Report, ValidateOptions, ValidationFailure,
+};
+use serde_json::Value;
+use std::path::Path;
+
+fn corpus_entry(file: &str) -> Entry {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../render/tests/corpus/good")
+        .join(file);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
+        .unwrap_or_else(|r| panic!("{file}: {r}"))
+}
+
+/// All three layers, the real Envoy's included.
+fn validate(r: &Rendered) -> Result<Report, ValidationFailure> {
+    let view = ConfigView {
+        clusters: &r.clusters,
+        route_config: &r.route_config,
+        ratelimit_yaml: &r.files["ratelimit.yaml"],
+    };
+    validate_all(
+        &view,
+        1,
+        r.route_count,
+        &ValidateOptions {
+            envoy: envoy_options(),
+            skip_envoy: false,
+        },
+    )
+}
+
+/// Every `safe_regex` in the route configuration.
+fn regexes(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get("safe_regex").and_then(|s| s.get("regex")) {
+                out.push(r.clone());
+            }
+            m.values().for_each(|x| regexes(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| regexes(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn route_policy_renders_pass_all_layers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../render/tests/corpus/good");
+    let mut checked = 0;
+    for file in [
+        "route-policy-design-example.json",
+        "route-policy-shared-path-and-bounds.json",
+        "route-policy-cross-tenant-bounds.json",
+    ] {
+        let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let entry = check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
+            .unwrap_or_else(|r| panic!("{file}: {r}"));
+        let r = render(&[entry], &RenderConfig::new("api.example.com")).expect("renders");
+        assert_eq!(r.route_count, count_routes(&r.route_config), "{file}");
+        let view = ConfigView {
+            clusters: &r.clusters,
+            route_config: &r.route_config,
+            ratelimit_yaml: &r.files["ratelimit.yaml"],
+        };
+        let report = validate_all(
+            &view,
+            1,
+            r.route_count,
+            &ValidateOptions {
+                envoy: envoy_options(),
+                skip_envoy: false,
+            },
+        )
+        .unwrap_or_else(|f| panic!("{file}: {f}"));
+        assert!(report.envoy.is_some(), "{file}: Envoy judged it");
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}
+
+#[test]
+fn the_largest_cors_pattern_and_all_nine_methods_fit_envoys_regex_size() {
+    let entry = corpus_entry("route-policy-cross-tenant-bounds.json");
+    let longest = &entry.routes[0].cors.as_ref().expect("cors").origins;
+    let longest = longest
+        .iter()
+        .find(|o| {
+            o.split_once("://*.")
+                .is_some_and(|(_, after)| after.len() == MAX_CORS_PATTERN_DOMAIN_LEN && after.contains(':'))
+        })
+        .expect("the corpus entry holds a pattern of the largest length, with a port")
+        .clone();
+    assert_eq!(entry.routes[0].methods.as_ref().map(Vec::len), Some(9));
+    let r = render(std::slice::from_ref(&entry), &RenderConfig::new("api.example.com"))
+        .expect("renders");
+    let mut found = Vec::new();
+    regexes(&r.route_config, &mut found);
+    let domain = longest.split_once("://*.").expect("pattern").1.replace('.', "\\.");
+    assert!(
+        found.iter().any(|x| x.ends_with(&format!("{domain}$"))),
+        "the longest pattern renders a regex: {found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|x| x == "^(CONNECT|DELETE|GET|HEAD|OPTIONS|PATCH|POST|PUT|TRACE)$"),
+        "the nine methods render one regex: {found:?}"
+    );
+    validate(&r).unwrap_or_else(|f| panic!("Envoy refused the largest allowed regexes: {f}"));
+
+    // One character more, for either scheme: the check refuses it, and so does Envoy.
+    for one_more in [
+        longest.replacen(".bbb", ".bbbb", 1),
+        format!("http://*.{}.{}.com", "a".repeat(63), "b".repeat(16)),
+    ] {
+        let after = one_more.split_once("://*.").expect("pattern").1;
+        assert_eq!(after.len(), MAX_CORS_PATTERN_DOMAIN_LEN + 1);
+        let refused = check_origin(&one_more, false, "api.example.com").expect_err(&one_more);
+        assert!(refused.contains("are at most 83"), "{refused}");
+        let mut past = entry.clone();
+        past.routes[0].cors.as_mut().expect("cors").origins = vec![one_more.clone()];
+        let r = render(&[past], &RenderConfig::new("api.example.com")).expect("renders");
+        let failure = validate(&r).expect_err(&one_more);
+        assert_eq!(failure.layer, Layer::Envoy, "{failure}");
+        assert!(
+            failure.to_string().contains("RE2 program size of 101 > max program size of 100"),
+            "{failure}"
+        );
+    }
+}
