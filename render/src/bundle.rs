@@ -5,7 +5,8 @@ pub use crate::canonical::to_json_bytes;
 use crate::canonical::{into_string, sorted_value, write};
 use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
-pub use crate::hash::{compute_hash, hash_canonical};
+pub use crate::error::BundleError;
+pub use crate::hash::compute_hash;
 use crate::hash::{is_json, FilesHasher, JsonFile};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,28 +27,6 @@ pub struct Bundle {
     pub files: BTreeMap<String, String>,
     pub format: u32,
     pub hash: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BundleError {
-    #[error("{what} is not valid JSON: {reason}")]
-    Json { what: String, reason: String },
-    #[error("bundle format {found} is not supported; this build reads format {BUNDLE_FORMAT}")]
-    UnknownFormat { found: String },
-    #[error("bundle has no {file}")]
-    MissingFile { file: &'static str },
-    #[error("{file} is not a JSON object")]
-    NotAnObject { file: String },
-    #[error("bundle hash {stated} does not match its files, which hash to {computed}")]
-    HashMismatch { stated: String, computed: String },
-    #[error("{file} is not in canonical form (sorted keys, two-space indent, trailing newline): its bytes were changed after rendering")]
-    NotCanonical { file: String },
-    #[error("{file}: version_info is {found:?}, expected the bundle hash {expected}")]
-    VersionInfo {
-        file: String,
-        found: Option<String>,
-        expected: String,
-    },
 }
 
 impl Bundle {

@@ -4,7 +4,8 @@ use crate::check::{check_health_check_interval, envoy_duration, MAX_HEALTH_CHECK
 use crate::contract::CLUSTER_TYPE_URL;
 use crate::entry::{Canary, Entry, HealthCheck, Protocol};
 use crate::names;
-use crate::renderer::{RenderConfig, RenderError};
+use crate::config::RenderConfig;
+use crate::error::RenderError;
 use crate::value::object;
 use serde_json::{json, Value};
 use std::net::IpAddr;

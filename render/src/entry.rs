@@ -4,19 +4,26 @@
 //! them directly: `check` walks the JSON, reports every problem with its field path, and only
 //! then builds an `Entry`. The serde derives serve the bundle's `entries` and the registry's
 //! stored JSON, which hold entries that already passed the checks.
+//!
+//! The `JsonSchema` derives give the entry's JSON Schema (`crate::schema`) its shape, doc
+//! comments included; `crate::schema` adds the checks' fixed bounds.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One team's declaration for one service. Key: `team/service`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
+    /// The team: owns the host. 1-63 of `a-z0-9-`, starting with a letter, not ending with `-`.
     pub team: String,
+    /// The service: owns its path prefixes on the team's host. The same shape as `team`.
     pub service: String,
     /// DNS labels placed in front of the gateway's base domain (`invoices` → `invoices.api.example.com`).
-    pub host: String,
-    /// `http://` or `https://` URL with host and optional port.
+        pub host: String,
+    /// `http://` or `https://` URL with host and optional port, judged by where it leads
+    /// (docs/design.md#backend-policy).
     pub backend: String,
     /// How the gateway speaks to the backend(s); `http1` when left out.
     #[serde(default, skip_serializing_if = "Protocol::is_default")]
@@ -27,12 +34,24 @@ pub struct Entry {
     /// Active HTTP health checking of the backend(s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
+    /// The service's routes.
     pub routes: Vec<Route>,
 }
 
 /// The upstream protocol (docs/design.md#traffic-policy).
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -68,7 +87,7 @@ impl Protocol {
 
 /// A second backend: `weight` percent of the service's traffic, plus every request whose header
 /// `header.name` equals `header.value`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Canary {
     /// Same rules as the entry's `backend`.
@@ -80,33 +99,39 @@ pub struct Canary {
 }
 
 /// The team's own cohort header: a request carrying `name: value` goes to the canary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CanaryHeader {
+    /// A lowercase request header name.
     pub name: String,
+    /// Visible ASCII and inner spaces.
     pub value: String,
 }
 
 /// Active HTTP health checking: `GET path` every `interval`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HealthCheck {
+    /// The path the backend answers 200 on while healthy (the rules of a route's `path`).
     pub path: String,
-    /// A duration string (`"10s"`), as the entry wrote it.
+    /// `ms`, `s` or `m` (`"10s"`), from the operators' minimum (default 5 s) to 5 min.
     pub interval: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One route: a path prefix on the team's host, sent to the entry's backend(s).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
     /// Segment-aware path prefix, starting with `/`.
     pub path: String,
-    /// HTTP methods this route answers; `None` means every method.
+    /// HTTP methods this route answers; left out, every method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<String>>,
+    /// Rate limits: global limits counted by the rate-limit service, and a local burst bucket.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<Limit>,
-    /// Whole-request timeout (`"5s"`, `"250ms"`, `"1m"`); `None` means the default 15 s.
+    /// Whole-request timeout (`"5s"`, `"250ms"`, `"1m"`), at most the operators' maximum
+    /// (default 60 s); left out, 15 s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
     /// Retries of a failed try (docs/design.md#route-policy).
@@ -142,11 +167,12 @@ impl Route {
     }
 }
 
-/// A route's retry policy. Conditions and status codes are kept sorted (canonical entry).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A route's retry policy.
+// Conditions and status codes are kept sorted (canonical entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retries {
-    /// Retries after the first try (Envoy's `num_retries`).
+    /// Retries after the first try (Envoy's `num_retries`), at most the operators' maximum.
     pub attempts: u32,
     /// Retry conditions (`connect-failure`, `5xx`, …), Envoy's `retry_on` names.
     pub on: Vec<String>,
@@ -158,52 +184,70 @@ pub struct Retries {
     pub per_try_timeout: Option<String>,
 }
 
-/// Headers to set (overwriting any the client or backend sent) and to remove. `remove` is kept
-/// sorted (canonical entry).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Headers to set (overwriting any the client or backend sent) and to remove.
+// `remove` is kept sorted (canonical entry).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeaderChanges {
+    /// Header names (lowercase) and the values they are set to.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub add: BTreeMap<String, String>,
+    /// Header names (lowercase) to remove.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remove: Vec<String>,
 }
 
-/// A route's CORS policy. Lists are kept sorted (canonical entry).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A route's CORS policy.
+// Lists are kept sorted (canonical entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cors {
     /// Exact origins (`https://app.example.com`), suffix patterns (`https://*.example.com`) or `*`.
     pub origins: Vec<String>,
+    /// The methods a preflight allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub methods: Vec<String>,
+    /// The request headers (lowercase) a preflight allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
     /// How long a browser may cache the preflight's answer (`"10m"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age: Option<String>,
+    /// Whether the browser sends credentials (cookies, authorization); never with origin `*`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub credentials: bool,
 }
 
 /// A global limit (counted by the rate-limit service) or a local burst bucket (per Envoy task).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+// deny_unknown_fields: a limit is one or the other, never fields of both (the checks refuse
+// `{"burst": 5, "per": "route"}`; without it serde would read a burst and drop `per`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum Limit {
+    /// A local token bucket in each Envoy task: `burst` tokens, refilled `burst` per second.
     Burst {
+        /// Tokens in each Envoy task's bucket, and how many it refills every second.
         burst: u32,
     },
+    /// `requests` per `every`, counted by the rate-limit service across every proxy task.
     Global {
+        /// What is counted separately: each client address, the whole route, or each value of
+        /// a request header.
         per: Per,
         /// Set exactly when `per` is `header`: the lowercase header name whose value is counted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         header: Option<String>,
+        /// Requests allowed in each window.
         requests: u32,
+        /// The window.
         every: Unit,
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// What a global limit counts separately.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Per {
     ClientIp,
@@ -211,7 +255,10 @@ pub enum Per {
     Header,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A global limit's window.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     Second,

@@ -2,7 +2,7 @@
 //! `.json` file's canonical bytes are the file re-serialised without its top-level `version_info`
 //! (so `version_info` can carry the hash) and any other file's are its bytes as they are.
 
-use crate::bundle::BundleError;
+use crate::error::BundleError;
 use crate::canonical::Members;
 use crate::transcode;
 use serde_json::Value;
@@ -20,16 +20,6 @@ pub fn compute_hash(files: &BTreeMap<String, String>) -> Result<String, BundleEr
         }
     }
     Ok(hasher.finish())
-}
-
-/// The hash over files already in canonical form (what the renderer has before stamping
-/// `version_info`).
-pub fn hash_canonical(canonical: &BTreeMap<String, String>) -> String {
-    let mut hasher = FilesHasher::new();
-    for (name, bytes) in canonical {
-        hasher.text(name, bytes);
-    }
-    hasher.finish()
 }
 
 /// Feeds files to the hash one by one, so ~90 MB of JSON is hashed from its pieces without

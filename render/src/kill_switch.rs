@@ -3,7 +3,8 @@
 //! the previous bundle version undoes it.
 
 use crate::ratelimit;
-use crate::renderer::{assemble, RenderConfig, Rendered};
+use crate::config::RenderConfig;
+use crate::renderer::{assemble, Rendered};
 use crate::routes::{catch_all_virtual_host, json_error_body, route_config_resource};
 
 pub const KILL_SWITCH_MESSAGE: &str = "gateway kill switch engaged";

@@ -5,8 +5,10 @@ pub mod bundle;
 pub mod canonical;
 pub mod check;
 pub mod clusters;
+mod config;
 pub mod contract;
 pub mod entry;
+mod error;
 mod hash;
 pub mod kill_switch;
 pub mod names;
@@ -14,16 +16,19 @@ pub mod ratelimit;
 pub mod renderer;
 pub mod route_policy;
 pub mod routes;
+pub mod schema;
 mod transcode;
 mod value;
 
 pub use bounds::Bounds;
-pub use bundle::{compute_hash, Bundle, BundleError};
+pub use bundle::{compute_hash, Bundle};
 pub use check::{Policy, Problem, Rejection};
+pub use config::RenderConfig;
 pub use entry::{
     Canary, CanaryHeader, Cors, Entry, HeaderChanges, HealthCheck, Limit, Per, Protocol, Retries,
     Route, Unit,
 };
+pub use error::{BundleError, RenderError};
 pub use kill_switch::render_kill_switch;
 pub use ratelimit::RateLimitConfig;
-pub use renderer::{render, RenderConfig, RenderError, Rendered};
+pub use renderer::{render, Rendered};

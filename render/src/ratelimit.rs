@@ -5,7 +5,7 @@
 use crate::contract::RATE_LIMIT_DOMAIN;
 use crate::entry::{Entry, Limit, Per, Route, Unit};
 use crate::names;
-use crate::renderer::RenderError;
+use crate::error::RenderError;
 use crate::value::object;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -3,48 +3,21 @@
 
 use crate::canonical::Document;
 use crate::clusters;
+pub use crate::config::{
+    RenderConfig, DEFAULT_CLIENT_IPV6_PREFIX, DEFAULT_MAX_WEBSOCKET_SECONDS,
+    DEFAULT_UPSTREAM_CA_FILE,
+};
 use crate::contract::{
     CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
 };
 use crate::entry::Entry;
+pub use crate::error::RenderError;
 use crate::hash::FilesHasher;
 use crate::ratelimit::{self, RateLimitConfig};
 use crate::routes;
 use crate::value::object;
 use serde_json::Value;
 use std::collections::BTreeMap;
-
-/// Where the gateway serves and how it trusts backends.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RenderConfig {
-    /// Team hosts are placed in front of this: `invoices` → `invoices.api.example.com`.
-    pub base_domain: String,
-    /// CA bundle that https backends' certificates must chain to, inside the proxy's image.
-    pub upstream_ca_file: String,
-    /// `per: client-ip` limits count an IPv6 client by this prefix of its address (one client
-    /// owns a whole /64, usually); IPv4 clients by their whole address.
-    /// `GATEWAY_CLIENT_IPV6_PREFIX`, default 64.
-    pub client_ipv6_prefix: u8,
-    /// Longest life of an upgraded (websocket) connection, in seconds: Envoy closes it then, so
-    /// no client holds a task's connections without bound. `GATEWAY_MAX_WEBSOCKET_DURATION`,
-    /// default 1 h.
-    pub max_websocket_seconds: u64,
-}
-
-pub const DEFAULT_UPSTREAM_CA_FILE: &str = "/etc/ssl/certs/ca-certificates.crt";
-pub const DEFAULT_CLIENT_IPV6_PREFIX: u8 = 64;
-pub const DEFAULT_MAX_WEBSOCKET_SECONDS: u64 = 3_600;
-
-impl RenderConfig {
-    pub fn new(base_domain: impl Into<String>) -> Self {
-        RenderConfig {
-            base_domain: base_domain.into(),
-            upstream_ca_file: DEFAULT_UPSTREAM_CA_FILE.to_string(),
-            client_ipv6_prefix: DEFAULT_CLIENT_IPV6_PREFIX,
-            max_websocket_seconds: DEFAULT_MAX_WEBSOCKET_SECONDS,
-        }
-    }
-}
 
 /// What a render produced: the values (for the validator, which inlines them) and the exact
 /// file bytes (for the bundle).
@@ -62,49 +35,6 @@ pub struct Rendered {
     pub files: BTreeMap<String, String>,
     /// `sha256:<64 hex>`, see `bundle::compute_hash`.
     pub hash: String,
-}
-
-/// Things the registry prevents; the renderer refuses them rather than render shadowing config.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RenderError {
-    #[error("entry {entry} appears twice in the registry read")]
-    DuplicateEntry { entry: String },
-    #[error("host {host} is claimed by two teams: {first} and {second}")]
-    HostConflict {
-        host: String,
-        first: String,
-        second: String,
-    },
-    #[error(
-        "path {path} on {host} is claimed twice with overlapping methods: {first} and {second}"
-    )]
-    PathConflict {
-        host: String,
-        path: String,
-        first: String,
-        second: String,
-    },
-    #[error("entry {entry}: backend {backend:?}: {reason}")]
-    Backend {
-        entry: String,
-        backend: String,
-        reason: String,
-    },
-    #[error("entry {entry}: route {route}: limits[{index}]: {reason}")]
-    Limit {
-        entry: String,
-        route: String,
-        index: usize,
-        reason: String,
-    },
-    #[error("entry {entry}: route {route}: two limits land on one rate-limit rule ({path})")]
-    DuplicateRule {
-        entry: String,
-        route: String,
-        path: String,
-    },
-    #[error("{file}: cannot serialise: {reason}")]
-    Serialize { file: &'static str, reason: String },
 }
 
 /// Renders the registry. Entries are sorted by id first, so the input order never matters.

@@ -6,7 +6,7 @@
 use crate::check::{envoy_duration, parse_duration};
 use crate::contract::CORS_FILTER;
 use crate::entry::{Cors, HeaderChanges, Route};
-use crate::renderer::RenderConfig;
+use crate::config::RenderConfig;
 use serde_json::{json, Map, Value};
 
 const CORS_POLICY_TYPE_URL: &str =

@@ -28,7 +28,11 @@ pub const MAX_HEALTH_CHECK_INTERVAL_MS: u64 = 300_000;
 /// Longest cohort header value.
 pub const MAX_CANARY_HEADER_VALUE_LEN: usize = 256;
 /// Longest cohort header name (the same bound as a rate-limit key's header).
-const MAX_CANARY_HEADER_NAME_LEN: usize = 128;
+pub const MAX_CANARY_HEADER_NAME_LEN: usize = 128;
+/// The largest `canary.weight`: all of the service's traffic (a cutover).
+pub const MAX_CANARY_WEIGHT: u32 = 100;
+/// The characters of a cohort header value, as a JSON Schema pattern: visible ASCII and spaces.
+pub const COHORT_HEADER_VALUE_CHARSET: &str = "^[ -~]+$";
 
 /// `protocol`: `http1`, `http2` or `grpc`.
 pub(crate) fn protocol(v: &Value, field: &str, problems: &mut Problems) -> Option<Protocol> {
@@ -84,10 +88,10 @@ pub(crate) fn canary(
     })
 }
 
-/// A whole percentage, 0–100.
+/// A whole percentage, 0–[`MAX_CANARY_WEIGHT`].
 fn percent(v: &Value, field: &str, problems: &mut Problems) -> Option<u32> {
     if let Value::Number(n) = v {
-        if let Some(p) = n.as_u64().filter(|p| *p <= 100) {
+        if let Some(p) = n.as_u64().filter(|p| *p <= u64::from(MAX_CANARY_WEIGHT)) {
             return u32::try_from(p).ok();
         }
     }

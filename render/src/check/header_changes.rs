@@ -15,6 +15,12 @@ pub const MAX_HEADER_CHANGES: usize = 16;
 pub const MAX_HEADER_VALUE_BYTES: usize = 1024;
 /// Longest header name a route may set, remove, or allow in CORS.
 pub const MAX_CHANGED_HEADER_NAME_LEN: usize = 128;
+/// The characters of every header name an entry writes, as a JSON Schema pattern: the RFC 9110
+/// token characters, lowercase.
+pub const HEADER_NAME_CHARSET: &str = "^[a-z0-9!#$%&'*+.^_`|~-]+$";
+/// The characters of a header value a route sets, as a JSON Schema pattern: visible ASCII,
+/// spaces and tabs.
+pub const HEADER_VALUE_CHARSET: &str = "^[\t -~]+$";
 
 const CHANGES_FIELDS: [&str; 2] = ["add", "remove"];
 

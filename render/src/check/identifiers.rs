@@ -4,6 +4,10 @@ use super::report::quote;
 
 /// Longest identifier or DNS label.
 pub const MAX_LABEL_LEN: usize = 63;
+/// The characters of an identifier, as a JSON Schema pattern (the entry schema's).
+pub const IDENTIFIER_CHARSET: &str = "^[a-z0-9-]+$";
+/// The characters of a dot-separated DNS name of lowercase labels, as a JSON Schema pattern.
+pub const DNS_NAME_CHARSET: &str = "^[a-z0-9.-]+$";
 
 /// `team` and `service`: 1–63 of `a-z0-9-`, starting with a letter, not ending with `-`.
 /// They become registry keys, cluster names and rate-limit keys, so nothing else gets in.

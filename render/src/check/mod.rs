@@ -74,25 +74,27 @@ pub use duration::{
 };
 pub use entry_policy::{
     check_cohort_header_name, check_cohort_header_value, check_health_check_interval,
-    min_health_check_interval_from_value,
-    DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_VALUE_LEN,
-    MAX_HEALTH_CHECK_INTERVAL_MS,
+    min_health_check_interval_from_value, COHORT_HEADER_VALUE_CHARSET,
+    DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
+    MAX_CANARY_WEIGHT, MAX_HEALTH_CHECK_INTERVAL_MS,
 };
 pub use cors::{
     check_max_age, check_origin, MAX_CORS_MAX_AGE_SECONDS, MAX_CORS_ORIGINS, MAX_CORS_PATTERN_DOMAIN_LEN,
 };
 pub use header_changes::{
-    check_header_token, check_header_value, MAX_CHANGED_HEADER_NAME_LEN, MAX_HEADER_CHANGES,
-    MAX_HEADER_VALUE_BYTES,
+    check_header_token, check_header_value, HEADER_NAME_CHARSET, HEADER_VALUE_CHARSET,
+    MAX_CHANGED_HEADER_NAME_LEN, MAX_HEADER_CHANGES, MAX_HEADER_VALUE_BYTES,
 };
 pub use host::{check_host, MAX_FQDN_LEN};
-pub use identifiers::{check_dns_label, check_identifier};
+pub use identifiers::{
+    check_dns_label, check_identifier, DNS_NAME_CHARSET, IDENTIFIER_CHARSET, MAX_LABEL_LEN,
+};
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
 pub use methods::{check_method, METHODS};
-pub use path::{check_path, prefixes_overlap, MAX_PATH_BYTES};
+pub use path::{check_path, prefixes_overlap, MAX_PATH_BYTES, PATH_CHARSET};
 pub use retries::{
     check_per_try_timeout, check_retry_condition, DEFAULT_MAX_RETRY_ATTEMPTS,
-    GRPC_RETRY_CONDITIONS, MAX_RETRIED_STATUS_CODES, RETRY_CONDITIONS,
+    GRPC_RETRY_CONDITIONS, MAX_RETRIED_STATUS_CODES, RETRIED_STATUSES, RETRY_CONDITIONS,
     RETRY_CONDITIONS_BEFORE_THE_BACKEND,
 };
 pub use rewrite::check_rewrite;

@@ -9,6 +9,9 @@ pub const MAX_PATH_BYTES: usize = 1024;
 
 /// Characters RFC 3986 allows in a path besides letters, digits, `/` and `%XX`.
 const PATH_PUNCTUATION: &str = "-._~!$&'()*+,;=:@";
+/// The characters of a path, as a JSON Schema pattern: letters, digits, `/`, `%` and
+/// [`PATH_PUNCTUATION`].
+pub const PATH_CHARSET: &str = "^[A-Za-z0-9/%!$&'()*+,;=:@._~-]+$";
 
 pub fn check_path(path: &str) -> Result<(), String> {
     if path.is_empty() {

@@ -16,6 +16,8 @@ use serde_json::Value;
 pub const DEFAULT_MAX_RETRY_ATTEMPTS: u32 = 3;
 /// Status codes one route may retry on.
 pub const MAX_RETRIED_STATUS_CODES: usize = 16;
+/// The statuses a route may retry on: client and server errors.
+pub const RETRIED_STATUSES: std::ops::RangeInclusive<u16> = 400..=599;
 
 /// Every retry condition, Envoy's `retry_on` names: the HTTP ones, then gRPC's statuses.
 pub const RETRY_CONDITIONS: [&str; 10] = [
@@ -242,9 +244,16 @@ fn status_codes(v: &Value, field: &str, problems: &mut Problems) -> Option<Vec<u
     for (i, item) in items.iter().enumerate() {
         let at = index(field, i);
         let code = match item.as_u64() {
-            Some(n) if (400..=599).contains(&n) => n as u16,
+            Some(n) if u16::try_from(n).is_ok_and(|n| RETRIED_STATUSES.contains(&n)) => n as u16,
             Some(n) => {
-                problems.push(at, format!("is {n}; a retried status is 400 to 599"));
+                problems.push(
+                    at,
+                    format!(
+                        "is {n}; a retried status is {} to {}",
+                        RETRIED_STATUSES.start(),
+                        RETRIED_STATUSES.end()
+                    ),
+                );
                 continue;
             }
             None => {

@@ -2,11 +2,9 @@
 //! registry returned entries (or an entry lists its routes), the bundle verifies, and the
 //! rate-limit actions and rules always agree.
 
-mod render_support;
-
 use gateway_render::{render, Bundle, Entry, Limit, Per, Route, Unit};
 use proptest::prelude::*;
-use render_support::{action_descriptors, config, rule_descriptors};
+use crate::support::{action_descriptors, config, rule_descriptors};
 
 const BACKENDS: [&str; 4] = [
     "https://orders.internal.example",
@@ -171,7 +169,7 @@ proptest! {
     #[test]
     fn every_render_verifies_and_actions_match_rules(entries in registry()) {
         // The generator stays inside what the registration checks accept.
-        let policy = gateway_render::Policy::new(render_support::BASE_DOMAIN, false);
+        let policy = gateway_render::Policy::new(crate::support::BASE_DOMAIN, false);
         for entry in &entries {
             let value = serde_json::to_value(entry).expect("entry serialises");
             let checked = gateway_render::check::check_entry_value(&value, &policy);

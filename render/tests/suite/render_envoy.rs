@@ -2,13 +2,10 @@
 //! and route configuration (Envoy's validate mode does not read `path_config_source` files)
 //! passes `envoy --mode validate`.
 
-mod render_support;
-mod render_envoy_bounds;
-
 use gateway_render::{render_kill_switch, Rendered};
 use gateway_testkit::validate::validate_bootstrap;
-use render_support::envoy::gateway_bootstrap;
-use render_support::{config, render_examples};
+use crate::support::envoy::gateway_bootstrap;
+use crate::support::{config, render_examples};
 use serde_json::json;
 
 fn assert_valid(rendered: &Rendered) {

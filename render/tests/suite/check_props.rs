@@ -231,7 +231,7 @@ proptest! {
     fn mutated_design_example_never_panics(
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..8)
     ) {
-        let mut bytes = include_bytes!("corpus/good/design-example.json").to_vec();
+        let mut bytes = include_bytes!("../corpus/good/design-example.json").to_vec();
         for (at, byte, op) in edits {
             let i = at.index(bytes.len().max(1));
             match op {

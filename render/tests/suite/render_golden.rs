@@ -2,10 +2,8 @@
 //! render to. Any byte change fails here; regenerate deliberately with `UPDATE_GOLDEN=1` and
 //! review the diff.
 
-mod render_support;
-
 use gateway_render::{render_kill_switch, Bundle, Rendered};
-use render_support::{config, example_entries, render_examples};
+use crate::support::{config, example_entries, render_examples};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

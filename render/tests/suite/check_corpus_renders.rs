@@ -2,12 +2,10 @@
 //! and the real Envoy accepts the render (paths with `:`, `'`, `;`, `%XX`, trailing slashes,
 //! IPv6 backends, every method and unit).
 
-mod render_support;
-
 use gateway_render::check::{check_entry_bytes, Policy};
 use gateway_render::{render, RenderConfig};
 use gateway_testkit::validate::validate_bootstrap;
-use render_support::envoy::gateway_bootstrap;
+use crate::support::envoy::gateway_bootstrap;
 use std::fs;
 use std::path::Path;
 

@@ -3,11 +3,9 @@
 //! header and health checks over HTTP/2 and TLS, a gRPC cutover, a health-checked HTTP/1.1
 //! service). Regenerate deliberately with `UPDATE_GOLDEN=1` and review the diff.
 
-mod render_support;
-
 use gateway_render::check::check_entry_bytes;
 use gateway_render::{render, Policy};
-use render_support::{config, BASE_DOMAIN};
+use crate::support::{config, BASE_DOMAIN};
 use std::path::PathBuf;
 
 #[test]

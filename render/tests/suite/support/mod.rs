@@ -1,5 +1,4 @@
 //! Shared by the render tests: the sample entries and a render of them.
-#![allow(dead_code)]
 
 pub mod envoy;
 

@@ -1,13 +1,11 @@
 //! The route configuration of the sample registry, read back from the rendered Value: virtual
 //! hosts, ordering, matches, limits, and the refusals.
 
-mod render_support;
-
 use gateway_render::contract::{
     CATCH_ALL_VHOST, KILL_SWITCH_FILTER, LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME,
 };
 use gateway_render::{render, Entry, Limit, RenderError, Route};
-use render_support::{
+use crate::support::{
     action_descriptors, config, example_entries, render_examples, rule_descriptors,
 };
 use serde_json::{json, Value};

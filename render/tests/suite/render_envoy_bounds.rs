@@ -4,7 +4,6 @@
 //! checks, render, and real Envoy validates the render. A team can only ever have its own entry
 //! refused by the checks, never the whole render refused by Envoy.
 
-
 use gateway_render::check::{
     check_entry_value, Policy, MAX_CANARY_HEADER_VALUE_LEN, MAX_CHANGED_HEADER_NAME_LEN,
     MAX_FQDN_LEN, MAX_HEADER_CHANGES, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_BYTES,
@@ -12,8 +11,8 @@ use gateway_render::check::{
 };
 use gateway_render::{render, Entry};
 use gateway_testkit::validate::validate_bootstrap;
-use crate::render_support::envoy::gateway_bootstrap;
-use crate::render_support::{config, BASE_DOMAIN};
+use crate::support::envoy::gateway_bootstrap;
+use crate::support::{config, BASE_DOMAIN};
 use serde_json::{json, Value};
 
 fn checked(doc: Value) -> Entry {

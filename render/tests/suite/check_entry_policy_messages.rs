@@ -1,8 +1,7 @@
 //! The exact messages of the entry-level traffic fields (`protocol`, `canary`, `health_check`)
-//! for every bad corpus file about them, held in `corpus/entry-policy-messages.json`. The
-//! TypeScript construct's copy of these checks (infra/test/entry-policy-checks.test.ts) is held
-//! to the same file, so the two cannot drift apart on a single byte. Regenerate deliberately
-//! with `UPDATE_GOLDEN=1` and review the diff.
+//! for every bad corpus file about them, held in `corpus/entry-policy-messages.json`: a change
+//! of any message's bytes fails here. Regenerate deliberately with `UPDATE_GOLDEN=1` and review
+//! the diff.
 
 use gateway_render::check::{check_entry_bytes, Policy};
 use std::collections::BTreeMap;

@@ -1,10 +1,8 @@
 //! The bundle: round trip, hash, and verify() catching any changed byte or a wrong version_info.
 
-mod render_support;
-
 use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use gateway_render::{compute_hash, render_kill_switch, Bundle, BundleError};
-use render_support::{config, example_entries, render_examples};
+use crate::support::{config, example_entries, render_examples};
 use serde_json::Value;
 
 fn sample_bundle() -> Bundle {

@@ -2,15 +2,13 @@
 //! 404s, segment-aware prefixes, method matching, the burst bucket, and the kill switch's 503.
 //! (Envoy decides all of these; the other tests only look at the config.)
 
-mod render_support;
-
 use gateway_render::{render, render_kill_switch, Entry, Limit, Rendered, Route};
 use gateway_testkit::envoy::EnvoyProcess;
 use gateway_testkit::free_port;
 use gateway_testkit::http::{self, Response};
 use gateway_testkit::stub::{Answer, StubServer};
-use render_support::config;
-use render_support::envoy::gateway_bootstrap;
+use crate::support::config;
+use crate::support::envoy::gateway_bootstrap;
 use serde_json::{json, Value};
 
 /// A loopback backend (the test kit's stub server) answering every request with

@@ -2,12 +2,10 @@
 //! changes, CORS with its preflight route, websocket), and the golden bytes of the corpus's
 //! route-policy entries (docs/design.md#route-policy).
 
-mod render_support;
-
 use gateway_render::check::{check_entry_bytes, Policy};
 use gateway_render::contract::{CORS_FILTER, LOCAL_RATE_LIMIT_FILTER};
 use gateway_render::{render, Entry, Rendered};
-use render_support::config;
+use crate::support::config;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
