@@ -59,9 +59,9 @@ pub enum MetricsError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// No answer in time, or another failure with no error of its own to keep.
-    #[error("CloudWatch: {0}")]
-    Other(String),
+    /// No answer in time.
+    #[error("CloudWatch: PutMetricData gave no answer within {within:?}")]
+    NoAnswer { within: std::time::Duration },
 }
 
 /// Where metrics go: CloudWatch in production, a fault-injecting or recording wrapper in tests.
@@ -97,10 +97,7 @@ impl CloudWatchMetrics {
         tokio::time::timeout(budget, call)
             .await
             .map_err(|_| {
-                MetricsError::Other(format!(
-                    "PutMetricData gave no answer within {}s",
-                    budget.as_secs()
-                ))
+                MetricsError::NoAnswer { within: budget }
             })?
             .map_err(|e| MetricsError::Call {
                 message: crate::error_chain(&e),

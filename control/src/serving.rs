@@ -195,10 +195,10 @@ mod tests {
             Err(StoreError::NotFound(v.into()))
         }
         async fn put_bundle(&self, _: PutBundle<'_>) -> Result<String, StoreError> {
-            Err(StoreError::Aws("read-only".into()))
+            Err(StoreError::Refused("read-only".into()))
         }
         async fn keep_failed(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
-            Err(StoreError::Aws("read-only".into()))
+            Err(StoreError::Refused("read-only".into()))
         }
         async fn list_versions(&self, _: usize) -> Result<Vec<BundleVersion>, StoreError> {
             Ok(vec![])

@@ -83,16 +83,7 @@ pub fn proxy_table(config: &Config, sdk: &aws_config::SdkConfig) -> Option<Proxy
 
 /// Polls every `config.interval` until `shutdown` resolves. A round in flight at shutdown is
 /// abandoned: every file write is atomic, and every state between the steps of a delivery is
-/// one Envoy can run (the next start resumes from the files).
-pub async fn run_loop<M: MetricsSink + Clone + Send + Sync + 'static>(
-    sidecar: Sidecar<M>,
-    config: &Config,
-    shutdown: impl Future<Output = ()>,
-) -> Result<(), SidecarError> {
-    run_loop_with(sidecar, config, shutdown, None::<crate::traffic::CloudWatchTraffic>, None).await
-}
-
-/// The loop, plus (Envoy mode, given a sink) the request metrics in a task of their own, so a
+/// one Envoy can run (the next start resumes from the files). Plus (Envoy mode, given a sink) the request metrics in a task of their own, so a
 /// slow CloudWatch never delays a delivery (docs/design.md#request-metrics); and, given the
 /// table and `config.report`, the proxy reports in another (docs/design.md#proxy-reports).
 pub async fn run_loop_with<M: MetricsSink + Clone + Send + Sync + 'static, T: TrafficSink + Send + 'static>(

@@ -88,9 +88,9 @@ impl TrafficSink for CloudWatchTraffic {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => return Err(e),
                 Err(_) => {
-                    return Err(MetricsError::Other(format!(
-                        "PutMetricData: no answer within {PUBLISH_TIMEOUT:?}"
-                    )))
+                    return Err(MetricsError::NoAnswer {
+                        within: PUBLISH_TIMEOUT,
+                    })
                 }
             }
         }

@@ -198,11 +198,11 @@ impl ConfigStore for FaultyStore<'_> {
     }
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
         if self.faults.fail_put.load(Ordering::SeqCst) {
-            return Err(StoreError::Aws("injected: upload failed".into()));
+            return Err(StoreError::Refused("injected: upload failed".into()));
         }
         let landed = self.inner.put_bundle(put).await?;
         if self.faults.lose_put_answer.load(Ordering::SeqCst) {
-            return Err(StoreError::Aws(format!("injected: the answer for {landed} was lost")));
+            return Err(StoreError::Refused(format!("injected: the answer for {landed} was lost")));
         }
         if self.faults.put_answer_412.load(Ordering::SeqCst) {
             return Err(StoreError::PreconditionFailed);

@@ -96,8 +96,20 @@ pub enum StoreError {
     PreconditionFailed,
     #[error("bundle version {0} not found")]
     NotFound(String),
+    /// A store with no S3 behind it (a read-only view, a preview, a test's fault) refuses the
+    /// call.
     #[error("S3: {0}")]
-    Aws(String),
+    Refused(String),
+    /// The live object's head could not be read.
+    #[error("S3: s3://{bucket}: {source}")]
+    Head {
+        bucket: String,
+        #[source]
+        source: s3::ReadError,
+    },
+    /// A put answered without a version id: the bucket is not versioned.
+    #[error("S3: bucket {bucket} returned no version id: is versioning on?")]
+    NoVersionId { bucket: String },
     /// An S3 call failed: `message` says what S3 answered, `source` is the SDK's error whole.
     #[error("S3: {message}")]
     Call {

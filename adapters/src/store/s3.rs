@@ -492,7 +492,10 @@ impl ConfigStore for S3Store {
             // Without an etag to match, S3 never answers "not modified".
             Ok(LiveHead::Absent | LiveHead::Unchanged) => Ok(None),
             Err(ReadError::Call(e)) => Err(s3_error(&self.bucket, e)),
-            Err(e) => Err(StoreError::Aws(format!("s3://{}: {e}", self.bucket))),
+            Err(source) => Err(StoreError::Head {
+                bucket: self.bucket.clone(),
+                source,
+            }),
         }
     }
 
@@ -566,12 +569,11 @@ impl ConfigStore for S3Store {
             Precondition::None => req,
         };
         let out = req.send().await.map_err(|e| aws_error(&self.bucket, e))?;
-        out.version_id().map(str::to_string).ok_or_else(|| {
-            StoreError::Aws(format!(
-                "bucket {} returned no version id: is versioning on?",
-                self.bucket
-            ))
-        })
+        out.version_id()
+            .map(str::to_string)
+            .ok_or_else(|| StoreError::NoVersionId {
+                bucket: self.bucket.clone(),
+            })
     }
 
     async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
@@ -655,11 +657,10 @@ impl ConfigStore for S3Store {
                 }
                 _ => aws_error(&self.bucket, e),
             })?;
-        out.version_id().map(str::to_string).ok_or_else(|| {
-            StoreError::Aws(format!(
-                "bucket {} returned no version id: is versioning on?",
-                self.bucket
-            ))
-        })
+        out.version_id()
+            .map(str::to_string)
+            .ok_or_else(|| StoreError::NoVersionId {
+                bucket: self.bucket.clone(),
+            })
     }
 }

@@ -73,7 +73,10 @@ pub fn run(args: Args) -> CmdResult {
             let resp = client
                 .post(&path)
                 .await
-                .map_err(|e| CmdError::failed(format!("{e}\nis Envoy's admin listening there?")))?;
+                .map_err(|e| {
+                    let why = gateway_adapters::error_chain(&e);
+                    CmdError::failed(format!("{why}\nis Envoy's admin listening there?"))
+                })?;
             if !resp.is_success() {
                 return Err(CmdError::failed(format!(
                     "{endpoint}{path}: Envoy answered {}",

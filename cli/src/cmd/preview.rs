@@ -35,7 +35,7 @@ pub fn run(args: Args) -> CmdResult {
         let c = clients(&args.run.target, policy, false).await?;
         let p = reconcile::preview(&c.registry, &c.store, &cfg, &candidate)
             .await
-            .map_err(|e| CmdError::failed(format!("failed: {e}")))?;
+            .map_err(|e| CmdError::failed(format!("failed: {}", gateway_adapters::error_chain(&e))))?;
         let id = candidate.id();
         let verdict = p.report.quarantined.iter().find(|q| q.id == id);
         let hash = match (&p.report.outcome, &p.would_publish) {

@@ -33,7 +33,7 @@ pub fn failed(err: RegistryError) -> CmdError {
             ));
         }
     }
-    CmdError::failed(err.to_string())
+    CmdError::failed(gateway_adapters::error_chain(&err))
 }
 
 pub fn is_id(id: &str) -> bool {

@@ -131,7 +131,7 @@ impl<S: ConfigStore + Sync> ConfigStore for PreviewStore<'_, S> {
         self.inner.list_versions(limit).await
     }
     async fn restore_version(&self, _v: &str, _h: &str) -> Result<String, StoreError> {
-        Err(StoreError::Aws("a preview writes nothing".into()))
+        Err(StoreError::Refused("a preview writes nothing".into()))
     }
 }
 

@@ -2,100 +2,70 @@
 //! DynamoDB stream batches, the EventBridge schedule and direct invocations, of which only
 //! `{"action":"seed"}` asks for something other than a run.
 //!
-//! The content of a wake-up is never applied (a run re-reads the whole registry), so an event is
-//! classified by the keys its source always sets and then read into that source's type for the
-//! log; one that looks like a stream batch or a schedule tick but does not read as one still
-//! wakes the run, as before.
+//! The content of a wake-up is never applied (a run re-reads the whole registry): an event is
+//! read into the first of these types it is, for the log, and any other JSON (a stream batch or
+//! a tick that does not read as one included) is a direct invocation, which wakes the run all
+//! the same.
 
 use aws_lambda_events::cloudwatch_events::CloudWatchEvent;
 use aws_lambda_events::dynamodb;
-use serde::{Deserialize, Deserializer};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 
 /// One invocation of the reconcile function.
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
 pub enum ReconcileEvent {
     /// `{"action":"seed"}` from the deploy-time seed: publish the first bundle, never overwrite.
-    Seed,
+    Seed(SeedRequest),
     /// A batch of the registry table's stream (`Records`).
     Stream(Box<dynamodb::Event>),
-    /// The every-minute schedule (`detail-type: Scheduled Event`).
+    /// The every-minute schedule (an EventBridge event).
     Schedule(Box<CloudWatchEvent>),
-    /// A direct invocation with anything else.
-    Direct,
-    /// Looks like a stream batch or a schedule tick by its keys but does not read as one: a
-    /// wake-up all the same.
-    Unreadable {
-        looks_like: &'static str,
-        why: String,
-    },
+    /// Any other JSON.
+    Direct(IgnoredAny),
 }
 
-const STREAM: &str = "table stream";
-const SCHEDULE: &str = "schedule";
+/// `{"action":"seed"}`.
+#[derive(Debug, Deserialize)]
+pub struct SeedRequest {
+    pub action: SeedAction,
+}
+
+#[derive(Debug, Deserialize)]
+pub enum SeedAction {
+    #[serde(rename = "seed")]
+    Seed,
+}
 
 impl ReconcileEvent {
     /// What woke the run, for the log.
     pub fn describe(&self) -> &'static str {
         match self {
-            ReconcileEvent::Seed => "seed request",
-            ReconcileEvent::Stream(_) => STREAM,
-            ReconcileEvent::Schedule(_) => SCHEDULE,
-            ReconcileEvent::Direct => "direct invocation",
-            ReconcileEvent::Unreadable { looks_like, .. } => looks_like,
+            ReconcileEvent::Seed(_) => "seed request",
+            ReconcileEvent::Stream(_) => "table stream",
+            ReconcileEvent::Schedule(_) => "schedule",
+            ReconcileEvent::Direct(_) => "direct invocation",
         }
     }
 }
 
-impl From<&Value> for ReconcileEvent {
-    fn from(event: &Value) -> Self {
-        fn read<T: serde::de::DeserializeOwned>(
-            event: &Value,
-            looks_like: &'static str,
-            typed: impl FnOnce(Box<T>) -> ReconcileEvent,
-        ) -> ReconcileEvent {
-            match T::deserialize(event) {
-                Ok(t) => typed(Box::new(t)),
-                Err(e) => ReconcileEvent::Unreadable {
-                    looks_like,
-                    why: e.to_string(),
-                },
-            }
-        }
-        if event.get("action").and_then(Value::as_str) == Some("seed") {
-            ReconcileEvent::Seed
-        } else if event.get("Records").is_some() {
-            read(event, STREAM, ReconcileEvent::Stream)
-        } else if event.get("detail-type").and_then(Value::as_str) == Some("Scheduled Event") {
-            read(event, SCHEDULE, ReconcileEvent::Schedule)
-        } else {
-            ReconcileEvent::Direct
-        }
-    }
-}
-
+/// A JSON document as the runtime would read it; JSON that is no event's is a direct invocation.
 impl From<Value> for ReconcileEvent {
     fn from(event: Value) -> Self {
-        ReconcileEvent::from(&event)
+        ReconcileEvent::deserialize(event).unwrap_or(ReconcileEvent::Direct(IgnoredAny))
     }
-}
-
-/// Any JSON is an event: every one wakes a run.
-impl<'de> Deserialize<'de> for ReconcileEvent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(ReconcileEvent::from)
-    }
-}
-
-/// What woke the run; logged, never applied.
-pub fn describe_event(event: &Value) -> &'static str {
-    ReconcileEvent::from(event).describe()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn read(event: &Value) -> ReconcileEvent {
+        serde_json::from_value(event.clone()).expect("every JSON document is an event")
+    }
 
     #[test]
     fn each_source_is_read_into_its_type() {
@@ -106,7 +76,7 @@ mod tests {
                 "Keys": { "pk": { "S": "ENTRY#billing/invoices" }, "sk": { "S": "ENTRY" } },
                 "SequenceNumber": "1", "SizeBytes": 52, "StreamViewType": "NEW_AND_OLD_IMAGES" },
             "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/x" } ] });
-        let ReconcileEvent::Stream(batch) = ReconcileEvent::from(&stream) else {
+        let ReconcileEvent::Stream(batch) = read(&stream) else {
             panic!("a stream batch")
         };
         assert_eq!(batch.records.len(), 1);
@@ -116,50 +86,35 @@ mod tests {
             "source": "aws.events", "account": "123456789012", "time": "2024-01-01T00:01:00Z",
             "region": "us-east-1", "resources": ["arn:aws:events:us-east-1:123456789012:rule/r"],
             "detail": {} });
-        let ReconcileEvent::Schedule(tick) = ReconcileEvent::from(&tick) else {
+        let ReconcileEvent::Schedule(tick) = read(&tick) else {
             panic!("a schedule tick")
         };
         assert_eq!(tick.source.as_deref(), Some("aws.events"));
 
-        assert!(matches!(
-            ReconcileEvent::from(&json!({ "action": "seed" })),
-            ReconcileEvent::Seed
-        ));
+        assert!(matches!(read(&json!({ "action": "seed" })), ReconcileEvent::Seed(_)));
         for direct in [
             json!({}),
             json!({ "action": "reconcile" }),
+            json!({ "action": "seed!" }),
             json!(null),
             json!([1]),
         ] {
-            assert_eq!(describe_event(&direct), "direct invocation", "{direct}");
+            assert_eq!(read(&direct).describe(), "direct invocation", "{direct}");
         }
     }
 
     #[test]
     fn an_event_that_only_looks_like_its_source_still_wakes_the_run() {
-        for (event, looks_like) in [
-            (
-                json!({ "Records": [ { "eventName": "INSERT" } ] }),
-                "table stream",
-            ),
-            (json!({ "Records": "all of them" }), "table stream"),
-            (
-                json!({ "detail-type": "Scheduled Event", "time": "yesterday" }),
-                "schedule",
-            ),
-            (
-                json!({ "detail-type": "Scheduled Event", "time": "2024-01-01T00:00:00Z",
-                     "resources": [], "detail": {},
-                     "source": { "nested": [[[]]] } }),
-                "schedule",
-            ),
+        for event in [
+            json!({ "Records": [ { "eventName": "INSERT" } ] }),
+            json!({ "Records": "all of them" }),
+            json!({ "detail-type": "Scheduled Event", "time": "yesterday" }),
+            json!({ "detail-type": "Scheduled Event", "time": "2024-01-01T00:00:00Z",
+                 "resources": [], "detail": {}, "source": { "nested": [[[]]] } }),
         ] {
-            let woken = ReconcileEvent::from(&event);
-            assert!(
-                matches!(&woken, ReconcileEvent::Unreadable { looks_like: l, why } if *l == looks_like && !why.is_empty()),
-                "{event}: {woken:?}"
-            );
-            assert_eq!(woken.describe(), looks_like);
+            let woken = read(&event);
+            assert!(matches!(woken, ReconcileEvent::Direct(_)), "{event}: {woken:?}");
+            assert!(matches!(ReconcileEvent::from(event), ReconcileEvent::Direct(_)));
         }
     }
 
@@ -172,10 +127,11 @@ mod tests {
             r#"{"Records": [{"dynamodb": {"ApproximateCreationDateTime": 1e308, "SizeBytes": -1}}]}"#,
             r#"{"Records": [{"dynamodb": {"Keys": {"pk": {"N": "1e999999"}}}}]}"#,
             r#"{"detail-type": "Scheduled Event", "time": "+999999-12-31T23:59:59Z"}"#,
-            r#"{"action": "seed", "Records": []}"#,
         ] {
             let event: ReconcileEvent = serde_json::from_str(text).expect(text);
             assert!(!event.describe().is_empty());
         }
+        let both: ReconcileEvent = serde_json::from_str(r#"{"action": "seed", "Records": []}"#).expect("JSON");
+        assert!(matches!(both, ReconcileEvent::Seed(_)));
     }
 }

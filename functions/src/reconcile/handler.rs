@@ -43,13 +43,8 @@ where
 {
     let event = event.into();
     let woken_by = event.describe();
-    match &event {
-        ReconcileEvent::Unreadable { why, .. } => {
-            tracing::info!(woken_by, unread = %why, "reconcile run starting")
-        }
-        _ => tracing::info!(woken_by, "reconcile run starting"),
-    }
-    if let ReconcileEvent::Seed = event {
+    tracing::info!(woken_by, "reconcile run starting");
+    if let ReconcileEvent::Seed(_) = event {
         let outcome = seed(registry, store, cfg).await?;
         return Ok(crate::to_json(&SeedAnswer {
             outcome: "seed",

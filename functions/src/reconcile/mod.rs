@@ -4,5 +4,5 @@
 mod event;
 mod handler;
 
-pub use event::{describe_event, ReconcileEvent};
+pub use event::ReconcileEvent;
 pub use handler::handle;

@@ -311,11 +311,11 @@ async fn stream_schedule_and_direct_events_run_the_same_reconcile() {
     let stream = json!({"Records": [{"eventName": "INSERT", "dynamodb": {"Keys": {"pk": {"S": "ENTRY#evil/x"}}}}]});
     let schedule = json!({"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}});
     let direct = json!({});
-    let first = handle(&stream, &h.registry, &h.store, &h.metrics, &h.cfg)
+    let first = handle(stream.clone(), &h.registry, &h.store, &h.metrics, &h.cfg)
         .await
         .expect("stream run");
     assert_eq!(first["outcome"], "published", "{first}");
-    for event in [&stream, &schedule, &direct] {
+    for event in [stream, schedule, direct] {
         let out = handle(event, &h.registry, &h.store, &h.metrics, &h.cfg)
             .await
             .expect("run");

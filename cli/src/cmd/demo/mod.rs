@@ -12,6 +12,7 @@ mod plan;
 mod progress;
 mod ratelimit;
 mod reconciler;
+mod running;
 mod samples;
 mod sidecar;
 mod steps;
@@ -23,7 +24,7 @@ use progress::Progress;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-use steps::Demo;
+use running::Demo;
 
 /// Run the whole pipeline on this machine: moto's server, table and bucket, seed, reconciler
 /// loop, sidecar, Envoy and two sample backends; register the sample teams in examples/demo

@@ -3,6 +3,7 @@
 //! start if a watched file is missing), Envoy before the registrations it will route.
 
 use super::backends::SampleBackend;
+use super::running::Demo;
 use super::http;
 use super::plan::{Plan, BUCKET, TABLE};
 use super::progress::{Failure, Progress};
@@ -18,7 +19,7 @@ use gateway_adapters::registry::DynamoRegistry;
 use gateway_adapters::store::{s3_client, S3Store};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use gateway_control::reconcile::{seed, BuildIdentity, ReconcileConfig};
-use gateway_proc_kit::processes::{Managed, Processes};
+use gateway_proc_kit::processes::Managed;
 use gateway_render::check::Policy;
 use gateway_render::RenderConfig;
 use gateway_validator::{EnvoyOptions, ValidateOptions};
@@ -26,30 +27,6 @@ use std::path::PathBuf;
 use tokio::process::Command;
 
 pub const TOTAL: usize = 13;
-
-/// Everything the demo started, stopped together whatever way the demo ends.
-#[derive(Default)]
-pub struct Demo {
-    pub processes: Processes,
-    pub backends: Vec<SampleBackend>,
-    pub reconciler: Option<Reconciler>,
-}
-
-impl Demo {
-    pub async fn stop(&mut self) -> Vec<&'static str> {
-        let mut stopped = Vec::new();
-        if let Some(mut r) = self.reconciler.take() {
-            r.stop().await;
-            stopped.push("the reconciler loop");
-        }
-        stopped.extend(self.processes.stop_all().await);
-        if !self.backends.is_empty() {
-            self.backends.clear();
-            stopped.push("the sample backends");
-        }
-        stopped
-    }
-}
 
 /// What the banner and the check report once the gateway is up.
 pub struct Up {

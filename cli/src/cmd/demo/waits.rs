@@ -5,7 +5,7 @@ use super::http;
 use super::plan::Plan;
 use super::progress::{Failure, Progress};
 use super::samples::Sample;
-use super::steps::Demo;
+use super::running::Demo;
 use gateway_envoy_admin::AdminClient;
 use std::time::{Duration, Instant};
 
