@@ -10,7 +10,7 @@ export PATH="$PWD/.venv/bin:$PATH" ENVOY_BIN="$PWD/.venv/bin/envoy"
 # The end-to-end test runs the sidecar binary beside it in target/debug.
 cargo build --locked -p gateway-sidecar --bin gateway-sidecar
 run() {
-  cargo test --locked -p gateway-testkit --test envelope -- --ignored --nocapture 2>/dev/null \
+  cargo test --locked -p gateway-testkit --test suite envelope -- --ignored --nocapture 2>/dev/null \
     | grep '^|'
 }
 ENVELOPE_ROUTES="${1:-10000,25000,50000}" run
