@@ -14,11 +14,11 @@ use gateway_render::contract::{CLUSTERS_FILE, ROUTES_FILE};
 use gateway_render::{render, RenderConfig};
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::http::{self, Response};
-use gateway_testkit::policy_backend::{
-    frame, read_frame, websocket_accept, PolicyBackend, SLOW_ANSWER,
+use gateway_testkit::policy_backend::{PolicyBackend, SLOW_ANSWER};
+use tokio_tungstenite::tungstenite::{
+    self, client::IntoClientRequest, HandshakeError, Message, WebSocket,
 };
 use serde_json::{json, Value};
-use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -360,69 +360,58 @@ fn cors(stack: &Stack) {
     assert_eq!(r.header("access-control-allow-origin"), None, "{}", r.head);
 }
 
-/// Sends a websocket handshake for `path`; the status line's code and, on 101, the stream.
-fn upgrade(stack: &Stack, path: &str) -> (u16, String, TcpStream) {
-    let mut s = TcpStream::connect(stack.envoy.listener_addr()).expect("connect");
+/// A websocket client through Envoy's listener, on one connection.
+type Client = WebSocket<TcpStream>;
+
+/// The websocket handshake for `path` (tungstenite checks the `Sec-WebSocket-Accept` the answer
+/// carries): the client, or the status Envoy answered with instead.
+fn upgrade(stack: &Stack, path: &str) -> Result<Client, u16> {
+    let s = TcpStream::connect(stack.envoy.listener_addr()).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    let key = "dGhlIHNhbXBsZSBub25jZQ==";
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {HOST}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
-    )
-    .expect("handshake");
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
+    let request = format!("ws://{HOST}{path}")
+        .into_client_request()
+        .expect("a websocket request");
+    match tungstenite::client(request, s) {
+        Ok((client, response)) => {
+            assert_eq!(response.status(), 101);
+            Ok(client)
+        }
+        Err(HandshakeError::Failure(tungstenite::Error::Http(response))) => {
+            Err(response.status().as_u16())
+        }
+        Err(e) => panic!("the websocket handshake for {path} failed: {e}"),
+    }
+}
+
+/// The next text message, or why there is none.
+fn next_text(client: &mut Client) -> Result<String, tungstenite::Error> {
+    loop {
+        match client.read()? {
+            Message::Text(text) => return Ok(text.to_string()),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => return Ok(format!("{other:?}")),
         }
     }
-    let head = String::from_utf8_lossy(&head).to_string();
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, head, s)
 }
 
 fn websocket(stack: &Stack) {
-    let (status, head, mut s) = upgrade(stack, "/ws/chat");
-    assert_eq!(status, 101, "{head}");
-    let accept = head
-        .lines()
-        .find_map(|l| {
-            l.split_once(':')
-                .filter(|(k, _)| k.eq_ignore_ascii_case("sec-websocket-accept"))
-        })
-        .map(|(_, v)| v.trim().to_string());
+    let mut chat = upgrade(stack, "/ws/chat").expect("an upgrade on a websocket route");
+    chat.send(Message::text("hello through envoy")).expect("send");
     assert_eq!(
-        accept,
-        Some(websocket_accept("dGhlIHNhbXBsZSBub25jZQ==")),
-        "{head}"
-    );
-    s.write_all(&frame(0x1, b"hello through envoy", Some([9, 8, 7, 6])))
-        .expect("frame");
-    assert_eq!(
-        read_frame(&mut s),
-        Some((0x1, b"hello through envoy".to_vec())),
+        next_text(&mut chat).expect("an answer"),
+        "hello through envoy",
         "echoed through the tunnel"
     );
-    s.write_all(&frame(0x8, &[], Some([1, 2, 3, 4])))
-        .expect("close");
+    chat.close(None).expect("close");
 
     // A connection that stays open is ended by Envoy at the operators' maximum duration, busy
     // or not, so no client holds a shared task's connections without bound.
-    let (status, _, mut held) = upgrade(stack, "/ws/held");
-    assert_eq!(status, 101);
+    let mut held = upgrade(stack, "/ws/held").expect("an upgrade on a websocket route");
     let opened = Instant::now();
-    held.write_all(&frame(0x1, b"still here", Some([1, 1, 1, 1])))
-        .expect("frame");
-    assert_eq!(read_frame(&mut held), Some((0x1, b"still here".to_vec())));
-    let mut rest = Vec::new();
-    let _ = held.read_to_end(&mut rest);
+    held.send(Message::text("still here")).expect("send");
+    assert_eq!(next_text(&mut held).expect("an answer"), "still here");
+    while next_text(&mut held).is_ok() {}
     let lived = opened.elapsed();
     assert!(
         lived >= Duration::from_millis(WEBSOCKET_SECONDS * 1000 - 200)
@@ -430,11 +419,11 @@ fn websocket(stack: &Stack) {
         "the upgraded connection lived {lived:?}; the maximum is {WEBSOCKET_SECONDS}s"
     );
 
-    let (status, head, _) = upgrade(stack, "/no-ws/chat");
-    assert_ne!(status, 101, "{head}");
+    let refused = upgrade(stack, "/no-ws/chat").err();
     assert_eq!(
-        status, 403,
-        "Envoy refuses an upgrade the route does not allow: {head}"
+        refused,
+        Some(403),
+        "Envoy refuses an upgrade the route does not allow"
     );
     assert!(
         stack
