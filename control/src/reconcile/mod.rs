@@ -8,6 +8,7 @@
 mod bounds;
 mod check;
 mod guard;
+mod layers;
 mod narrow;
 mod outcome;
 mod preview;

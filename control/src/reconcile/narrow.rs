@@ -19,7 +19,7 @@
 //! run sets it aside before rendering and the search does not start again from scratch.
 
 use super::quarantine::{Candidate, Refusal};
-use super::validate::validate;
+use super::layers::validate;
 use super::{render_skip, ReconcileConfig, ReconcileError, Stage};
 use gateway_render::check::check_entry;
 use gateway_render::{render, Entry, Rendered};

@@ -2,7 +2,7 @@
 //! or, for a run that rejects, the render and the reason kept under `failed/`.
 
 use super::run::{now, Run};
-use super::validate::{Passed, Prepared};
+use super::layers::{Passed, Prepared};
 use super::{Outcome, ReconcileError, Stage};
 use gateway_adapters::registry::{PublishedState, Registry, RegistryError};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, StoreError, Writer};

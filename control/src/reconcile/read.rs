@@ -6,8 +6,6 @@ use super::{Outcome, ReconcileError};
 use gateway_adapters::registry::{PublishedState, Registry, RegistrySnapshot, RenderRecord};
 use gateway_adapters::store::{BundleHead, ConfigStore};
 use gateway_render::bounds::Totals;
-use gateway_render::{Bundle, Entry};
-use std::collections::BTreeMap;
 use tracing::warn;
 
 /// What the drift guard and the render skip stand on: the recorded publish, the live bundle's
@@ -57,23 +55,4 @@ pub(super) async fn read_standing<R: Registry, S: ConfigStore>(
         render,
         pending: pending?,
     })
-}
-
-/// The entries of the live bundle, by id; none when there is no bundle, it does not parse (an
-/// operator's kill-switch bundle holds none) or its hash does not verify: nothing is taken from
-/// a bundle that is not what its hash says. (Format 1's hash covers the files, not `entries`.)
-pub(super) async fn previous_versions<S: ConfigStore>(
-    store: &S,
-) -> Result<BTreeMap<String, Entry>, ReconcileError> {
-    let Some(live) = store.head_live().await? else {
-        return Ok(BTreeMap::new());
-    };
-    let body = store.get_version(&live.version_id).await?;
-    match Bundle::parse(&body).and_then(|b| b.verify().map(|()| b)) {
-        Ok(b) => Ok(b.entries.into_iter().map(|e| (e.id(), e)).collect()),
-        Err(e) => {
-            warn!(error = %e, "live bundle unreadable or does not verify; quarantined entries have no previous version");
-            Ok(BTreeMap::new())
-        }
-    }
 }

@@ -2,15 +2,15 @@
 //! facts the report records once it has decided.
 
 use super::quarantine::Candidate;
-use super::read::previous_versions;
 use super::status::StatusBasis;
 use super::verdicts::VerdictFacts;
 use super::{Outcome, ReconcileConfig, ReconcileError};
 use gateway_adapters::registry::{PublishedState, RenderRecord};
 use gateway_adapters::store::ConfigStore;
-use gateway_render::Entry;
+use gateway_render::{Bundle, Entry};
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
+use tracing::warn;
 
 /// What a step hands the next one, or the run's outcome when the step decided it.
 pub(super) enum Step<T> {
@@ -98,6 +98,25 @@ impl<'a, R, S: ConfigStore> Run<'a, R, S> {
         self.reached(&hash);
         self.facts.basis.unchanged_on = state;
         Outcome::Unchanged { hash }
+    }
+}
+
+/// The entries of the live bundle, by id; none when there is no bundle, it does not parse (an
+/// operator's kill-switch bundle holds none) or its hash does not verify: nothing is taken from
+/// a bundle that is not what its hash says. (Format 1's hash covers the files, not `entries`.)
+async fn previous_versions<S: ConfigStore>(
+    store: &S,
+) -> Result<BTreeMap<String, Entry>, ReconcileError> {
+    let Some(live) = store.head_live().await? else {
+        return Ok(BTreeMap::new());
+    };
+    let body = store.get_version(&live.version_id).await?;
+    match Bundle::parse(&body).and_then(|b| b.verify().map(|()| b)) {
+        Ok(b) => Ok(b.entries.into_iter().map(|e| (e.id(), e)).collect()),
+        Err(e) => {
+            warn!(error = %e, "live bundle unreadable or does not verify; quarantined entries have no previous version");
+            Ok(BTreeMap::new())
+        }
     }
 }
 

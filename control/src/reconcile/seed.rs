@@ -3,7 +3,7 @@
 
 use super::check::check_each;
 use super::run::now;
-use super::validate::validate;
+use super::layers::validate;
 use super::{ReconcileConfig, ReconcileError};
 use gateway_adapters::registry::{PublishedState, Registry};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, StoreError, Writer};
