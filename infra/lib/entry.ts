@@ -1,6 +1,8 @@
 /**
  * The registration entry, shaped as docs/design.md#registration-entry says: the same document the
- * CLI sends. The register function receives it verbatim as JSON.
+ * CLI sends. The register function receives it verbatim as JSON. These interfaces are held to
+ * the entry's JSON Schema (schema/entry.schema.json, generated from the Rust entry types) by
+ * test/entry-types.test.ts: the same fields, the same optional ones, the same enum values.
  */
 
 export type Per = 'client-ip' | 'route' | 'header';
@@ -95,7 +97,15 @@ export interface Canary {
   /** 0–100 percent of the service's traffic; 100 is a cutover. */
   readonly weight: number;
   /** Requests whose header `name` equals `value` go to the canary. Any client can send it. */
-  readonly header?: { readonly name: string; readonly value: string };
+  readonly header?: CanaryHeader;
+}
+
+/** The team's own cohort header: a request carrying `name: value` goes to the canary. */
+export interface CanaryHeader {
+  /** A lowercase request header name. */
+  readonly name: string;
+  /** Visible ASCII and inner spaces, at most 256. */
+  readonly value: string;
 }
 
 export interface HealthCheck {

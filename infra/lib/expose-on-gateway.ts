@@ -2,8 +2,11 @@ import { Aws, CustomResource, Stack, Token } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
-import { checkEntry, EntryRejected } from './entry-checks';
 import { Entry, entryKey, HealthCheck } from './entry';
+import { entryProblems, EntryRejected } from './entry-schema';
+
+export { EntryRejected } from './entry-schema';
+export type { Problem } from './entry-schema';
 
 /** The CloudFormation type of a registration; the register function answers for it. */
 export const REGISTRATION_RESOURCE_TYPE = 'Custom::GatewayRoute';
@@ -37,11 +40,17 @@ export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
    * `RegistrationTopicNamePrefix`; or this account's topic ARN or construct).
    */
   readonly serviceToken: GatewayServiceToken;
-  /** The gateway's base domain; when given, the full hostname is checked at synth (≤ 253). */
+  /** The gateway's base domain; when given, `hostname` is `host.baseDomain`. */
   readonly baseDomain?: string;
-  /** The gateway's `GATEWAY_MAX_ROUTE_TIMEOUT` in milliseconds, when its operators raised it (default 60 s). */
+  /**
+   * @deprecated Ignored. The register function judges `timeout` against the gateway's own
+   * `GATEWAY_MAX_ROUTE_TIMEOUT` at deploy and fails the deploy naming the field.
+   */
   readonly maxRouteTimeoutMs?: number;
-  /** The gateway's `GATEWAY_MAX_RETRY_ATTEMPTS`, when its operators raised it (default 3). */
+  /**
+   * @deprecated Ignored. The register function judges `retries.attempts` against the gateway's
+   * own `GATEWAY_MAX_RETRY_ATTEMPTS` at deploy and fails the deploy naming the field.
+   */
   readonly maxRetryAttempts?: number;
   /**
    * When the deploy step succeeds (docs/design.md#deploys-that-wait): `registered` once the
@@ -57,6 +66,11 @@ export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
 /**
  * Puts one team service's routes on the shared gateway from the team's own stack.
  *
+ * At synth the entry is validated against the entry's JSON Schema (`schema/entry.schema.json`:
+ * shape and fixed bounds), and `EntryRejected` names every field that fails it. The register
+ * function decides the rest at deploy (the gateway's settings, addresses, conflicts), failing
+ * the deploy with the field and the reason.
+ *
  * Create and update call the register function with the entry; delete deregisters it. The
  * custom resource's physical id is `team/service`, so changing either replaces the registration:
  * CloudFormation registers the new key, then deletes the old one.
@@ -68,7 +82,7 @@ export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
  * - `WaitFor`: `registered`, `published` (default) or `serving`, see `waitFor`.
  */
 export class ExposeOnGateway extends Construct {
-  /** The entry sent to the register function, exactly as checked. */
+  /** The entry sent to the register function, exactly as validated. */
   readonly entry: Entry;
   /** The full hostname, when the base domain is known at synth. */
   readonly hostname?: string;
@@ -87,10 +101,9 @@ export class ExposeOnGateway extends Construct {
       routes: props.routes,
     };
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the
-    // backend) cannot be checked here; the register function checks everything again,
+    // backend) cannot be judged here; the register function checks everything again,
     // authoritatively, with the registry in view.
-    const bounds = { maxRouteTimeoutMs: props.maxRouteTimeoutMs, maxRetryAttempts: props.maxRetryAttempts };
-    const problems = checkEntry(this.entry, { baseDomain: props.baseDomain, ...bounds }).filter(
+    const problems = entryProblems(this.entry).filter(
       (p) => !containsToken((this.entry as unknown as Record<string, unknown>)[topLevelField(p.field)]),
     );
     if (problems.length > 0) {

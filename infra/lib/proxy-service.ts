@@ -36,7 +36,7 @@ export const PROXY_PORTS = {
   rateLimitSidecarStatus: 15005,
 } as const;
 
-/** The range of `PROXY_PORTS` the checks refuse as backend ports (entry-checks.ts has the same). */
+/** The range of `PROXY_PORTS` the register function refuses as backend ports (render's `PROXY_RESERVED_PORTS`). */
 export const PROXY_RESERVED_PORTS = { first: 15000, last: 15019 } as const;
 
 /**

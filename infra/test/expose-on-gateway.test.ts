@@ -2,9 +2,8 @@ import { Fn, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
-import { EntryRejected } from '../lib/entry-checks';
 import { sampleEntry } from '../lib/example-team-stack';
-import { ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
+import { EntryRejected, ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
 import { testApp } from './helpers';
 
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
@@ -93,7 +92,7 @@ describe('custom resource', () => {
   });
 });
 
-describe('rejected at synth', () => {
+describe('rejected at synth, by the entry schema', () => {
   const rejects = (overrides: Partial<ExposeOnGatewayProps>, field: string, reason: RegExp) => {
     let error: unknown;
     try {
@@ -105,27 +104,108 @@ describe('rejected at synth', () => {
     const problems = (error as EntryRejected).problems;
     expect(problems).toContainEqual({ field, reason: expect.stringMatching(reason) });
   };
+  const route = (r: Record<string, unknown>) => ({ routes: [{ path: '/x', ...r }] as never });
 
-  test('bad host label', () => rejects({ host: 'Invoices' }, 'host', /lowercase/));
-  test('host label ending with -', () => rejects({ host: 'invoices-.eu' }, 'host', /must not start or end with "-"/));
-  test('wildcard host', () => rejects({ host: '*.invoices' }, 'host', /wildcards/));
-  test('full hostname over 253', () =>
-    rejects({ host: Array(4).fill('a'.repeat(60)).join('.'), baseDomain: 'api.example.com' }, 'host', /is 259 characters long; at most 253/));
-  test('bad team', () => rejects({ team: '9billing' }, 'team', /must start with a letter a-z/));
+  test('uppercase host', () => rejects({ host: 'Invoices' }, 'host', /character "I" is not allowed/));
+  test('wildcard host', () => rejects({ host: '*.invoices' }, 'host', /character "\*" is not allowed/));
+  test('bad team', () => rejects({ team: 'bill_ing' }, 'team', /character "_" is not allowed/));
+  test('team too long', () => rejects({ team: 'a'.repeat(64) }, 'team', /is 64 characters long; at most 63/));
   test('bad unit', () =>
-    rejects({ routes: [{ path: '/x', limits: [{ per: 'route', requests: 1, every: 'fortnight' as never }] }] }, 'routes[0].limits[0].every', /unknown unit "fortnight"/));
+    rejects(route({ limits: [{ per: 'route', requests: 1, every: 'fortnight' }] }), 'routes[0].limits[0].every', /unknown value "fortnight"/));
   test('unknown per', () =>
-    rejects({ routes: [{ path: '/x', limits: [{ per: 'user' as never, requests: 1, every: 'minute' }] }] }, 'routes[0].limits[0].per', /unknown key kind "user"/));
-  test('missing routes', () => rejects({ routes: [] }, 'routes', /at least one route/));
-  test('link-local backend', () => rejects({ backend: 'http://169.254.169.254' }, 'backend', /link-local/));
-  test('IPv6 link-local backend', () => rejects({ backend: 'http://[fe80::1]:8080' }, 'backend', /link-local/));
-  test('loopback backend', () => rejects({ backend: 'http://127.0.0.1:8080' }, 'backend', /loopback/));
-  test('overlapping routes', () =>
-    rejects({ routes: [{ path: '/a', methods: ['GET'] }, { path: '/a' }] }, 'routes[1]', /overlapping methods \(GET\)/));
+    rejects(route({ limits: [{ per: 'user', requests: 1, every: 'minute' }] }), 'routes[0].limits[0].per', /unknown value "user"/));
+  test('burst past its bound', () => rejects(route({ limits: [{ burst: 1_000_001 }] }), 'routes[0].limits[0].burst', /at most 1000000/));
+  test('missing routes', () => rejects({ routes: [] }, 'routes', /must not be empty/));
+  test('too many routes', () =>
+    rejects({ routes: Array.from({ length: 65 }, (_, i) => ({ path: `/r${i}` })) }, 'routes', /has 65 items; at most 64/));
+  test('a path with a query', () => rejects(route({ path: '/x?y' }), 'routes[0].path', /character "\?" is not allowed/));
+  test('a retried status outside 400-599', () =>
+    rejects(route({ retries: { attempts: 1, on: ['retriable-status-codes'], status_codes: [302] } }), 'routes[0].retries.status_codes[0]', /is 302; at least 400/));
+  test('a canary weight over 100', () =>
+    rejects({ canary: { backend: 'https://canary.internal.example', weight: 101 } }, 'canary.weight', /is 101; at most 100/));
+  test('a cohort header value with a line break', () =>
+    rejects({ canary: { backend: 'https://canary.internal.example', weight: 5, header: { name: 'x-canary', value: 'a\r\nb' } } }, 'canary.header.value', /character "\\r"/));
+  test('an unknown field in a route', () => rejects(route({ prefix: true }), 'routes[0].prefix', /unknown field; expected cors, limits/));
+  test('null for an optional field', () => rejects(route({ methods: null }), 'routes[0].methods', /expected a list, got null/));
 
-  test('every problem is reported at once, each naming its field', () => {
-    expect(expose({ team: 'Billing', host: 'a..b', routes: [{ path: 'no-slash', methods: ['FETCH'] }] })).toThrow(
-      /team: .*\n.*host: .*\n.*routes\[0\]\.path: .*\n.*routes\[0\]\.methods\[0\]: unknown method "FETCH"/,
+  test('every problem is reported at once, in document order, each naming its field', () => {
+    expect(expose({ team: 'Billing', host: 'a_b', routes: [{ path: '/a b', methods: ['FETCH' as never] }] })).toThrow(
+      /team: .*\n.*host: .*\n.*routes\[0\]\.path: .*\n.*routes\[0\]\.methods\[0\]: unknown value "FETCH"/,
     );
+  });
+});
+
+describe('left to the register function', () => {
+  // What needs the gateway's settings, the network or more than one value: the register
+  // function refuses it at deploy, naming the field, and the deploy fails.
+  test.each<[string, Partial<ExposeOnGatewayProps>]>([
+    ['a link-local backend', { backend: 'http://169.254.169.254' }],
+    ['a loopback backend', { backend: 'http://127.0.0.1:8080' }],
+    ['a team starting with a digit', { team: '9billing' }],
+    ['a host label ending with -', { host: 'invoices-.eu' }],
+    ['a full hostname over 253 characters', { host: Array(4).fill('a'.repeat(60)).join('.'), baseDomain: 'api.example.com' }],
+    ['overlapping routes', { routes: [{ path: '/a', methods: ['GET'] }, { path: '/a' }] }],
+    ['a timeout past the operators\' maximum', { routes: [{ path: '/a', timeout: '10m' }] }],
+    ['a POST route retrying on 5xx', { routes: [{ path: '/a', methods: ['POST'], retries: { attempts: 2, on: ['5xx'] } }] }],
+    ['a CORS pattern over a public suffix', { routes: [{ path: '/a', cors: { origins: ['https://*.co.uk'] } }] }],
+  ])('%s passes synth', (_what, overrides) => {
+    expect(expose(overrides)).not.toThrow();
+  });
+
+  test('the props that fed synth-time bounds are accepted and ignored', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const exposed = new ExposeOnGateway(stack, 'Invoices', {
+      ...sampleEntry(), serviceToken: FUNCTION_ARN, maxRouteTimeoutMs: 180_000, maxRetryAttempts: 5,
+    });
+    expect(exposed.entry).toEqual(sampleEntry());
+  });
+
+  test('baseDomain gives the hostname', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const exposed = new ExposeOnGateway(stack, 'Invoices', { ...sampleEntry(), serviceToken: FUNCTION_ARN, baseDomain: 'api.example.com' });
+    expect(exposed.hostname).toBe('invoices.api.example.com');
+  });
+});
+
+describe('the construct carries the entry-level fields', () => {
+  const props = {
+    team: 'billing', service: 'invoices-api', host: 'invoices',
+    backend: 'https://invoices.internal.example:8443',
+    routes: [{ path: '/invoices', methods: ['GET'] }],
+    serviceToken: FUNCTION_ARN,
+  };
+
+  test('protocol, canary and health_check travel in the entry document', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const exposed = new ExposeOnGateway(stack, 'Invoices', {
+      ...props,
+      protocol: 'http2',
+      canary: { backend: 'https://invoices-canary.internal.example:8443', weight: 10, header: { name: 'x-canary', value: 'always' } },
+      healthCheck: { path: '/healthz', interval: '10s' },
+    });
+    const resource = Object.values(Template.fromStack(stack).findResources('Custom::GatewayRoute'))[0];
+    const entry = JSON.parse(resource.Properties.Entry);
+    expect(entry).toEqual(exposed.entry);
+    expect(entry.protocol).toBe('http2');
+    expect(entry.canary.weight).toBe(10);
+    expect(entry.health_check).toEqual({ path: '/healthz', interval: '10s' });
+    expect(Object.keys(entry)).toEqual(['team', 'service', 'host', 'backend', 'protocol', 'canary', 'health_check', 'routes']);
+  });
+
+  test('left out, they are not in the document (existing entries mean what they meant)', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const exposed = new ExposeOnGateway(stack, 'Invoices', props);
+    expect(Object.keys(exposed.entry)).toEqual(['team', 'service', 'host', 'backend', 'routes']);
+  });
+
+  test('a health check path is checked like a route path, under healthCheck\'s entry name', () => {
+    const stack = new Stack(testApp(), 'Team');
+    let error: unknown;
+    try {
+      new ExposeOnGateway(stack, 'Invoices', { ...props, healthCheck: { path: '/health check', interval: '10s' } });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as EntryRejected).problems.map((p) => p.field)).toEqual(['health_check.path']);
   });
 });

@@ -2,7 +2,6 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as fs from 'fs';
 import * as path from 'path';
 import { GatewayStack } from '../lib/gateway-stack';
-import { PROXY_RESERVED_PORTS as ENTRY_RESERVED_PORTS } from '../lib/entry-checks';
 import { envoyArgs, envoyVersion, REPO_ROOT } from '../lib/pins';
 import { BOOTSTRAP_FOR_TRUSTED_PROXIES, PROXY_PORTS, PROXY_RESERVED_PORTS, ProxyService } from '../lib/proxy-service';
 import { gatewayStack, resourceId, UPSTREAM_CA_FIXTURE } from './helpers';
@@ -454,7 +453,10 @@ describe('proxy service', () => {
       expect(port).toBeGreaterThanOrEqual(PROXY_RESERVED_PORTS.first);
       expect(port).toBeLessThanOrEqual(PROXY_RESERVED_PORTS.last);
     }
-    expect(PROXY_RESERVED_PORTS).toEqual(ENTRY_RESERVED_PORTS);
+    // The range the register function refuses as backend ports (render/src/check/backend.rs).
+    const backendRules = fs.readFileSync(path.join(REPO_ROOT, 'render', 'src', 'check', 'backend.rs'), 'utf8');
+    const refused = /PROXY_RESERVED_PORTS: std::ops::RangeInclusive<u16> = (\d+)\.\.=(\d+);/.exec(backendRules);
+    expect(refused && { first: Number(refused[1]), last: Number(refused[2]) }).toEqual(PROXY_RESERVED_PORTS);
     const bootstrap = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'bootstrap', 'envoy.json'), 'utf8'));
     const rl = bootstrap.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
     expect(rl.socket_address).toEqual({ address: '127.0.0.1', port_value: PROXY_PORTS.rateLimitGrpc });

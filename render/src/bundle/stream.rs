@@ -292,17 +292,17 @@ impl<R: BufRead> Scanner<R> {
         if self.peek_token()? != Some(b'{') {
             // JSON, but no bundle of any format: `format` is missing.
             self.skip_value(0)?;
-        } else if {
-            self.bump();
-            self.peek_token()? == Some(b'}')
-        } {
-            self.bump();
         } else {
-            loop {
-                let key = self.key()?;
-                self.member(&key, found, &mut create)?;
-                if !self.more(b'}')? {
-                    break;
+            self.bump();
+            if self.peek_token()? == Some(b'}') {
+                self.bump();
+            } else {
+                loop {
+                    let key = self.key()?;
+                    self.member(&key, found, &mut create)?;
+                    if !self.more(b'}')? {
+                        break;
+                    }
                 }
             }
         }

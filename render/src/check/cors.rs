@@ -29,7 +29,7 @@ pub const MAX_CORS_MAX_AGE_SECONDS: u64 = 86_400;
 /// `route_policy.rs`), whose program is 17 instructions more than `DOMAIN:PORT` has characters,
 /// `http` or `https` alike; Envoy refuses a regex whose program is larger than 100 instructions
 /// (its default `re2.max_program_size.error_level`). Measured with Envoy 1.40 in
-/// `validator/tests/route_policy_layers.rs`.
+/// `validator/tests/suite/route_policy_layers.rs`.
 pub const MAX_CORS_PATTERN_DOMAIN_LEN: usize = 83;
 
 const CORS_FIELDS: [&str; 5] = ["origins", "methods", "headers", "max_age", "credentials"];
