@@ -17,7 +17,9 @@ export interface BreakGlassRoleProps {
 
 /**
  * The operator's role for the kill switch and restores (infra/README.md runbook): the only
- * role besides the reconciler that the bucket policy lets write `bundle.json`.
+ * role besides the reconciler that the bucket policy lets write `bundle.json`, and that the
+ * signing key lets sign it (the stack grants that: `BundleSigningKey.allowOnlySigners`).
+ * `gatewayctl` run under it needs `GATEWAY_SIGNING_KEY` set to the `BundleSigningKeyArn` output.
  */
 export class BreakGlassRole extends Construct {
   readonly role: iam.Role;

@@ -16,6 +16,7 @@ import { ReconcileFunction } from './reconcile-function';
 import { RegisterFunction } from './register-function';
 import { RegistryTable } from './registry-table';
 import { Seed } from './seed';
+import { BundleSigningKey } from './signing-key';
 
 export interface GatewayStackProps extends StackProps {
   /** Base domain teams' hosts go in front of, e.g. `api.example.com` (GATEWAY_DOMAIN). */
@@ -62,6 +63,13 @@ export interface GatewayStackProps extends StackProps {
   readonly maxRouteTimeout?: string;
   /** Largest `retries.attempts` teams may ask for (GATEWAY_MAX_RETRY_ATTEMPTS). Default 3. */
   readonly maxRetryAttempts?: number;
+  /** Alias of the bundle signing key; default `alias/gateway-bundles` (the signer's default). */
+  readonly signingKeyAlias?: string;
+  /**
+   * KMS key ARNs the sidecars trust besides the stack's signing key (GATEWAY_TRUST_KMS_KEYS):
+   * a rotation's new key goes here first (lib/signing-key.ts).
+   */
+  readonly additionalTrustedKeyArns?: string[];
 }
 
 /** The whole shared gateway: registry, functions, bucket, alarms and the proxy fleet. */
@@ -74,6 +82,7 @@ export class GatewayStack extends Stack {
   readonly alarms: GatewayAlarms;
   readonly proxy: ProxyService;
   readonly breakGlass: BreakGlassRole;
+  readonly signing: BundleSigningKey;
 
   constructor(scope: Construct, id: string, props: GatewayStackProps) {
     super(scope, id, props);
@@ -86,6 +95,10 @@ export class GatewayStack extends Stack {
     });
     this.registry = new RegistryTable(this, 'Registry');
     this.config = new ConfigBucket(this, 'Config');
+    this.signing = new BundleSigningKey(this, 'BundleSigning', {
+      aliasName: props.signingKeyAlias,
+      additionalTrustedKeyArns: props.additionalTrustedKeyArns,
+    });
     this.register = new RegisterFunction(this, 'Register', {
       table: this.registry.table,
       baseDomain: props.baseDomain,
@@ -101,6 +114,7 @@ export class GatewayStack extends Stack {
     this.reconcile = new ReconcileFunction(this, 'Reconcile', {
       table: this.registry.table,
       bucket: this.config.bucket,
+      signingKey: this.signing.key,
       baseDomain: props.baseDomain,
       envoyVersion: pinned,
       repoRoot,
@@ -119,6 +133,7 @@ export class GatewayStack extends Stack {
     this.proxy = new ProxyService(this, 'Proxy', {
       vpc,
       bucket: this.config.bucket,
+      signingKey: this.signing,
       table: this.registry.table,
       baseDomain: props.baseDomain,
       envoyVersion: pinned,
@@ -162,7 +177,10 @@ export class GatewayStack extends Stack {
     if (!reconcileRole) {
       throw new Error('reconcile function has no execution role');
     }
+    // The same two roles write bundle.json and sign it: the bucket policy keeps other writers
+    // out, the key policy keeps other signers out, and the sidecars deliver only signed bundles.
     this.config.restrictBundleWriters([reconcileRole, this.breakGlass.role]);
+    this.signing.allowOnlySigners([reconcileRole, this.breakGlass.role]);
 
     this.outputs();
   }
@@ -200,6 +218,7 @@ export class GatewayStack extends Stack {
     out('ConfigBucketName', this.config.bucket.bucketName, 'GATEWAY_BUCKET');
     out('ReconcileFunctionName', this.reconcile.function.functionName, 'Reconciler (gatewayctl reconcile runs the same code)');
     out('BreakGlassRoleArn', this.breakGlass.role.roleArn, 'Operator role for kill switch and restore');
+    out('BundleSigningKeyArn', this.signing.key.keyArn, 'GATEWAY_SIGNING_KEY (gatewayctl signs kill switches and restores with it)');
     out('AlarmTopicArn', this.alarms.topic.topicArn, 'Subscribe on-call here');
     out('ProxyClusterName', this.proxy.cluster.clusterName, 'ECS cluster of the proxies');
     out('ProxyServiceName', this.proxy.service.serviceName, 'ECS service of the proxies');

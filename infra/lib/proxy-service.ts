@@ -14,6 +14,7 @@ import { DEFAULT_CAPACITY, proxyTaskSize } from './capacity';
 import { BUNDLE_OBJECT, METRIC_NAMESPACE, PROXIES_PK } from './metrics';
 import { envoyArgs, IMAGE_CONTEXT_EXCLUDES } from './pins';
 import { RateLimitRedis } from './rate-limit-redis';
+import { BundleSigningKey, TRUST_KEYS_ENV } from './signing-key';
 
 /**
  * envoyproxy/ratelimit publishes a tag per commit (its last semver tag, v1.4.0, is from 2019).
@@ -81,6 +82,11 @@ export interface ProxyServiceProps {
   readonly vpc: ec2.IVpc;
   readonly bucket: s3.IBucket;
   /**
+   * The sidecars deliver only bundles signed by one of its trusted keys (GATEWAY_TRUST_KMS_KEYS;
+   * the task role may `kms:GetPublicKey` on them, and never `kms:Sign`).
+   */
+  readonly signingKey: BundleSigningKey;
+  /**
    * The registry table: each task's sidecar writes its proxy report there (its own row in the
    * `PROXIES` partition, docs/design.md#proxy-reports). Without it nothing is reported.
    */
@@ -107,7 +113,8 @@ export interface ProxyServiceProps {
   readonly trustedProxies?: number;
   /**
    * Create the interface endpoints the tasks need (ECR, CloudWatch Logs and metrics, Secrets
-   * Manager, SSM messages for ECS Exec). Default true; set false when the VPC has them already.
+   * Manager, SSM messages for ECS Exec, KMS for the sidecars' trusted public keys). Default
+   * true; set false when the VPC has them already.
    */
   readonly interfaceEndpoints?: boolean;
 }
@@ -256,6 +263,8 @@ export class ProxyService extends Construct {
         Monitoring: ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING,
         SecretsManager: ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
         SsmMessages: ec2.InterfaceVpcEndpointAwsService.SSM_MESSAGES,
+        // The sidecars fetch the trusted public keys (kms:GetPublicKey) at start.
+        Kms: ec2.InterfaceVpcEndpointAwsService.KMS,
       };
       for (const [id, service] of Object.entries(services)) {
         props.vpc.addInterfaceEndpoint(`Proxy${id}Endpoint`, {
@@ -282,6 +291,7 @@ export class ProxyService extends Construct {
       volumes: [...Object.values(WATCHED_DIRS).map((d) => d.volume), ENVOY_ADMIN.volume].map((name) => ({ name })),
     });
     this.grantBundleRead(task.taskRole, props.bucket);
+    props.signingKey.grantVerify(task.taskRole);
     if (props.table) {
       ProxyService.grantProxyReports(task.taskRole, props.table);
     }
@@ -293,7 +303,13 @@ export class ProxyService extends Construct {
       platform: ecrAssets.Platform.LINUX_AMD64,
       exclude: IMAGE_CONTEXT_EXCLUDES,
     });
-    const sidecarEnv = { GATEWAY_BUCKET: props.bucket.bucketName, GATEWAY_DOMAIN: props.baseDomain };
+    // Both sidecars verify every bundle against the trusted keys before delivering it; neither
+    // is ever given --allow-unsigned / GATEWAY_ALLOW_UNSIGNED.
+    const sidecarEnv = {
+      GATEWAY_BUCKET: props.bucket.bucketName,
+      GATEWAY_DOMAIN: props.baseDomain,
+      [TRUST_KEYS_ENV]: props.signingKey.trustList,
+    };
     const probe = (port: number): ecs.HealthCheck => ({
       command: ['CMD', '/usr/local/bin/gateway-sidecar', '--probe', `http://127.0.0.1:${port}/healthz`],
       interval: Duration.seconds(5),
@@ -426,7 +442,7 @@ export class ProxyService extends Construct {
     Validations.of(task).acknowledge({
       id: 'AwsSolutions-ECS2',
       reason:
-        'The environment variables are non-secret settings (bucket name, domain, loopback ports); the one secret, ' +
+        'The environment variables are non-secret settings (bucket name, domain, trusted key ARNs, loopback ports); the one secret, ' +
         'the Redis AUTH token, comes from Secrets Manager.',
     });
     return task;
@@ -448,7 +464,8 @@ export class ProxyService extends Construct {
   }
 
   /**
-   * The sidecars read the published bundle and nothing else. Two more permissions ride on the
+   * The sidecars read the published bundle and nothing else. Besides verifying it (the trusted
+   * keys' `kms:GetPublicKey`, granted by the signing key), two more permissions ride on the
    * task role: metrics (ProxyConfigRejected, RateLimiterErrors, limited to the Gateway
    * namespace) and the ECS Exec channel (added by the service) for kill switch level 1.
    */

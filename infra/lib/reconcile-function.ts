@@ -4,6 +4,7 @@ import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -12,11 +13,17 @@ import { Construct } from 'constructs';
 import { BUNDLE_OBJECT, ENTRY_PK_PREFIX, FAILED_PREFIX, METRIC_NAMESPACE, STATE_PK, STATUS_PK_PREFIX } from './metrics';
 import { DEFAULT_CAPACITY, reconcileMemoryMiB } from './capacity';
 import { IMAGE_CONTEXT_EXCLUDES } from './pins';
+import { SIGNING_KEY_ENV } from './signing-key';
 import { UPSTREAM_CA_PATH } from './upstream-ca';
 
 export interface ReconcileFunctionProps {
   readonly table: dynamodb.ITable;
   readonly bucket: s3.IBucket;
+  /**
+   * The key every publish (and the seed) is signed with (GATEWAY_SIGNING_KEY). The stack grants
+   * `kms:Sign` (BundleSigningKey.allowOnlySigners), not this construct: who signs is one list.
+   */
+  readonly signingKey: kms.IKey;
   readonly baseDomain: string;
   readonly envoyVersion: string;
   /** Build context of the image: the repository root. */
@@ -65,6 +72,7 @@ export class ReconcileFunction extends Construct {
         GATEWAY_TABLE: props.table.tableName,
         GATEWAY_BUCKET: props.bucket.bucketName,
         GATEWAY_DOMAIN: props.baseDomain,
+        [SIGNING_KEY_ENV]: props.signingKey.keyArn,
         ENVOY_BIN: RECONCILE_ENVOY_BIN,
         // The path the rendered clusters name; the proxies' Envoy image has the same file there.
         ...(props.upstreamCaPem ? { GATEWAY_UPSTREAM_CA_FILE: UPSTREAM_CA_PATH } : {}),

@@ -597,7 +597,7 @@ describe('proxy service', () => {
     });
   });
 
-  test('the task role reads bundle.json, writes only its PROXIES report row (LeadingKeys), plus metrics and the ECS Exec channel', () => {
+  test('the task role reads bundle.json, writes only its PROXIES report row (LeadingKeys), plus metrics, the trusted public keys and the ECS Exec channel', () => {
     const bucketId = resourceId(template, 'AWS::S3::Bucket', 'ConfigBucket');
     const statements = statementsOf('ProxyTaskTaskRole');
     const s3Statements = statements.filter((s) => actionsOf([s]).some((a) => a.startsWith('s3:')));
@@ -619,6 +619,8 @@ describe('proxy service', () => {
     expect(others.sort()).toEqual(
       [
         'cloudwatch:PutMetricData',
+        // The sidecars verify every bundle against the trusted keys (signing-key.test.ts).
+        'kms:GetPublicKey',
         // ECS Exec: the session channel and its session log (operators' kill switch level 1).
         'logs:CreateLogStream',
         'logs:DescribeLogGroups',

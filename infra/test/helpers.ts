@@ -55,3 +55,61 @@ export const FULL_ROUTE_POLICY: Omit<Route, 'path' | 'methods' | 'limits'> = {
   cors: { origins: ['https://app.example.com'], methods: ['GET'], headers: ['x-api-key'], max_age: '10m', credentials: false },
   websocket: false,
 };
+
+/** One statement of a policy in a template, with who holds it. */
+export interface HeldStatement {
+  /** `iam:<logical ids of the roles, users or groups>` for identity policies, `key:<logical id>` for a key policy. */
+  readonly holder: string;
+  readonly statement: Record<string, unknown>;
+}
+
+/**
+ * Every statement of every policy document in the template: IAM policies and managed policies
+ * (held by the roles, users and groups they attach to), roles' inline policies, and KMS key
+ * policies.
+ */
+export function allPolicyStatements(template: Template): HeldStatement[] {
+  const out: HeldStatement[] = [];
+  const statements = (doc: unknown) => ((doc as { Statement?: Record<string, unknown>[] })?.Statement ?? []);
+  const refs = (p: Record<string, unknown>) =>
+    ['Roles', 'Users', 'Groups']
+      .flatMap((k) => (p[k] as unknown[] | undefined) ?? [])
+      .map((r) => (r as { Ref?: string }).Ref ?? JSON.stringify(r))
+      .sort()
+      .join(',');
+  for (const type of ['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy']) {
+    for (const r of Object.values(template.findResources(type))) {
+      for (const statement of statements(r.Properties.PolicyDocument)) {
+        out.push({ holder: `iam:${refs(r.Properties)}`, statement });
+      }
+    }
+  }
+  for (const [id, r] of Object.entries(template.findResources('AWS::IAM::Role'))) {
+    for (const policy of (r.Properties.Policies ?? []) as { PolicyDocument: unknown }[]) {
+      for (const statement of statements(policy.PolicyDocument)) {
+        out.push({ holder: `iam:${id}`, statement });
+      }
+    }
+  }
+  for (const [id, r] of Object.entries(template.findResources('AWS::KMS::Key'))) {
+    for (const statement of statements(r.Properties.KeyPolicy)) {
+      out.push({ holder: `key:${id}`, statement });
+    }
+  }
+  return out;
+}
+
+/** Whether an IAM action pattern (`*`, `kms:*`, `kms:Sig?`, …) matches `action`, as IAM matches it. */
+export function actionMatches(pattern: string, action: string): boolean {
+  const regex = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  return new RegExp(`^${regex}$`, 'i').test(action);
+}
+
+/** Whether a statement (Action or NotAction) applies to `action`. */
+export function statementCovers(statement: Record<string, unknown>, action: string): boolean {
+  const list = (v: unknown) => (v === undefined ? [] : Array.isArray(v) ? (v as string[]) : [v as string]);
+  if (statement.NotAction !== undefined) {
+    return !list(statement.NotAction).some((p) => actionMatches(p, action));
+  }
+  return list(statement.Action).some((p) => actionMatches(p, action));
+}
