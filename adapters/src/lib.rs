@@ -12,6 +12,7 @@ pub mod registry;
 pub mod resolve;
 pub mod retry;
 pub mod settings;
+pub mod signing;
 pub mod store;
 
 pub use chain::{body_failure, error_chain};

@@ -1,32 +1,58 @@
-//! The published unit: `bundle.json` = format, hash, the three files, and the exact entries.
-//! Every byte of it goes through `canonical`'s writer; the hash is `hash`'s.
+//! The published unit (docs/design.md#bundle-format-and-hash): format 2, one tar whose members
+//! are a manifest, the signature when signed, and the files as their own bytes: `clusters.json`,
+//! `entries.json` (the exact entries), `ratelimit.yaml`, `routes.json`. Every JSON byte goes
+//! through `canonical`'s writer; the config hash is `hash`'s.
 
 pub use crate::canonical::to_json_bytes;
-use crate::canonical::{into_string, sorted_value, write};
-use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
+use crate::contract::{CLUSTERS_FILE, ENTRIES_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
 pub use crate::error::BundleError;
 pub use crate::hash::compute_hash;
 use crate::hash::{is_json, FilesHasher, JsonFile};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io;
+use std::rc::Rc;
 
-mod stream;
-pub use stream::{read_bundle, StreamError, StreamedBundle};
+mod archive;
+pub mod signature;
+mod v1;
+pub use archive::{read_bundle, Manifest, ManifestFile, ReadBundle, Sealed, StreamError};
+pub use signature::{Signature, SignatureError, Signer, Trust, TrustedKey};
 
-/// Fields are declared in key order, so the derived `Serialize` writes them sorted, as the
-/// canonical form wants.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The files a format-2 bundle carries, in archive (name) order.
+pub(crate) const REQUIRED_FILES: [&str; 4] =
+    [CLUSTERS_FILE, ENTRIES_FILE, RATE_LIMIT_FILE, ROUTES_FILE];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {
     /// The exact registry input, sorted by id, so any bundle can be re-rendered and audited.
-    /// Written through a `Value`, which sorts each entry's keys.
-    #[serde(serialize_with = "sorted_value")]
     pub entries: Vec<Entry>,
+    /// The three rendered files.
     pub files: BTreeMap<String, String>,
-    pub format: u32,
+    /// The config hash: each Envoy file's `version_info`.
     pub hash: String,
+}
+
+/// A bundle as read from bytes, with what vouches for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub bundle: Bundle,
+    /// 1 or 2.
+    pub format: u32,
+    /// The manifest's bytes (format 2), what a signature is over.
+    pub manifest: Option<Vec<u8>>,
+    pub signature: Option<Signature>,
+}
+
+impl Parsed {
+    /// The signature judged against `trust`. A format-1 bundle has none.
+    pub fn judge(&self, trust: &Trust) -> Result<Signer, SignatureError> {
+        match &self.manifest {
+            Some(manifest) => trust.judge(manifest, self.signature.as_ref()),
+            None => trust.judge(&[], None),
+        }
+    }
 }
 
 impl Bundle {
@@ -35,46 +61,84 @@ impl Bundle {
         let mut entries = entries.to_vec();
         entries.sort_by_key(Entry::id);
         Bundle {
-            format: BUNDLE_FORMAT,
             hash: rendered.hash.clone(),
             files: rendered.files.clone(),
             entries,
         }
     }
 
-    /// `bundle.json`'s bytes: the files' writer on the whole bundle, so the same bundle is the
-    /// same bytes. The ~90 MB of files at 50k routes are escaped straight from their strings into
-    /// a buffer sized for them.
-    pub fn to_json(&self) -> String {
-        let files: usize = self
+    /// The manifest and the files' bytes, ready to be signed and archived.
+    pub fn seal(&self) -> Sealed {
+        let entries = serde_json::to_value(&self.entries).expect("entries serialise");
+        let mut files: Vec<(String, Vec<u8>)> = self
             .files
             .iter()
-            .map(|(name, text)| name.len() + text.len() + text.len() / 4 + 16)
-            .sum();
-        let mut out = Vec::with_capacity(files + 64 * 1024);
-        write(&mut out, self);
-        out.push(b'\n');
-        into_string(out)
+            .map(|(name, text)| (name.clone(), text.as_bytes().to_vec()))
+            .collect();
+        files.push((ENTRIES_FILE.to_string(), to_json_bytes(&entries).into_bytes()));
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        Sealed::new(self.hash.clone(), files)
     }
 
-    /// Reads `bundle.json`. A format this build does not know is refused before anything else,
-    /// so an old sidecar never half-understands a newer bundle.
-    pub fn parse(bytes: &[u8]) -> Result<Bundle, BundleError> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| json_error("bundle", e))?;
-        match value.get("format") {
-            Some(Value::Number(n)) if n.as_u64() == Some(u64::from(BUNDLE_FORMAT)) => {}
-            Some(other) => {
-                return Err(BundleError::UnknownFormat {
-                    found: other.to_string(),
-                })
-            }
-            None => {
-                return Err(BundleError::UnknownFormat {
-                    found: "missing".into(),
-                })
-            }
+    /// Reads a bundle of either format: format 2 (a tar), or format 1 (JSON, from before
+    /// signing), told apart by the first byte.
+    pub fn read(bytes: &[u8]) -> Result<Parsed, BundleError> {
+        if bytes.first() == Some(&b'{') {
+            return Ok(Parsed {
+                bundle: v1::parse(bytes)?,
+                format: v1::FORMAT,
+                manifest: None,
+                signature: None,
+            });
         }
-        serde_json::from_value(value).map_err(|e| json_error("bundle", e))
+        let collected: Rc<RefCell<BTreeMap<String, Vec<u8>>>> = Rc::default();
+        let mut manifest = None;
+        let read = read_bundle(
+            bytes,
+            |bytes, _| {
+                manifest = Some(bytes.to_vec());
+                Ok(Signer::Unsigned)
+            },
+            |name| {
+                Ok(Some(Collect {
+                    into: collected.clone(),
+                    name: name.to_string(),
+                }))
+            },
+        )
+        .map_err(|e| match e {
+            StreamError::Bundle(e) => e,
+            other => BundleError::NotAnArchive(other.to_string()),
+        })?;
+        let mut files = std::mem::take(&mut *collected.borrow_mut());
+        let entries = files.remove(ENTRIES_FILE).unwrap_or_default();
+        let entries: Vec<Entry> =
+            serde_json::from_slice(&entries).map_err(|e| BundleError::Json {
+                what: ENTRIES_FILE.to_string(),
+                reason: e.to_string(),
+            })?;
+        let files = files
+            .into_iter()
+            .map(|(name, bytes)| match String::from_utf8(bytes) {
+                Ok(text) => Ok((name, text)),
+                Err(_) => Err(BundleError::NotUtf8 { file: name }),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Parsed {
+            bundle: Bundle {
+                entries,
+                files,
+                hash: read.hash,
+            },
+            format: crate::contract::BUNDLE_FORMAT,
+            manifest,
+            signature: read.signature,
+        })
+    }
+
+    /// [`Bundle::read`], the bundle alone.
+    pub fn parse(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        Bundle::read(bytes).map(|p| p.bundle)
     }
 
     /// Recomputes the hash from the files and checks that each Envoy file carries it as its
@@ -122,10 +186,23 @@ impl Bundle {
     }
 }
 
-fn json_error(what: &str, e: serde_json::Error) -> BundleError {
-    BundleError::Json {
-        what: what.to_string(),
-        reason: e.to_string(),
+/// A writer into one file of a bundle read in memory.
+struct Collect {
+    into: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,
+    name: String,
+}
+
+impl io::Write for Collect {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.into
+            .borrow_mut()
+            .entry(self.name.clone())
+            .or_default()
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -175,47 +252,69 @@ mod tests {
         assert_ne!(compute_hash(&files).unwrap(), h);
     }
 
-    #[test]
-    fn to_json_is_the_canonical_form_of_the_whole_bundle() {
-        let entry: Entry = serde_json::from_value(serde_json::json!({
-            "team": "billing", "service": "invoices-api", "host": "invoices",
-            "backend": "https://invoices.internal.example:8443",
-            "routes": [{ "path": "/invoices", "methods": ["GET"],
-                         "limits": [{ "burst": 5 }, { "per": "header", "header": "x-k", "requests": 1, "every": "hour" }] }]
-        }))
-        .unwrap();
-        let mut files = BTreeMap::new();
-        files.insert(
-            "a.json".to_string(),
-            "{\n  \"k\": \"\\u0001 \\\" é\"\n}\n".to_string(),
-        );
-        files.insert("b.yaml".to_string(), "domain: gateway\n".to_string());
-        for (files, entries) in [
-            (files, vec![entry.clone(), entry]),
-            (BTreeMap::new(), vec![]),
-        ] {
-            let bundle = Bundle {
-                format: BUNDLE_FORMAT,
-                hash: "sha256:x".into(),
-                files,
-                entries,
-            };
-            let value = serde_json::to_value(&bundle).unwrap();
-            assert_eq!(bundle.to_json(), to_json_bytes(&value));
+    fn bundle(files: BTreeMap<String, String>, entries: Vec<Entry>) -> Bundle {
+        Bundle {
+            hash: "sha256:x".into(),
+            files,
+            entries,
         }
     }
 
     #[test]
+    fn a_sealed_bundle_reads_back_as_itself_with_its_manifest_and_signature() {
+        let entry: Entry = serde_json::from_value(serde_json::json!({
+            "team": "billing", "service": "invoices-api", "host": "invoices",
+            "backend": "https://invoices.internal.example:8443",
+            "routes": [{ "path": "/invoices", "methods": ["GET"] }]
+        }))
+        .unwrap();
+        let mut files = BTreeMap::new();
+        files.insert(
+            "clusters.json".to_string(),
+            "{\n  \"k\": \"\\u0001 é\",\n  \"version_info\": \"sha256:x\"\n}\n".to_string(),
+        );
+        files.insert("ratelimit.yaml".to_string(), "domain: gateway\n".to_string());
+        files.insert(
+            "routes.json".to_string(),
+            format!("{{\n  \"k\": \"{}\",\n  \"version_info\": \"sha256:x\"\n}}\n", "x".repeat(1025)),
+        );
+        let original = bundle(files, vec![entry]);
+        let sealed = original.seal();
+        let signature = Signature::new("arn:k", b"not a real signature");
+        for signed in [None, Some(&signature)] {
+            let bytes = sealed.archive(signed);
+            assert_eq!(bytes.len() % 512, 0, "whole tar blocks");
+            assert_eq!(bytes, sealed.archive(signed), "the same bundle is the same bytes");
+            let read = Bundle::read(&bytes).expect("reads");
+            assert_eq!(read.bundle, original);
+            assert_eq!(read.format, 2);
+            assert_eq!(read.manifest.as_deref(), Some(sealed.manifest.as_slice()));
+            assert_eq!(read.signature.as_ref(), signed);
+            let mut split = sealed.head(signed);
+            split.extend(sealed.tail());
+            assert_eq!(split, bytes);
+        }
+        let manifest = Manifest::parse(&sealed.manifest).expect("manifest");
+        let names: Vec<&str> = manifest.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, REQUIRED_FILES);
+        assert_eq!(manifest.hash, "sha256:x");
+    }
+
+    #[test]
     fn unknown_format_is_refused() {
-        let err = Bundle::parse(br#"{"format":2,"hash":"h","files":{},"entries":[]}"#).unwrap_err();
+        let err = Bundle::parse(br#"{"format":3,"hash":"h","files":{},"entries":[]}"#).unwrap_err();
         assert!(matches!(err, BundleError::UnknownFormat { .. }), "{err}");
         assert!(matches!(
             Bundle::parse(br#"{"hash":"h"}"#),
             Err(BundleError::UnknownFormat { .. })
         ));
         assert!(matches!(
-            Bundle::parse(b"not json"),
+            Bundle::parse(b"{not json"),
             Err(BundleError::Json { .. })
+        ));
+        assert!(matches!(
+            Bundle::parse(b"not a tar either"),
+            Err(BundleError::NotAnArchive(_))
         ));
     }
 }

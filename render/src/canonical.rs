@@ -55,16 +55,6 @@ impl Serialize for Sorted<'_> {
     }
 }
 
-/// `T` through a `Value`, so its object keys are written in order (derived `Serialize` writes
-/// struct fields in declaration order). For `#[serde(serialize_with)]`.
-pub(crate) fn sorted_value<T: Serialize, S: Serializer>(
-    value: &T,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    let value = serde_json::to_value(value).map_err(serde::ser::Error::custom)?;
-    Sorted(&value).serialize(serializer)
-}
-
 /// A top-level JSON object, each member already serialised. `to_bytes` joins them into exactly
 /// what `to_json_bytes` writes for the whole object. The hash's input: a `.json` file without its
 /// `version_info` member.
@@ -97,11 +87,6 @@ impl Members {
     /// Removes the member `key`, if there is one.
     pub fn remove(&mut self, key: &str) {
         self.members.retain(|(k, _)| k != key);
-    }
-
-    /// Members already serialised as `member` does, in strictly increasing key order.
-    pub(crate) fn from_sorted(members: Vec<(String, Vec<u8>)>) -> Members {
-        Members { members }
     }
 
     /// The object's canonical bytes, trailing newline included.

@@ -37,7 +37,13 @@ pub const BUNDLE_META_HASH: &str = "hash";
 pub const BUNDLE_META_WRITER: &str = "writer";
 /// The principal that wrote it, when the writer recorded one.
 pub const BUNDLE_META_WRITTEN_BY: &str = "written-by";
-pub const BUNDLE_FORMAT: u32 = 1;
+/// The bundle format this build writes and delivers (docs/design.md#bundle-format-and-hash).
+pub const BUNDLE_FORMAT: u32 = 2;
+/// Members of a format-2 bundle besides the three files: the manifest (first), the signature
+/// (second, when signed) and the exact entries.
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const SIGNATURE_FILE: &str = "signature.json";
+pub const ENTRIES_FILE: &str = "entries.json";
 
 pub const CLUSTER_TYPE_URL: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
 pub const ROUTE_CONFIG_TYPE_URL: &str =

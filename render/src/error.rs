@@ -52,6 +52,26 @@ pub enum BundleError {
     Json { what: String, reason: String },
     #[error("bundle format {found} is not supported; this build reads format {BUNDLE_FORMAT}")]
     UnknownFormat { found: String },
+    #[error("bundle is format 1 (one JSON document, unsigned, written before bundles were signed): this reader takes format {BUNDLE_FORMAT} only; `gatewayctl restore VERSION` publishes that version again as format {BUNDLE_FORMAT}, signed")]
+    Format1,
+    #[error("bundle is not a format-{BUNDLE_FORMAT} archive: {0}")]
+    NotAnArchive(String),
+    #[error("bundle archive: expected {expected}, found {found}")]
+    Member { expected: String, found: String },
+    #[error("{file} is {found} bytes; the manifest says {stated}")]
+    FileSize { file: String, stated: u64, found: u64 },
+    #[error("{file}: its bytes hash to {computed}; the manifest says {stated}: changed after signing")]
+    FileDigest {
+        file: String,
+        stated: String,
+        computed: String,
+    },
+    #[error("manifest.json: {0}")]
+    Manifest(String),
+    #[error("{file} is not UTF-8")]
+    NotUtf8 { file: String },
+    #[error(transparent)]
+    Signature(#[from] crate::bundle::SignatureError),
     #[error("bundle has no {file}")]
     MissingFile { file: &'static str },
     #[error("{file} is not a JSON object")]

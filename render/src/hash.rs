@@ -4,7 +4,6 @@
 
 use crate::error::BundleError;
 use crate::canonical::Members;
-use crate::transcode;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -50,18 +49,12 @@ impl FilesHasher {
         self.end();
     }
 
-    /// Starts file `name`, whose bytes then arrive in pieces through `update` (a file read as a
-    /// stream); `end` closes it.
-    pub(crate) fn begin(&mut self, name: &str) {
+    fn begin(&mut self, name: &str) {
         self.0.update(name.as_bytes());
         self.0.update([0u8]);
     }
 
-    pub(crate) fn update(&mut self, piece: &[u8]) {
-        self.0.update(piece);
-    }
-
-    pub(crate) fn end(&mut self) {
+    fn end(&mut self) {
         self.0.update([0u8]);
     }
 
@@ -91,25 +84,18 @@ pub(crate) struct JsonFile {
 
 impl JsonFile {
     pub(crate) fn parse(name: &str, text: &str) -> Result<JsonFile, BundleError> {
-        // Rendered files take the fast path; anything else goes through a `Value`, which sorts
-        // keys, keeps the last of duplicates and reports errors.
-        let (mut members, version_info) = match transcode::top_level(text) {
-            Some(top) => top,
-            None => {
-                let value: Value = serde_json::from_str(text).map_err(|e| BundleError::Json {
-                    what: name.to_string(),
-                    reason: e.to_string(),
-                })?;
-                let members = Members::of(&value).ok_or_else(|| BundleError::NotAnObject {
-                    file: name.to_string(),
-                })?;
-                let version_info = value
-                    .get("version_info")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                (members, version_info)
-            }
-        };
+        // Through a `Value`, which sorts keys, keeps the last of duplicates and reports errors.
+        let value: Value = serde_json::from_str(text).map_err(|e| BundleError::Json {
+            what: name.to_string(),
+            reason: e.to_string(),
+        })?;
+        let mut members = Members::of(&value).ok_or_else(|| BundleError::NotAnObject {
+            file: name.to_string(),
+        })?;
+        let version_info = value
+            .get("version_info")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let is_canonical = members.equals(text);
         members.remove("version_info");
         Ok(JsonFile {
@@ -127,7 +113,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn fast_and_value_paths_agree_on_canonical_and_reformatted_text() {
+    fn canonical_and_reformatted_text_have_the_same_members() {
         let value = json!({ "resources": [{ "b": [1, {}], "a": "x" }], "version_info": "v" });
         let canonical = to_json_bytes(&value);
         let compact = serde_json::to_string(&value).expect("serialises");

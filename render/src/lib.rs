@@ -7,6 +7,7 @@ pub mod check;
 pub mod clusters;
 mod config;
 pub mod contract;
+pub mod delivery;
 pub mod entry;
 mod error;
 mod hash;
@@ -17,7 +18,6 @@ pub mod renderer;
 pub mod route_policy;
 pub mod routes;
 pub mod schema;
-mod transcode;
 mod value;
 
 pub use bounds::Bounds;

@@ -73,6 +73,26 @@ pub struct Args {
     /// Seconds a report counts for; a proxy silent for longer ages out. More than --report-interval.
     #[arg(long, default_value_t = 120)]
     pub report_ttl: u64,
+    /// A public key (PEM SubjectPublicKeyInfo, as `gatewayctl public-key` writes it) whose
+    /// signatures are trusted; repeatable, for rotation.
+    #[arg(long = "trust-key", value_name = "FILE")]
+    pub trust_keys: Vec<PathBuf>,
+    /// A KMS key (id, ARN or alias) whose public key, fetched at start, is trusted; repeatable,
+    /// or comma-separated in GATEWAY_TRUST_KMS_KEYS.
+    #[arg(long = "trust-kms-key", env = "GATEWAY_TRUST_KMS_KEYS", value_delimiter = ',', value_name = "KEY")]
+    pub trust_kms_keys: Vec<String>,
+    /// Also deliver unsigned bundles (local runs, and a gateway that has no signing key yet).
+    /// Never lets a wrongly signed bundle through.
+    #[arg(long, env = "GATEWAY_ALLOW_UNSIGNED")]
+    pub allow_unsigned: bool,
+    /// The delivery policy lets endpoints on loopback through (local runs and tests), as the
+    /// registration's setting of the same name.
+    #[arg(long, env = "GATEWAY_ALLOW_LOOPBACK_BACKENDS")]
+    pub allow_loopback_backends: bool,
+    /// The networks backends may be in (CIDRs, comma-separated), as the registration's setting:
+    /// the delivery policy refuses an endpoint IP outside them.
+    #[arg(long, env = "GATEWAY_BACKEND_CIDRS", value_name = "CIDRS")]
+    pub backend_cidrs: Option<String>,
 }
 
 /// Longest `--report-ttl` accepted; readers cap every report at it too.
@@ -106,6 +126,12 @@ pub struct Config {
     pub max_bundle_bytes: usize,
     /// Where this proxy reports what it serves; `None` when it does not.
     pub report: Option<crate::report::ReportConfig>,
+    pub trust_keys: Vec<PathBuf>,
+    pub trust_kms_keys: Vec<String>,
+    pub allow_unsigned: bool,
+    /// The delivery policy's settings (docs/design.md#delivery-policy).
+    pub allow_loopback_backends: bool,
+    pub backend_cidrs: Vec<gateway_render::check::Cidr>,
 }
 
 impl Args {
@@ -195,7 +221,28 @@ impl Args {
             gateway_render::Bounds::from_values(None, None, None, self.max_bundle_bytes.as_deref())
                 .map_err(|e| SidecarError::Usage(format!("--max-bundle-bytes: {e}")))?
                 .max_bundle_bytes;
+        let trust_kms_keys: Vec<String> = self
+            .trust_kms_keys
+            .into_iter()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect();
+        if self.trust_keys.is_empty() && trust_kms_keys.is_empty() && !self.allow_unsigned {
+            return Err(usage(
+                "no --trust-key or --trust-kms-key: the sidecar delivers only bundles signed by a key it trusts (--allow-unsigned for local runs)",
+            ));
+        }
+        let backend_cidrs = match self.backend_cidrs.as_deref() {
+            Some(list) if !list.trim().is_empty() => gateway_render::check::parse_cidrs(list)
+                .map_err(|e| SidecarError::Usage(format!("--backend-cidrs (GATEWAY_BACKEND_CIDRS): {e}")))?,
+            _ => Vec::new(),
+        };
         Ok(Config {
+            trust_keys: self.trust_keys,
+            trust_kms_keys,
+            allow_unsigned: self.allow_unsigned,
+            allow_loopback_backends: self.allow_loopback_backends,
+            backend_cidrs,
             max_bundle_bytes,
             bucket,
             mode,

@@ -29,7 +29,11 @@ async fn main() -> ExitCode {
         }
     };
     let sdk = gateway_adapters::aws::sdk_config().await;
-    let result = match run::build(&config, &sdk) {
+    let built = match run::trust(&config, &sdk).await {
+        Ok(trust) => run::build(&config, &sdk, trust),
+        Err(e) => Err(e),
+    };
+    let result = match built {
         Ok(sidecar) if config.once => run::run_once(sidecar)
             .await
             .map(|outcome| tracing::info!(?outcome, "done")),

@@ -182,6 +182,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
                     hash: hash.clone(),
                     delivered_at,
                     lag_seconds,
+                    signer: Some(verified.signer.to_string()),
                 };
                 if let Some(path) = &self.state_file {
                     // The files are live whether or not this write works; a missing state file

@@ -159,6 +159,7 @@ mod tests {
             hash: "sha256:h".into(),
             delivered_at: 90,
             lag_seconds: Some(4),
+            signer: None,
         };
         let row = report_for(&config, &live, 100);
         assert_eq!(row.expires_at, 220);

@@ -11,17 +11,66 @@ use crate::state::{SharedStatus, Status};
 use crate::traffic::TrafficSink;
 use gateway_adapters::metrics::{CloudWatchMetrics, MetricsSink};
 use gateway_adapters::registry::ProxyTable;
+use gateway_adapters::signing::{kms_client, KmsSigner};
 use gateway_adapters::store::s3_client;
+use gateway_render::bundle::{Trust, TrustedKey};
+use gateway_render::check::Policy;
 use std::future::Future;
 use std::path::Path;
 
-/// The sidecar for `config`, on the AWS clients of `sdk`.
+/// The keys `config` trusts: each `--trust-key` file, and each `--trust-kms-key`'s public key
+/// fetched from KMS (a key that cannot be read stops the start, named).
+pub async fn trust(config: &Config, sdk: &aws_config::SdkConfig) -> Result<Trust, SidecarError> {
+    let mut keys = Vec::new();
+    for path in &config.trust_keys {
+        let pem = std::fs::read_to_string(path)
+            .map_err(|e| SidecarError::file(path, "reading the trusted key", e))?;
+        keys.push(
+            TrustedKey::from_pem(path.display().to_string(), &pem)
+                .map_err(|e| SidecarError::Usage(format!("--trust-key {e}")))?,
+        );
+    }
+    for key in &config.trust_kms_keys {
+        let signer = KmsSigner::new(kms_client(sdk), key.clone());
+        keys.push(
+            signer
+                .public_key()
+                .await
+                .map_err(|e| SidecarError::Usage(format!("--trust-kms-key: {e}")))?,
+        );
+    }
+    for key in &keys {
+        tracing::info!(key = %key.name, fingerprint = %key.fingerprint, "trusting bundles signed by");
+    }
+    if config.allow_unsigned {
+        tracing::warn!("unsigned bundles are allowed (--allow-unsigned)");
+    }
+    Ok(Trust {
+        keys,
+        allow_unsigned: config.allow_unsigned,
+    })
+}
+
+/// The delivery policy of `config` (docs/design.md#delivery-policy).
+pub fn delivery_policy(config: &Config) -> Policy {
+    let mut policy = Policy::new("", config.allow_loopback_backends);
+    policy.backend_cidrs = config.backend_cidrs.clone();
+    policy
+}
+
+/// The sidecar for `config`, on the AWS clients of `sdk`, delivering what `trust` verifies.
 pub fn build(
     config: &Config,
     sdk: &aws_config::SdkConfig,
+    trust: Trust,
 ) -> Result<Sidecar<CloudWatchMetrics>, SidecarError> {
-    let source = BundleSource::new(s3_client(sdk), config.bucket.clone())
-        .with_max_bytes(config.max_bundle_bytes);
+    let source = BundleSource::new(
+        s3_client(sdk),
+        config.bucket.clone(),
+        trust,
+        delivery_policy(config),
+    )
+    .with_max_bytes(config.max_bundle_bytes);
     let (target, mode) = match &config.mode {
         Mode::Envoy {
             clusters_dir,

@@ -6,9 +6,12 @@ use crate::error::SidecarError;
 use crate::staged::Staged;
 use crate::timing::{self, Spent};
 use gateway_adapters::store::{BundleHead, LiveHead, ReadError, S3Store};
-use gateway_render::bundle::{read_bundle, StreamError};
-use gateway_render::contract::BUNDLE_OBJECT;
+use gateway_render::bundle::{read_bundle, Signer, StreamError, Trust};
+use gateway_render::check::Policy;
+use gateway_render::contract::{BUNDLE_OBJECT, CLUSTERS_FILE, ROUTES_FILE};
+use gateway_render::delivery;
 use std::io::BufReader;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How much of the decompressed bundle is read at a time.
@@ -19,6 +22,10 @@ const READ_BUFFER: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct BundleSource {
     store: S3Store,
+    /// The keys a bundle must be signed by (docs/design.md#bundle-signature).
+    trust: Arc<Trust>,
+    /// The gateway's rules the delivered files must keep (docs/design.md#delivery-policy).
+    policy: Arc<Policy>,
 }
 
 /// A bundle that was read, verified, and matches the hash its object metadata states; its files
@@ -29,14 +36,24 @@ pub struct Verified {
     pub etag: String,
     pub hash: String,
     pub staged: Staged,
+    /// What vouched for it.
+    pub signer: Signer,
     /// The object's LastModified (unix seconds): when this version was published.
     pub last_modified: Option<u64>,
 }
 
 impl BundleSource {
-    pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+    /// A source that delivers only what `trust` verifies and `policy` allows.
+    pub fn new(
+        client: aws_sdk_s3::Client,
+        bucket: impl Into<String>,
+        trust: Trust,
+        policy: Policy,
+    ) -> Self {
         BundleSource {
             store: S3Store::new(client, bucket),
+            trust: Arc::new(trust),
+            policy: Arc::new(policy),
         }
     }
 
@@ -83,11 +100,20 @@ impl BundleSource {
         let body_reads = Spent::default();
         let body = body_reads.reader(opened.body);
         // The body blocks on the download, and reading is CPU work: off the async threads.
-        let (read, staged) = tokio::task::spawn_blocking(move || {
+        let (trust, policy) = (self.trust.clone(), self.policy.clone());
+        let (read, staged, allowed) = tokio::task::spawn_blocking(move || {
             let mut staged = staged;
             let body = BufReader::with_capacity(READ_BUFFER, body);
-            let read = read_bundle(body, |name| staged.create(name));
-            (read, staged)
+            let read = read_bundle(
+                body,
+                |manifest, signature| Ok(trust.judge(manifest, signature)?),
+                |name| staged.create(name),
+            );
+            let allowed = match &read {
+                Ok(_) => allowed_by_policy(&staged, &policy),
+                Err(_) => Ok(()),
+            };
+            (read, staged, allowed)
         })
         .await
         .map_err(|e| unverified(format!("reading it stopped: {e}")))?;
@@ -97,6 +123,7 @@ impl BundleSource {
             StreamError::Read(e) => self.read_error(action, version_id, ReadError::from_io(e)),
             StreamError::Write { file, source } => Staged::error(&file, source),
         })?;
+        allowed.map_err(unverified)?;
         match opened.head.hash {
             Some(h) if h == streamed.hash => {}
             Some(h) => {
@@ -115,6 +142,7 @@ impl BundleSource {
             version_id: version_id.clone(),
             etag,
             hash: streamed.hash,
+            signer: streamed.signer,
             staged,
             last_modified: opened
                 .head
@@ -142,6 +170,24 @@ impl BundleSource {
             reason,
         }
     }
+}
+
+/// The delivery policy on the staged Envoy files, read back from disk one resource at a time
+/// (rate-limit mode stages no Envoy file: nothing to judge).
+fn allowed_by_policy(staged: &Staged, policy: &Policy) -> Result<(), String> {
+    let refused = |e: delivery::PolicyError| format!("refused by the delivery policy: {e}");
+    let Some(clusters) = staged.reopen(CLUSTERS_FILE) else {
+        return Ok(());
+    };
+    let clusters = clusters.map_err(|e| e.to_string())?;
+    let names = delivery::read_clusters(BufReader::with_capacity(READ_BUFFER, clusters), policy)
+        .map_err(refused)?;
+    if let Some(routes) = staged.reopen(ROUTES_FILE) {
+        let routes = routes.map_err(|e| e.to_string())?;
+        delivery::read_routes(BufReader::with_capacity(READ_BUFFER, routes), &names)
+            .map_err(refused)?;
+    }
+    Ok(())
 }
 
 /// The read of a bundle in three: waiting on the body (the download and gunzip), writing the

@@ -43,6 +43,14 @@ impl Staged {
         Ok(Some(writer))
     }
 
+    /// The staged file `name` opened again for reading (the delivery policy reads what was
+    /// written); `None` when the bundle had none or the target does not deliver it.
+    pub fn reopen(&self, name: &str) -> Option<Result<File, SidecarError>> {
+        self.files.get(name).map(|temp| {
+            File::open(temp.path()).map_err(|e| SidecarError::file(temp.path(), "reading the staged file", e))
+        })
+    }
+
     /// Time spent so far writing the staged files.
     pub fn write_time(&self) -> std::time::Duration {
         self.writes.total()

@@ -22,6 +22,9 @@ pub struct LiveState {
     /// absent when S3 did not say, and in state files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lag_seconds: Option<u64>,
+    /// What vouched for it: `signed, verified with KEY (FINGERPRINT)` or `unsigned (allowed)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
 }
 
 impl LiveState {
@@ -202,6 +205,7 @@ mod tests {
             hash: "sha256:x".into(),
             delivered_at: 7,
             lag_seconds: Some(2),
+            signer: None,
         };
         state.save(&path).expect("save");
         assert_eq!(LiveState::load(&path), Some(state));

@@ -68,7 +68,8 @@ pub async fn table_and_bucket(
         .create_table_if_absent()
         .await
         .expect("create table");
-    let store = S3Store::new(s3_client(&conf), unique_name(prefix));
+    let signer = crate::signing::new_signer(moto).await;
+    let store = S3Store::new(s3_client(&conf), unique_name(prefix)).with_signer(signer);
     store
         .create_bucket_if_absent()
         .await
@@ -217,6 +218,11 @@ impl ConfigStore for FaultyStore<'_> {
     }
     async fn restore_version(&self, version_id: &str, hash: &str) -> Result<String, StoreError> {
         self.inner.restore_version(version_id, hash).await
+    }
+    async fn signing_key(
+        &self,
+    ) -> Result<Option<gateway_render::bundle::TrustedKey>, StoreError> {
+        self.inner.signing_key().await
     }
 }
 

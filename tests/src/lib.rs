@@ -18,6 +18,8 @@ pub mod registry;
 #[cfg(feature = "registry")]
 pub mod response_url;
 mod serve;
+#[cfg(any(feature = "registry", feature = "delivery"))]
+pub mod signing;
 pub mod stub;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;

@@ -1,15 +1,17 @@
 //! How `bundle.json` travels (docs/design.md#bundle-format-and-hash): published gzip-compressed
-//! (`Content-Encoding: gzip`), read either way. Versions written before compression are plain
-//! JSON and a restore copies a version as it is, so a reader tells them apart by the bytes
-//! themselves: gzip starts with `1f 8b`, canonical JSON with `{`.
+//! (`Content-Encoding: gzip`), as one or more gzip members read back as one stream, and read
+//! either way. Versions written before compression are plain JSON and a restore copies a
+//! version as it is, so a reader tells them apart by the bytes themselves: gzip starts with
+//! `1f 8b`.
 
-use flate2::read::GzDecoder;
+use flate2::read::MultiGzDecoder as GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::io::{self, Read, Write};
 
-/// The object's `Content-Encoding`.
+/// The object's `Content-Encoding` and `Content-Type` (a format-2 bundle is a tar).
 pub const CONTENT_ENCODING: &str = "gzip";
+pub const CONTENT_TYPE: &str = "application/x-tar";
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 

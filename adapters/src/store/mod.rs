@@ -81,10 +81,11 @@ pub enum Precondition {
     None,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A publish: the sealed bundle (the store signs its manifest and archives it), who writes it
+/// and how it may replace what is there.
+#[derive(Debug, Clone)]
 pub struct PutBundle<'a> {
-    pub body: &'a [u8],
-    pub hash: &'a str,
+    pub sealed: &'a gateway_render::bundle::Sealed,
     pub writer: Writer,
     pub precondition: Precondition,
 }
@@ -124,6 +125,11 @@ pub enum StoreError {
         #[source]
         source: s3::ReadError,
     },
+    /// A publish needs a signature and this store has no signing key.
+    #[error("cannot publish an unsigned bundle: no signing key is configured (GATEWAY_SIGNING_KEY)")]
+    NoSigner,
+    #[error("signing the bundle: {0}")]
+    Sign(#[from] crate::signing::SignError),
     #[error("bundle version {version_id}")]
     Encoding {
         version_id: String,
@@ -147,23 +153,32 @@ pub trait ConfigStore {
         &self,
         version_id: &str,
     ) -> impl Future<Output = Result<Vec<u8>, StoreError>> + Send;
-    /// Writes `bundle.json` (the canonical bytes; stored gzip-compressed); returns the new
-    /// version id.
+    /// Writes `bundle.json`: signs the sealed bundle's manifest, archives it and stores it
+    /// gzip-compressed; returns the new version id.
     fn put_bundle(
         &self,
         put: PutBundle<'_>,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
-    /// [`ConfigStore::put_bundle`] with the wire form already made: `gzip` is
-    /// [`encoding::compress`] of `put.body`, done by a caller that had a core free for it (the
-    /// reconciler compresses while Envoy validates). A store that keeps no wire form of its own
-    /// (a test double, a preview) puts `put` as `put_bundle` does.
+    /// [`ConfigStore::put_bundle`] with most of the wire form already made: `tail_gzip` is
+    /// [`encoding::compress`] of `put.sealed.tail()`, done by a caller that had a core free for
+    /// it (the reconciler compresses while Envoy validates); the signed head is compressed as a
+    /// gzip member of its own before it. A store that keeps no wire form of its own (a test
+    /// double, a preview) puts `put` as `put_bundle` does.
     fn put_compressed_bundle(
         &self,
         put: PutBundle<'_>,
-        gzip: &[u8],
+        tail_gzip: &[u8],
     ) -> impl Future<Output = Result<String, StoreError>> + Send {
-        let _ = gzip;
+        let _ = tail_gzip;
         self.put_bundle(put)
+    }
+    /// The public key of the key this store signs with, to judge the versions it reads (a
+    /// restore copies only a version that key verifies); `None` for a store that signs nothing.
+    fn signing_key(
+        &self,
+    ) -> impl Future<Output = Result<Option<gateway_render::bundle::TrustedKey>, StoreError>> + Send
+    {
+        async { Ok(None) }
     }
     /// Keeps a file of a rejected render under `failed/`.
     fn keep_failed(

@@ -28,6 +28,8 @@ pub struct S3Store {
     identity: Option<String>,
     /// The most a version may decompress to (`GATEWAY_MAX_BUNDLE_BYTES`).
     max_bundle_bytes: usize,
+    /// Signs every publish; without one a publish is refused.
+    signer: Option<crate::signing::KmsSigner>,
 }
 
 impl S3Store {
@@ -37,7 +39,18 @@ impl S3Store {
             bucket: bucket.into(),
             identity: None,
             max_bundle_bytes: gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES,
+            signer: None,
         }
+    }
+
+    /// Signs every bundle this store publishes with `signer`.
+    pub fn with_signer(mut self, signer: crate::signing::KmsSigner) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+
+    pub fn signer(&self) -> Option<&crate::signing::KmsSigner> {
+        self.signer.as_ref()
     }
 
     /// Replaces the most a version may decompress to.
@@ -545,24 +558,29 @@ impl ConfigStore for S3Store {
     }
 
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
-        let gzip = super::encoding::compress(put.body);
-        self.put_compressed_bundle(put, &gzip).await
+        let tail = super::encoding::compress(&put.sealed.tail());
+        self.put_compressed_bundle(put, &tail).await
     }
 
     async fn put_compressed_bundle(
         &self,
         put: PutBundle<'_>,
-        gzip: &[u8],
+        tail_gzip: &[u8],
     ) -> Result<String, StoreError> {
+        let signer = self.signer.as_ref().ok_or(StoreError::NoSigner)?;
+        let signature = signer.sign(put.sealed.digest()).await?;
+        // Two gzip members, read back as one stream: the signed head, then the files.
+        let mut gzip = super::encoding::compress(&put.sealed.head(Some(&signature)));
+        gzip.extend_from_slice(tail_gzip);
         let mut req = self
             .client
             .put_object()
             .bucket(&self.bucket)
             .key(BUNDLE_OBJECT)
-            .content_type("application/json")
+            .content_type(super::encoding::CONTENT_TYPE)
             .content_encoding(super::encoding::CONTENT_ENCODING)
-            .set_metadata(self.metadata_for(put.hash, put.writer))
-            .body(ByteStream::from(gzip.to_vec()));
+            .set_metadata(self.metadata_for(&put.sealed.hash, put.writer))
+            .body(ByteStream::from(gzip));
         req = match &put.precondition {
             Precondition::Absent => req.if_none_match("*"),
             Precondition::Matches(etag) => req.if_match(etag),
@@ -638,6 +656,15 @@ impl ConfigStore for S3Store {
         Ok(versions)
     }
 
+    async fn signing_key(
+        &self,
+    ) -> Result<Option<gateway_render::bundle::TrustedKey>, StoreError> {
+        match &self.signer {
+            Some(signer) => Ok(Some(signer.public_key().await?)),
+            None => Ok(None),
+        }
+    }
+
     async fn restore_version(&self, version_id: &str, hash: &str) -> Result<String, StoreError> {
         let source = format!("{}/{}?versionId={}", self.bucket, BUNDLE_OBJECT, version_id);
         let out = self
@@ -647,7 +674,6 @@ impl ConfigStore for S3Store {
             .key(BUNDLE_OBJECT)
             .copy_source(source)
             .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
-            .content_type("application/json")
             .set_metadata(self.metadata_for(hash, Writer::Restore))
             .send()
             .await

@@ -48,7 +48,7 @@ fn bytes_per_route_raw_and_compressed_at_ten_thousand_routes() {
     let entries = entries();
     let routes = ENTRIES * ROUTES_PER_ENTRY;
     let rendered = render(&entries, &RenderConfig::new("api.example.com")).expect("render");
-    let raw = Bundle::new(&rendered, &entries).to_json().into_bytes();
+    let raw = Bundle::new(&rendered, &entries).seal().archive(None);
     let started = std::time::Instant::now();
     let wire = compress(&raw);
     let compress_secs = started.elapsed().as_secs_f64();

@@ -11,7 +11,8 @@ use gateway_testkit::{unique_name, MotoServer};
 
 async fn store(moto: &MotoServer) -> S3Store {
     let conf = moto.sdk_config().await;
-    let store = S3Store::new(s3_client(&conf), unique_name("bundles"));
+    let signer = gateway_testkit::signing::new_signer(moto).await;
+    let store = S3Store::new(s3_client(&conf), unique_name("bundles")).with_signer(signer);
     store
         .create_bucket_if_absent()
         .await
@@ -27,11 +28,23 @@ async fn a_conditional_head_tells_absent_unchanged_and_live_apart() {
         store.head_live_unless(None).await.expect("head"),
         LiveHead::Absent
     );
-    let body = br#"{"entries":[],"format":1}"#;
+    let envoy = gateway_render::bundle::to_json_bytes(
+        &serde_json::json!({"resources": [], "version_info": "sha256:1"}),
+    );
+    let sealed = gateway_render::Bundle {
+        hash: "sha256:1".into(),
+        files: [
+            ("clusters.json".to_string(), envoy.clone()),
+            ("ratelimit.yaml".to_string(), "x\n".to_string()),
+            ("routes.json".to_string(), envoy),
+        ]
+        .into(),
+        entries: vec![],
+    }
+    .seal();
     let v1 = store
         .put_bundle(PutBundle {
-            body,
-            hash: "sha256:1",
+            sealed: &sealed,
             writer: Writer::Reconciler,
             precondition: Precondition::Absent,
         })
@@ -63,7 +76,9 @@ async fn a_conditional_head_tells_absent_unchanged_and_live_apart() {
         .fetch_version(&v1, Some(1 << 20))
         .await
         .expect("fetch");
-    assert_eq!(fetched.bytes, body);
+    let read = gateway_render::Bundle::read(&fetched.bytes).expect("the archive");
+    assert_eq!(read.bundle.hash, "sha256:1");
+    assert!(read.signature.is_some(), "signed by the store's key");
     assert_eq!(fetched.head.hash, live.hash);
     assert_eq!(fetched.head.writer, Writer::Reconciler);
     assert_eq!(fetched.head.version_id, v1);

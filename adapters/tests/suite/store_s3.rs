@@ -3,11 +3,15 @@
 use gateway_adapters::store::{
     s3_client, ConfigStore, Precondition, PutBundle, S3Store, StoreError, Writer,
 };
+use gateway_render::bundle::{Sealed, Trust};
+use gateway_render::Bundle;
 use gateway_testkit::{unique_name, MotoServer};
+use serde_json::json;
 
 async fn store(moto: &MotoServer) -> S3Store {
     let conf = moto.sdk_config().await;
-    let store = S3Store::new(s3_client(&conf), unique_name("bundles"));
+    let signer = gateway_testkit::signing::new_signer(moto).await;
+    let store = S3Store::new(s3_client(&conf), unique_name("bundles")).with_signer(signer);
     assert!(store
         .create_bucket_if_absent()
         .await
@@ -19,28 +23,45 @@ async fn store(moto: &MotoServer) -> S3Store {
     store
 }
 
-fn put<'a>(
-    body: &'a [u8],
-    hash: &'a str,
-    writer: Writer,
-    precondition: Precondition,
-) -> PutBundle<'a> {
+/// A bundle stating `hash` (the store does not judge hashes; readers do).
+fn sealed(hash: &str) -> Sealed {
+    let envoy = gateway_render::bundle::to_json_bytes(&json!({"resources": [], "version_info": hash}));
+    Bundle {
+        hash: hash.to_string(),
+        files: [
+            ("clusters.json".to_string(), envoy.clone()),
+            ("ratelimit.yaml".to_string(), format!("# {hash}\n")),
+            ("routes.json".to_string(), envoy),
+        ]
+        .into(),
+        entries: vec![],
+    }
+    .seal()
+}
+
+fn put(sealed: &Sealed, writer: Writer, precondition: Precondition) -> PutBundle<'_> {
     PutBundle {
-        body,
-        hash,
+        sealed,
         writer,
         precondition,
     }
 }
 
 /// The reconciler's put, on the condition that the live object's etag is `etag`.
-fn reconciler_put<'a>(body: &'a [u8], hash: &'a str, etag: &str) -> PutBundle<'a> {
-    put(
-        body,
-        hash,
-        Writer::Reconciler,
-        Precondition::Matches(etag.to_string()),
-    )
+fn reconciler_put<'a>(sealed: &'a Sealed, etag: &str) -> PutBundle<'a> {
+    put(sealed, Writer::Reconciler, Precondition::Matches(etag.to_string()))
+}
+
+/// The hash a stored version states, after checking it is signed by the store's key.
+async fn stated(store: &S3Store, version: &str) -> String {
+    let parsed = Bundle::read(&store.get_version(version).await.expect("get")).expect("a bundle");
+    let key = store.signing_key().await.expect("public key").expect("a signer");
+    let trust = Trust {
+        keys: vec![key],
+        allow_unsigned: false,
+    };
+    parsed.judge(&trust).expect("signed by the store's KMS key");
+    parsed.bundle.hash
 }
 
 #[tokio::test]
@@ -54,12 +75,12 @@ async fn conditional_puts_versions_and_restore() {
     );
 
     let v1 = store
-        .put_bundle(put(b"one", "sha256:1", Writer::Seed, Precondition::Absent))
+        .put_bundle(put(&sealed("sha256:1"), Writer::Seed, Precondition::Absent))
         .await
         .expect("seed");
     // A second create-only put must fail: a re-run seed never overwrites.
     let again = store
-        .put_bundle(put(b"two", "sha256:2", Writer::Seed, Precondition::Absent))
+        .put_bundle(put(&sealed("sha256:2"), Writer::Seed, Precondition::Absent))
         .await;
     assert!(
         matches!(again, Err(StoreError::PreconditionFailed)),
@@ -73,19 +94,19 @@ async fn conditional_puts_versions_and_restore() {
 
     // If-Match on a stale etag fails; on the live etag it succeeds.
     let v2 = store
-        .put_bundle(reconciler_put(b"two", "sha256:2", &live.etag))
+        .put_bundle(reconciler_put(&sealed("sha256:2"), &live.etag))
         .await
         .expect("put on the live etag");
     let stale = store
-        .put_bundle(reconciler_put(b"three", "sha256:3", &live.etag))
+        .put_bundle(reconciler_put(&sealed("sha256:3"), &live.etag))
         .await;
     assert!(
         matches!(stale, Err(StoreError::PreconditionFailed)),
         "got {stale:?}"
     );
 
-    assert_eq!(store.get_version(&v1).await.expect("get v1"), b"one");
-    assert_eq!(store.get_version(&v2).await.expect("get v2"), b"two");
+    assert_eq!(stated(&store, &v1).await, "sha256:1");
+    assert_eq!(stated(&store, &v2).await, "sha256:2");
 
     let history = store.list_versions(10).await.expect("versions");
     let ids: Vec<&str> = history.iter().map(|v| v.version_id.as_str()).collect();
@@ -102,7 +123,7 @@ async fn conditional_puts_versions_and_restore() {
     assert_eq!(live.version_id, v3);
     assert_eq!(live.hash.as_deref(), Some("sha256:1"));
     assert_eq!(live.writer, Writer::Restore);
-    assert_eq!(store.get_version(&v3).await.expect("get v3"), b"one");
+    assert_eq!(stated(&store, &v3).await, "sha256:1", "the copy keeps its signature");
 
     let missing = store.restore_version("no-such-version", "sha256:x").await;
     assert!(missing.is_err(), "restoring a missing version must fail");

@@ -41,6 +41,9 @@ pub fn run(args: Args) -> CmdResult {
             if i.deleted {
                 notes.push("delete marker");
             }
+            if let Some(signature) = &i.signature {
+                notes.push(signature);
+            }
             let hash = i
                 .hash
                 .as_deref()

@@ -7,10 +7,12 @@ use super::{block_on, CmdError, CmdResult};
 use gateway_adapters::aws::{dynamodb_client, sdk_config};
 use gateway_adapters::registry::create_table_if_absent;
 
-/// Create the registry table (with its stream) and the versioned bucket if absent
+/// Create the registry table (with its stream), the versioned bucket and the signing key if absent
 ///
 /// For local use; in AWS the gateway stack owns them. With a bucket (`--bucket` or
-/// `GATEWAY_BUCKET`), also creates the versioned config bucket.
+/// `GATEWAY_BUCKET`), also creates the versioned config bucket. The bundle signing key is
+/// `GATEWAY_SIGNING_KEY` (default alias/gateway-bundles), created as an ECC_NIST_P256 key
+/// behind that alias when it does not exist.
 #[derive(clap::Args, Debug)]
 #[command(mut_arg("bucket", |a| a.help("The versioned config bucket to create (with versioning on) if absent")))]
 pub struct Args {
@@ -45,6 +47,16 @@ pub fn run(args: Args) -> CmdResult {
                 true => println!("created bucket {bucket} (versioning on)"),
                 false => println!("bucket {bucket} already exists (versioning on)"),
             }
+        }
+        let signer = gateway_adapters::signing::KmsSigner::from_settings(&conf);
+        let key = signer.key().to_string();
+        match signer
+            .create_if_absent()
+            .await
+            .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?
+        {
+            true => println!("created signing key {key} (ECC_NIST_P256, SIGN_VERIFY)"),
+            false => println!("signing key {key} already exists"),
         }
         Ok(())
     })

@@ -83,7 +83,10 @@ pub async fn store(conf: &aws_config::SdkConfig, bucket: String, writes: bool) -
     let max = gateway_adapters::settings::bounds()
         .map(|b| b.max_bundle_bytes)
         .unwrap_or(gateway_render::bounds::DEFAULT_MAX_BUNDLE_BYTES);
-    let store = S3Store::new(s3_client(conf), bucket).with_max_bundle_bytes(max);
+    // Every command signs with, or judges versions against, GATEWAY_SIGNING_KEY.
+    let store = S3Store::new(s3_client(conf), bucket)
+        .with_max_bundle_bytes(max)
+        .with_signer(gateway_adapters::signing::KmsSigner::from_settings(conf));
     if writes {
         store.with_identity(caller_identity(conf).await)
     } else {

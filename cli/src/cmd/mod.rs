@@ -24,6 +24,7 @@ pub mod kill_switch;
 pub mod list;
 pub mod live;
 pub mod preview;
+pub mod public_key;
 pub mod reconcile;
 pub mod register;
 pub mod registry;

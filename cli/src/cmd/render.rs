@@ -32,12 +32,13 @@ pub fn run(args: Args) -> CmdResult {
         .map_err(|e| CmdError::failed(format!("render: {e}")))?;
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CmdError::failed(format!("{}: cannot create: {e}", args.out.display())))?;
-    let bundle = Bundle::new(&rendered, &entries).to_json();
+    // The bundle as a publish archives it, unsigned (a publish signs it).
+    let bundle = Bundle::new(&rendered, &entries).seal().archive(None);
     for (name, text) in rendered
         .files
         .iter()
-        .map(|(n, t)| (n.as_str(), t.as_str()))
-        .chain([(BUNDLE_OBJECT, bundle.as_str())])
+        .map(|(n, t)| (n.as_str(), t.as_bytes()))
+        .chain([(BUNDLE_OBJECT, bundle.as_slice())])
     {
         let path = args.out.join(name);
         std::fs::write(&path, text)

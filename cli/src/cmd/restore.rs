@@ -20,16 +20,25 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let c = state_clients(&args.live.target, true).await?;
-        let (version, hash) = operator::restore(&c.state, &c.store, args.version_id.as_deref())
+        let restored = operator::restore(&c.state, &c.store, args.version_id.as_deref())
             .await
             .map_err(op_failed)?;
         if args.live.json() {
-            return print_json(&json!({"version_id": version, "hash": hash}));
+            return print_json(&json!({
+                "version_id": restored.version_id,
+                "hash": restored.hash,
+                "resigned": restored.resigned,
+            }));
         }
+        let how = if restored.resigned {
+            "published again as format 2, signed with this gateway's key (the version was unsigned, format 1, or signed by another key)"
+        } else {
+            "copied with its signature"
+        };
         println!(
-            "restored {} as version {}; the sidecars deliver it within one poll",
-            one_line(&hash),
-            one_line(&version)
+            "restored {} as version {} ({how}); the sidecars deliver it within one poll",
+            one_line(&restored.hash),
+            one_line(&restored.version_id)
         );
         Ok(())
     })

@@ -208,6 +208,9 @@ pub fn run(args: Args) -> CmdResult {
             ),
         }
         println!("entries:   {}  routes: {}", s.entries, s.routes);
+        if let Some(signature) = &s.signature {
+            println!("signature: {}", one_line(signature));
+        }
         if let Some(problem) = &s.problem {
             println!("problem:   {}", one_line(problem));
         }

@@ -292,7 +292,6 @@ mod tests {
 
     fn bundle(hash: &str, entries: Vec<Entry>) -> Bundle {
         Bundle {
-            format: 1,
             hash: hash.into(),
             files: BTreeMap::new(),
             entries,

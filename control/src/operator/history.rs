@@ -1,6 +1,6 @@
 //! `status` and `history`: what is live, who wrote it, and whether it is the reconciler's.
 
-use super::{load_bundle, route_count, OperatorError};
+use super::{load_version, route_count, signature_verdict, OperatorError};
 use gateway_adapters::registry::{PublishedState, PublishedStateRead};
 use gateway_adapters::store::{BundleHead, ConfigStore, Writer};
 use serde::{Serialize, Serializer};
@@ -22,6 +22,8 @@ pub struct LiveStatus {
     pub routes: usize,
     /// Set when the live bundle could not be read or verified.
     pub problem: Option<String>,
+    /// Whether the live bundle's signature verifies with the signing key, and with which.
+    pub signature: Option<String>,
 }
 
 impl LiveStatus {
@@ -86,12 +88,14 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
 ) -> Result<LiveStatus, OperatorError> {
     let recorded = registry.published_state().await?;
     let live = store.head_live().await?;
-    let (mut entries, mut routes, mut problem) = (0, 0, None);
+    let (mut entries, mut routes, mut problem, mut signature) = (0, 0, None, None);
     if let Some(l) = &live {
-        match load_bundle(store, &l.version_id).await {
-            Ok(b) => {
-                entries = b.entries.len();
-                routes = route_count(&b);
+        let key = signing_key(store).await;
+        match load_version(store, &l.version_id, key.as_ref()).await {
+            Ok(loaded) => {
+                entries = loaded.bundle.entries.len();
+                routes = route_count(&loaded.bundle);
+                signature = Some(signature_verdict(&loaded.signer, loaded.format));
             }
             Err(e) => problem = Some(e.to_string()),
         }
@@ -111,6 +115,7 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
         entries,
         routes,
         problem,
+        signature,
     })
 }
 
@@ -124,6 +129,9 @@ pub struct HistoryItem {
     /// The principal that wrote it, when recorded.
     pub written_by: Option<String>,
     pub routes: Option<usize>,
+    /// Whether the version's signature verifies with the signing key, and with which key:
+    /// `signed, verified with ARN (FINGERPRINT)`, `unsigned (format 1)` or why not.
+    pub signature: Option<String>,
     #[serde(rename = "live")]
     pub is_live: bool,
     /// The version the reconciler last recorded as published.
@@ -145,6 +153,7 @@ pub async fn history<R: PublishedStateRead, S: ConfigStore>(
     limit: usize,
 ) -> Result<Vec<HistoryItem>, OperatorError> {
     let recorded = registry.published_state().await?;
+    let key = signing_key(store).await;
     let mut items = Vec::new();
     for v in store.list_versions(limit).await? {
         let mut item = HistoryItem {
@@ -154,6 +163,7 @@ pub async fn history<R: PublishedStateRead, S: ConfigStore>(
             writer: Writer::Unknown,
             written_by: None,
             routes: None,
+            signature: None,
             is_live: v.is_latest,
             is_reconcilers_last: recorded
                 .as_ref()
@@ -165,14 +175,29 @@ pub async fn history<R: PublishedStateRead, S: ConfigStore>(
             item.hash = head.hash;
             item.writer = head.writer;
             item.written_by = head.written_by;
-            item.routes = load_bundle(store, &v.version_id)
-                .await
-                .ok()
-                .map(|b| route_count(&b));
+            match load_version(store, &v.version_id, key.as_ref()).await {
+                Ok(loaded) => {
+                    item.routes = Some(route_count(&loaded.bundle));
+                    item.signature = Some(signature_verdict(&loaded.signer, loaded.format));
+                }
+                Err(e) => item.signature = Some(format!("unreadable: {e}")),
+            }
         }
         items.push(item);
     }
     Ok(items)
+}
+
+/// The store's signing key, to judge versions by; none when it cannot be read (the versions
+/// then say they do not verify, and why).
+async fn signing_key<S: ConfigStore>(store: &S) -> Option<gateway_render::bundle::TrustedKey> {
+    match store.signing_key().await {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the signing key's public key");
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +226,7 @@ mod tests {
             entries: 2,
             routes: 5,
             problem: None,
+            signature: Some("signed, verified with k (sha256:0123)".into()),
         };
         assert_eq!(
             serde_json::to_string(&status.to_json()).expect("json"),
@@ -208,7 +234,8 @@ mod tests {
                 r#"{"drift":true,"entries":2,"live":{"hash":"sha256:b","last_modified":1700000000,"#,
                 r#""version_id":"v2","writer":"kill-switch","written_by":null},"problem":null,"#,
                 r#""reconcilers_last_publish":false,"recorded":{"hash":"sha256:a","#,
-                r#""published_at":1600000000,"version_id":"v1"},"routes":5}"#
+                r#""published_at":1600000000,"version_id":"v1"},"routes":5,"#,
+                r#""signature":"signed, verified with k (sha256:0123)"}"#
             )
         );
         status.live = None;
@@ -228,6 +255,7 @@ mod tests {
             writer: Writer::Reconciler,
             written_by: Some("arn:aws:sts::1:assumed-role/r".into()),
             routes: Some(3),
+            signature: Some("unsigned (format 1)".into()),
             is_live: true,
             is_reconcilers_last: true,
             deleted: false,
@@ -236,7 +264,8 @@ mod tests {
             item.to_json(),
             json!({ "version_id": "v1", "last_modified": null, "hash": "sha256:a",
                 "writer": "reconciler", "written_by": "arn:aws:sts::1:assumed-role/r",
-                "routes": 3, "live": true, "reconcilers_last": true, "deleted": false })
+                "routes": 3, "signature": "unsigned (format 1)", "live": true,
+                "reconcilers_last": true, "deleted": false })
         );
     }
 }

@@ -1,6 +1,6 @@
 //! Kill switch (level 2), restore and resume: the operator's hand on the live bundle.
 
-use super::{load_bundle, OperatorError};
+use super::{load_bundle, load_version, OperatorError};
 use crate::reconcile::now;
 use gateway_adapters::registry::{PublishedState, PublishedStateRead, StateRow};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
@@ -14,11 +14,9 @@ pub async fn kill_switch<S: ConfigStore>(
 ) -> Result<(String, String), OperatorError> {
     let rendered = render_kill_switch(cfg);
     let bundle = Bundle::new(&rendered, &[]);
-    let body = bundle.to_json();
     let version_id = store
         .put_bundle(PutBundle {
-            body: body.as_bytes(),
-            hash: &bundle.hash,
+            sealed: &bundle.seal(),
             writer: Writer::KillSwitch,
             precondition: Precondition::None,
         })
@@ -32,7 +30,7 @@ pub async fn restore<R: PublishedStateRead, S: ConfigStore>(
     registry: &R,
     store: &S,
     version_id: Option<&str>,
-) -> Result<(String, String), OperatorError> {
+) -> Result<Restored, OperatorError> {
     let target = match version_id {
         Some(v) => v.to_string(),
         None => match registry.published_state().await? {
@@ -45,9 +43,41 @@ pub async fn restore<R: PublishedStateRead, S: ConfigStore>(
         },
     };
     // Never make a version live that would not verify: the sidecars would refuse it anyway.
-    let bundle = load_bundle(store, &target).await?;
-    let new_version = store.restore_version(&target, &bundle.hash).await?;
-    Ok((new_version, bundle.hash))
+    let key = store.signing_key().await?;
+    let loaded = load_version(store, &target, key.as_ref()).await?;
+    let hash = loaded.bundle.hash.clone();
+    if loaded.signer.is_ok() {
+        // Signed by this key: the copy carries its signature, and verifies as it did.
+        let version_id = store.restore_version(&target, &hash).await?;
+        return Ok(Restored {
+            version_id,
+            hash,
+            resigned: false,
+        });
+    }
+    // Format 1, unsigned, or signed by a key this store does not sign with (one rotated out):
+    // the same files and entries, verified above, published again as format 2 and signed.
+    let version_id = store
+        .put_bundle(PutBundle {
+            sealed: &loaded.bundle.seal(),
+            writer: Writer::Restore,
+            precondition: Precondition::None,
+        })
+        .await?;
+    Ok(Restored {
+        version_id,
+        hash,
+        resigned: true,
+    })
+}
+
+/// What a restore made live: the new version, its hash, and whether it was signed again (a
+/// format-1 or otherwise unverifiable version) rather than copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    pub version_id: String,
+    pub hash: String,
+    pub resigned: bool,
 }
 
 /// Accepts the live bundle as the reconciler's own: drift clears, and the next run publishes

@@ -4,6 +4,7 @@
 use super::{ReconcileError, Stage};
 use gateway_adapters::store::encoding;
 use gateway_render::contract::RATE_LIMIT_FILE;
+use gateway_render::bundle::Sealed;
 use gateway_render::{Bundle, Entry, Rendered};
 use gateway_validator::{validate_all_beside, ConfigView, ValidateOptions};
 
@@ -19,20 +20,23 @@ pub(super) struct Validated {
     pub prepared: Option<Prepared>,
 }
 
-/// `bundle.json` as a publish puts it: the canonical bytes, their gzip and the hash.
+/// `bundle.json` as a publish puts it: sealed (its manifest ready to sign), the gzip of its
+/// files' part, and the hash.
 pub(super) struct Prepared {
     pub hash: String,
-    pub body: String,
-    pub gzip: Vec<u8>,
+    pub sealed: Sealed,
+    pub tail_gzip: Vec<u8>,
 }
 
 impl Prepared {
     pub fn of(rendered: &Rendered, entries: &[Entry]) -> Prepared {
-        let bundle = Bundle::new(rendered, entries);
-        let body = bundle.to_json();
-        let hash = bundle.hash;
-        let gzip = encoding::compress(body.as_bytes());
-        Prepared { hash, body, gzip }
+        let sealed = Bundle::new(rendered, entries).seal();
+        let tail_gzip = encoding::compress(&sealed.tail());
+        Prepared {
+            hash: sealed.hash.clone(),
+            sealed,
+            tail_gzip,
+        }
     }
 }
 

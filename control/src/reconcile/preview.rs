@@ -120,7 +120,7 @@ impl<S: ConfigStore + Sync> ConfigStore for PreviewStore<'_, S> {
     }
     async fn put_bundle(&self, put: PutBundle<'_>) -> Result<String, StoreError> {
         if let Ok(mut slot) = self.published.lock() {
-            *slot = Some(put.body.to_vec());
+            *slot = Some(put.sealed.archive(None));
         }
         Ok("(preview: not written)".into())
     }
@@ -132,6 +132,11 @@ impl<S: ConfigStore + Sync> ConfigStore for PreviewStore<'_, S> {
     }
     async fn restore_version(&self, _v: &str, _h: &str) -> Result<String, StoreError> {
         Err(StoreError::Refused("a preview writes nothing".into()))
+    }
+    async fn signing_key(
+        &self,
+    ) -> Result<Option<gateway_render::bundle::TrustedKey>, StoreError> {
+        self.inner.signing_key().await
     }
 }
 

@@ -21,7 +21,7 @@ impl<R: Registry + Sync, S: ConfigStore + Sync> Run<'_, R, S> {
             Some(p) if p.hash == rendered.hash => p,
             _ => Prepared::of(&rendered, &entries),
         };
-        if let Some(reason) = self.cfg.bounds.bundle_problem(prepared.body.len()) {
+        if let Some(reason) = self.cfg.bounds.bundle_problem(prepared.sealed.archive_len()) {
             // Every sidecar would refuse to download it: keep the render for diagnosis instead.
             return reject(self.store, Stage::Render, reason, Some(&rendered)).await;
         }
@@ -41,15 +41,14 @@ async fn put<R: Registry, S: ConfigStore>(
     routes: usize,
 ) -> Result<Outcome, ReconcileError> {
     let put = PutBundle {
-        body: bundle.body.as_bytes(),
-        hash: &bundle.hash,
+        sealed: &bundle.sealed,
         writer: Writer::Reconciler,
         precondition,
     };
     // Recorded first, so whatever happens to the PUT's answer, the next run can tell its own
     // publish from someone else's write.
     registry.record_pending(&bundle.hash).await?;
-    let version_id = match store.put_compressed_bundle(put, &bundle.gzip).await {
+    let version_id = match store.put_compressed_bundle(put, &bundle.tail_gzip).await {
         Ok(v) => v,
         // The SDK's retry of a PUT whose answer was lost meets its own write: the precondition
         // no longer holds because this very bundle is live.

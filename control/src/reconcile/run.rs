@@ -7,6 +7,7 @@ use super::verdicts::VerdictFacts;
 use super::{Outcome, ReconcileConfig, ReconcileError};
 use gateway_adapters::registry::{PublishedState, RenderRecord};
 use gateway_adapters::store::ConfigStore;
+use gateway_render::bundle::Trust;
 use gateway_render::{Bundle, Entry};
 use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -102,8 +103,9 @@ impl<'a, R, S: ConfigStore> Run<'a, R, S> {
 }
 
 /// The entries of the live bundle, by id; none when there is no bundle, it does not parse (an
-/// operator's kill-switch bundle holds none) or its hash does not verify: nothing is taken from
-/// a bundle that is not what its hash says. (Format 1's hash covers the files, not `entries`.)
+/// operator's kill-switch bundle holds none), its hash does not verify, or it is not signed by
+/// this store's key: entries are rendered again into a bundle this key signs, so they are taken
+/// only from one it signed (a bucket writer without the key cannot put entries in them).
 async fn previous_versions<S: ConfigStore>(
     store: &S,
 ) -> Result<BTreeMap<String, Entry>, ReconcileError> {
@@ -111,10 +113,19 @@ async fn previous_versions<S: ConfigStore>(
         return Ok(BTreeMap::new());
     };
     let body = store.get_version(&live.version_id).await?;
-    match Bundle::parse(&body).and_then(|b| b.verify().map(|()| b)) {
+    let trust = Trust {
+        keys: store.signing_key().await?.into_iter().collect(),
+        allow_unsigned: false,
+    };
+    let read = Bundle::read(&body).and_then(|p| {
+        p.bundle.verify()?;
+        p.judge(&trust)?;
+        Ok(p.bundle)
+    });
+    match read {
         Ok(b) => Ok(b.entries.into_iter().map(|e| (e.id(), e)).collect()),
         Err(e) => {
-            warn!(error = %e, "live bundle unreadable or does not verify; quarantined entries have no previous version");
+            warn!(error = %e, "live bundle unreadable, does not verify or is not signed by this key; quarantined entries have no previous version");
             Ok(BTreeMap::new())
         }
     }

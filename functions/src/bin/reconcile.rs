@@ -26,6 +26,7 @@ async fn run() -> Result<(), Error> {
         .with_policy(policy.clone())
         .with_bounds(bounds);
     let store = S3Store::new(s3_client(&conf), bucket)
+        .with_signer(gateway_adapters::signing::KmsSigner::from_settings(&conf))
         .with_identity(aws::caller_identity(&conf).await)
         .with_max_bundle_bytes(bounds.max_bundle_bytes);
     let metrics = CloudWatchMetrics::from_conf(&conf);

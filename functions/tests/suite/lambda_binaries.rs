@@ -677,6 +677,10 @@ fn reconcile_env(h: &support::Harness) -> Vec<(String, String)> {
     let mut env = h.moto.aws_env();
     env.push(setting("GATEWAY_TABLE", h.registry.table()));
     env.push(setting("GATEWAY_BUCKET", h.store.bucket()));
+    env.push(setting(
+        "GATEWAY_SIGNING_KEY",
+        h.store.signer().expect("the harness signs").key(),
+    ));
     env.push(setting("GATEWAY_DOMAIN", DOMAIN));
     env.push(setting("ENVOY_BIN", &envoy_bin().to_string_lossy()));
     env.push(setting("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true"));

@@ -291,11 +291,9 @@ async fn a_publish_whose_end_the_run_never_saw_is_adopted_even_after_later_chang
     assert!(matches!(h.reconcile().await, Outcome::Unchanged { .. }));
 
     // Someone else's write is still drift.
-    let before = h.live().await;
-    let body = h.store.get_version(&before.version_id).await.expect("get");
+    let operators = gateway_render::Bundle::new(&gateway_render::render_kill_switch(&h.cfg.render), &[]);
     let put = gateway_adapters::store::PutBundle {
-        body: &body,
-        hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+        sealed: &operators.seal(),
         writer: gateway_adapters::store::Writer::Restore,
         precondition: gateway_adapters::store::Precondition::None,
     };

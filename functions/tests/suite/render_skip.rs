@@ -154,12 +154,10 @@ async fn another_build_renders_again_and_publishes_what_it_renders() {
         .entries;
     let old_render = render(&entries, &RenderConfig::new("old.example.com")).expect("render");
     let old_bundle = Bundle::new(&old_render, &entries);
-    let body = old_bundle.to_json();
     let old_version = h
         .store
         .put_bundle(PutBundle {
-            body: body.as_bytes(),
-            hash: &old_bundle.hash,
+            sealed: &old_bundle.seal(),
             writer: Writer::Reconciler,
             precondition: Precondition::Matches(live.etag),
         })

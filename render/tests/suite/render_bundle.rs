@@ -14,11 +14,12 @@ fn sample_bundle() -> Bundle {
 #[test]
 fn bundle_round_trips_through_its_bytes() {
     let bundle = sample_bundle();
-    let bytes = bundle.to_json();
-    let parsed = Bundle::parse(bytes.as_bytes()).expect("bundle parses");
+    let bytes = bundle.seal().archive(None);
+    let read = Bundle::read(&bytes).expect("bundle parses");
+    assert_eq!(read.format, 2);
+    let parsed = read.bundle;
     assert_eq!(parsed, bundle);
-    assert_eq!(parsed.to_json(), bytes, "same bundle, same bytes");
-    assert_eq!(parsed.format, 1);
+    assert_eq!(parsed.seal().archive(None), bytes, "same bundle, same bytes");
     let ids: Vec<String> = parsed.entries.iter().map(|e| e.id()).collect();
     assert_eq!(
         ids,
@@ -30,9 +31,16 @@ fn bundle_round_trips_through_its_bytes() {
         "entries sorted by id"
     );
     parsed.verify().expect("a fresh bundle verifies");
-    let top: Value = serde_json::from_str(&bytes).unwrap();
-    let keys: Vec<&String> = top.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["entries", "files", "format", "hash"]);
+    let names: Vec<String> = tar::Archive::new(bytes.as_slice())
+        .entries()
+        .expect("a tar")
+        .map(|e| e.expect("entry").path().expect("path").display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        ["manifest.json", "clusters.json", "entries.json", "ratelimit.yaml", "routes.json"],
+        "the files as their own bytes, after the manifest"
+    );
 }
 
 #[test]
@@ -41,9 +49,9 @@ fn compute_hash_of_the_files_equals_the_render_hash() {
     assert!(rendered.hash.starts_with("sha256:") && rendered.hash.len() == 71);
     assert_eq!(compute_hash(&rendered.files).unwrap(), rendered.hash);
     let parsed = Bundle::parse(
-        Bundle::new(&rendered, &example_entries())
-            .to_json()
-            .as_bytes(),
+        &Bundle::new(&rendered, &example_entries())
+            .seal()
+            .archive(None),
     )
     .unwrap();
     assert_eq!(compute_hash(&parsed.files).unwrap(), rendered.hash);

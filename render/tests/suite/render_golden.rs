@@ -85,7 +85,6 @@ fn golden_files_form_a_bundle_that_verifies() {
     }
     let hash = std::fs::read_to_string(dir.join("hash.txt")).expect("hash.txt");
     let bundle = Bundle {
-        format: 1,
         hash: hash.trim().to_string(),
         files,
         entries: example_entries(),

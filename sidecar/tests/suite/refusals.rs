@@ -33,7 +33,6 @@ fn restamped(
         files.insert(name.to_string(), to_json_bytes(&doc));
     }
     let bundle = Bundle {
-        format: 1,
         hash,
         files,
         entries: vec![],
@@ -144,20 +143,25 @@ async fn a_download_that_does_not_verify_is_never_written() {
     let backend = Backend::start("billing");
     let good = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
 
-    // Bytes changed after hashing, metadata still naming the stated hash.
-    let mut tampered = good.clone();
-    tampered.files.insert(
-        RATE_LIMIT_FILE.into(),
-        format!("{}# changed\n", good.files[RATE_LIMIT_FILE]),
-    );
+    // One byte of the rules changed after signing, metadata still naming the stated hash.
+    let mut tampered = bucket.signed_archive(&good).await;
+    let rules = good.files[RATE_LIMIT_FILE].as_bytes();
+    let at = tampered
+        .windows(rules.len())
+        .position(|w| w == rules)
+        .expect("the rules file in the archive");
+    tampered[at] ^= 0x20;
     let (tampered_version, _) = bucket
-        .put_raw(tampered.to_json().as_bytes(), &good.hash, Writer::Unknown)
+        .put_raw(&tampered, &good.hash, Writer::Unknown)
         .await;
     let sidecar = offline.sidecar(&[]);
     let status = sidecar
         .wait_error_naming(&tampered_version, "a verification error")
         .await;
-    assert!(last_error(&status).contains("does not match"), "{status}");
+    assert!(
+        last_error(&status).contains("ratelimit.yaml: its bytes hash to"),
+        "{status}"
+    );
     dirs.assert_nothing_written();
     assert_eq!(sidecar.healthz().await, Some(503));
 
@@ -178,15 +182,15 @@ async fn a_download_that_does_not_verify_is_never_written() {
     );
 
     // Cut short; then a valid bundle whose metadata hash is another one.
-    let body = good.to_json();
-    let short = &body.as_bytes()[..body.len() / 2];
+    let body = bucket.signed_archive(&good).await;
+    let short = &body[..body.len() / 2];
     let (short_version, _) = bucket.put_raw(short, &good.hash, Writer::Unknown).await;
     sidecar
         .wait_error_naming(&short_version, "the truncated version refused")
         .await;
     let other = Bundle::new(&rendered(&billing(&backend, &["/other"])), &[]);
     let (mislabelled, _) = bucket
-        .put_raw(other.to_json().as_bytes(), &good.hash, Writer::Unknown)
+        .put_raw(&bucket.signed_archive(&other).await, &good.hash, Writer::Unknown)
         .await;
     let status = sidecar
         .wait_error_naming(&mislabelled, "the mislabelled version refused")
@@ -220,7 +224,7 @@ async fn a_bundle_beyond_the_byte_cap_is_refused_unread_naming_the_limit() {
     let offline = NoEnvoy::new().await;
     let backend = Backend::start("billing");
     let good = Bundle::new(&rendered(&billing(&backend, &["/invoices"])), &[]);
-    let size = good.to_json().len();
+    let size = offline.bucket.signed_archive(&good).await.len();
     let (version, _) = offline.bucket.put(&good, Writer::Reconciler).await;
     assert_refused_at_cap(
         &offline,
@@ -264,7 +268,8 @@ async fn a_gzip_bomb_is_refused_at_the_cap_while_decompressing() {
     .await;
 }
 
-/// A version written before compression (plain JSON, no Content-Encoding) is still delivered.
+/// A version stored uncompressed (no Content-Encoding) is still delivered: readers tell the two
+/// apart by the bytes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncompressed_version_from_before_compression_is_delivered() {
     let offline = NoEnvoy::new().await;

@@ -1,7 +1,7 @@
-//! The sidecar reads each version as a stream (docs/design.md#delivery): every refusal of the
-//! in-memory reading still holds, end to end, and nothing of a refused version reaches the
-//! watched directories (`refusals.rs` covers a tampered file, a cut-short body, a metadata hash
-//! that differs, the byte cap, a gzip bomb and a plain-JSON version; these are the rest).
+//! The sidecar reads each version as a stream (docs/design.md#delivery): every forged bundle a
+//! bucket writer can put is refused, end to end, naming why, and nothing of a refused version
+//! reaches the watched directories (`refusals.rs` covers a tampered file, a cut-short body, a
+//! metadata hash that differs, the byte cap, a gzip bomb and an uncompressed version).
 //!
 //! `first_delivery_memory` (ignored) is a measurement, not a check: the sidecar binary's peak
 //! and idle RSS on the first delivery of a generated registry, sizes from `STREAMING_ROUTES`
@@ -14,8 +14,10 @@ use gateway_testkit::delivery as common;
 use common::generated::{generated, route_counts, status_kib};
 use common::*;
 use gateway_adapters::store::{encoding, Writer};
-use gateway_render::contract::{BUNDLE_META_HASH, BUNDLE_META_WRITER, ROUTES_FILE};
-use gateway_render::{Bundle, Entry, RenderConfig};
+use gateway_render::bundle::to_json_bytes;
+use gateway_render::contract::{BUNDLE_META_HASH, BUNDLE_META_WRITER, CLUSTERS_FILE, ROUTES_FILE};
+use gateway_render::{compute_hash, Bundle, Entry, RenderConfig};
+use serde_json::json;
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::EnvoyPorts;
 use serde_json::Value;
@@ -50,97 +52,152 @@ async fn refusal(sidecar: &SidecarProcess, version: &str) -> String {
         .to_string()
 }
 
+/// `files` changed by `edit`, re-hashed and re-stamped: a bundle whose hash is right, as anyone
+/// holding the bundle format could make.
+fn rehashed(good: &Bundle, edit: impl FnOnce(&mut Value, &mut Value)) -> Bundle {
+    let mut files = good.files.clone();
+    let mut clusters: Value = serde_json::from_str(&files[CLUSTERS_FILE]).expect("clusters");
+    let mut routes: Value = serde_json::from_str(&files[ROUTES_FILE]).expect("routes");
+    edit(&mut clusters, &mut routes);
+    files.insert(CLUSTERS_FILE.into(), to_json_bytes(&clusters));
+    files.insert(ROUTES_FILE.into(), to_json_bytes(&routes));
+    let hash = compute_hash(&files).expect("hash");
+    for name in [CLUSTERS_FILE, ROUTES_FILE] {
+        let mut doc: Value = serde_json::from_str(&files[name]).expect("json");
+        doc["version_info"] = Value::String(hash.clone());
+        files.insert(name.to_string(), to_json_bytes(&doc));
+    }
+    let bundle = Bundle {
+        hash,
+        files,
+        entries: good.entries.clone(),
+    };
+    bundle.verify().expect("the forged bundle is well hashed");
+    bundle
+}
+
+/// One more cluster with `address` and a virtual host routed to it.
+fn routed_to(good: &Bundle, address: Value) -> Bundle {
+    rehashed(good, |clusters, routes| {
+        clusters["resources"].as_array_mut().expect("list").push(json!({
+            "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            "name": "steal",
+            "type": "STATIC",
+            "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": "steal", "endpoints": [{"lb_endpoints": [
+                {"endpoint": {"address": address}}]}]}
+        }));
+        routes["resources"][0]["virtual_hosts"]
+            .as_array_mut()
+            .expect("vhosts")
+            .insert(0, json!({"name": "steal", "domains": ["steal.example.com"],
+                "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "steal"}}]}));
+    })
+}
+
+/// Every kind of forged `bundle.json` a bucket writer can put: refused by the sidecar binary,
+/// each naming why, before anything reaches the watched directories; then a good one is
+/// delivered byte for byte.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_the_in_memory_reading_refused_is_refused_while_streaming() {
+async fn forged_bundles_are_never_delivered_and_the_refusal_names_why() {
     let (moto, backend, bucket, dirs) = billing_fixture().await;
     // Nothing listens here: a first delivery never asks Envoy, and nothing refused gets further.
     let admin = format!("http://{}", EnvoyPorts::free().admin);
     let good = Bundle::new(&rendered(&billing(&backend)), &[]);
     let routes = good.files[ROUTES_FILE].clone();
-    let with_routes = |text: String| {
-        let mut b = good.clone();
-        b.files.insert(ROUTES_FILE.to_string(), text);
-        b.to_json()
-    };
-    let reformatted = {
-        let doc: Value = serde_json::from_str(&routes).expect("routes JSON");
-        with_routes(serde_json::to_string(&doc).expect("compact"))
-    };
-    let mut newer = good.clone();
-    newer.format = 2;
-    let cases = [
-        // Same hash (formatting is not hashed), different bytes.
+
+    let admin_pipe = routed_to(&good, json!({"pipe": {"path": "/run/envoy/admin.sock"}}));
+    let metadata = routed_to(
+        &good,
+        json!({"socket_address": {"address": "169.254.169.254", "port_value": 80}}),
+    );
+    let own_admin = routed_to(
+        &good,
+        json!({"socket_address": {"address": "10.1.2.3", "port_value": 15000}}),
+    );
+    let mut tampered = bucket.signed_archive(&good).await;
+    let at = tampered
+        .windows(routes.len())
+        .position(|w| w == routes.as_bytes())
+        .expect("routes in the archive");
+    tampered[at + routes.len() / 2] ^= 0x01;
+    let other_key = gateway_testkit::signing::new_signer(moto).await;
+    let sealed = good.seal();
+    let by_other = sealed.archive(Some(&other_key.sign(sealed.digest()).await.expect("sign")));
+    let format_1 = serde_json::to_vec(&json!({
+        "entries": [], "files": good.files, "format": 1, "hash": good.hash
+    }))
+    .expect("json");
+    let wire = encoding::compress(&bucket.signed_archive(&good).await);
+
+    let cases: Vec<(&str, Vec<u8>, &str, bool)> = vec![
         (
-            "a file not in canonical form",
-            reformatted,
-            "not in canonical form",
+            "signed, well hashed, routing to the admin pipe",
+            bucket.signed_archive(&admin_pipe).await,
+            "refused by the delivery policy: clusters.json: cluster steal: endpoint address [\"pipe\"]",
+            false,
         ),
         (
-            "a version_info that is not the hash",
-            with_routes(routes.replace(&good.hash, "sha256:other")),
-            "version_info",
+            "signed, routing to the instance metadata",
+            bucket.signed_archive(&metadata).await,
+            "169.254.169.254 is a link-local/metadata address",
+            false,
         ),
         (
-            "an unknown format",
-            newer.to_json(),
-            "format 2 is not supported",
+            "signed, routing to the gateway's reserved ports",
+            bucket.signed_archive(&own_admin).await,
+            "one the gateway keeps (15000-15019)",
+            false,
         ),
+        ("one byte changed after signing", tampered, "routes.json: its bytes hash to", false),
+        (
+            "signed by another KMS key",
+            by_other,
+            "does not verify with any trusted key",
+            false,
+        ),
+        ("unsigned", good.seal().archive(None), "bundle is unsigned", false),
+        ("an unsigned format-1 bundle", format_1, "bundle is format 1", false),
+        ("gzip cut short", wire[..wire.len() / 2].to_vec(), "not valid gzip", true),
     ];
-    let mut published = Vec::new();
-    for (what, body, _) in &cases {
-        let (version, _) = bucket
-            .put_raw(body.as_bytes(), &good.hash, Writer::Unknown)
-            .await;
-        published.push((what, version));
-    }
-    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-    // Only the newest is read; the others are checked one at a time below.
-    let (_, newest) = published.last().expect("published");
-    let message = refusal(&sidecar, newest).await;
-    assert!(message.contains(cases[2].2), "{message}");
-    drop(sidecar);
-    for ((what, version), (_, _, expected)) in published.iter().zip(&cases).take(2) {
-        // Make the version under test the live one again (a restore), then read it.
-        let copied = bucket
-            .s3
-            .copy_object()
-            .bucket(&bucket.name)
-            .key("bundle.json")
-            .copy_source(format!("{}/bundle.json?versionId={version}", bucket.name))
-            .send()
-            .await
-            .expect("copy");
-        let live = copied.version_id().expect("versioned").to_string();
+    for (what, body, expected, raw_wire) in cases {
+        let version = if raw_wire {
+            let out = bucket
+                .s3
+                .put_object()
+                .bucket(&bucket.name)
+                .key("bundle.json")
+                .content_encoding(encoding::CONTENT_ENCODING)
+                .metadata(BUNDLE_META_HASH, &good.hash)
+                .metadata(BUNDLE_META_WRITER, "reconciler")
+                .body(body.into())
+                .send()
+                .await
+                .expect("put");
+            out.version_id().expect("versioned").to_string()
+        } else {
+            bucket.put_raw(&body, &good.hash, Writer::Reconciler).await.0
+        };
         let sidecar =
             SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-        let message = refusal(&sidecar, &live).await;
+        let message = refusal(&sidecar, &version).await;
         assert!(message.contains(expected), "{what}: {message}");
+        assert!(
+            Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
+            "{what}: nothing written, no temp file left"
+        );
     }
 
-    // Gzip cut short: not valid gzip.
-    let wire = encoding::compress(good.to_json().as_bytes());
-    let cut = bucket
-        .s3
-        .put_object()
-        .bucket(&bucket.name)
-        .key("bundle.json")
-        .content_encoding(encoding::CONTENT_ENCODING)
-        .metadata(BUNDLE_META_HASH, &good.hash)
-        .metadata(BUNDLE_META_WRITER, "reconciler")
-        .body(wire[..wire.len() / 2].to_vec().into())
-        .send()
-        .await
-        .expect("put");
-    let cut = cut.version_id().expect("versioned").to_string();
-    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
-    let message = refusal(&sidecar, &cut).await;
-    assert!(message.contains("not valid gzip"), "{message}");
-    assert!(
-        Dirs::list(&dirs.clusters).is_empty() && Dirs::list(&dirs.routes).is_empty(),
-        "nothing written, no temp file left"
-    );
+    // A sidecar with no key to trust refuses to start at all.
+    let mut args = envoy_mode_args(&bucket.name, &dirs, &admin, &[]);
+    let at = args.iter().position(|a| a == "--trust-key").expect("flag");
+    args.drain(at..at + 2);
+    let mut untrusting = SidecarProcess::start(moto, &args);
+    let log = untrusting.assert_exits(Duration::from_secs(20), 2);
+    assert!(log.contains("no --trust-key or --trust-kms-key"), "{log}");
 
     // And a good version goes through, byte for byte.
+    let sidecar = SidecarProcess::start(moto, &envoy_mode_args(&bucket.name, &dirs, &admin, &[]));
     let (_, hash) = bucket.put(&good, Writer::Reconciler).await;
     sidecar.wait_live(&hash, Duration::from_secs(30)).await;
     assert_eq!(
@@ -148,6 +205,13 @@ async fn what_the_in_memory_reading_refused_is_refused_while_streaming() {
         routes
     );
     assert_eq!(Dirs::list(&dirs.routes), [ROUTES_FILE]);
+    let status = sidecar.status().await.expect("status");
+    assert!(
+        status["live"]["signer"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("signed, verified with")),
+        "{status}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +227,7 @@ async fn first_delivery_memory() {
         drop(rendered);
         let bucket = Bucket::create(moto).await;
         let (_, hash) = bucket.put(&bundle, Writer::Reconciler).await;
-        let raw = bundle.to_json().len();
+        let raw = bundle.seal().archive_len();
         drop(bundle);
         let dirs = Dirs::new();
         let admin = format!("http://{}", EnvoyPorts::free().admin);

@@ -5,6 +5,7 @@
 pub mod generated;
 pub mod traffic;
 
+use gateway_adapters::signing::KmsSigner;
 use gateway_adapters::store::{s3_client, ConfigStore, Precondition, PutBundle, S3Store, Writer};
 use gateway_bootstrap::{gateway_bootstrap, BootstrapParams};
 use gateway_render::{render, Bundle, Entry, Limit, RenderConfig, Rendered, Route};
@@ -75,41 +76,76 @@ pub async fn gateway_metrics(
         .unwrap_or_else(|e| panic!("list_metrics {metric}: {e}"))
 }
 
-/// A versioned bucket in moto.
+/// A versioned bucket in moto, whose store signs with a key of its own; sidecars started with
+/// [`envoy_mode_args`] or [`ratelimit_mode_args`] for it trust that key.
 pub struct Bucket {
     pub store: S3Store,
     pub name: String,
     pub s3: aws_sdk_s3::Client,
+    pub signer: KmsSigner,
+    /// The signing key's public key, PEM.
+    pub trust_key: PathBuf,
+}
+
+/// Each bucket's trusted key file, for the sidecar arguments built from a bucket's name.
+static TRUST_KEYS: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+
+/// `--trust-key FILE` for the bucket `name` created by [`Bucket::create`].
+pub fn trust_args(name: &str) -> Vec<String> {
+    let keys = TRUST_KEYS.lock().unwrap_or_else(|p| p.into_inner());
+    keys.iter()
+        .filter(|(bucket, _)| bucket == name)
+        .flat_map(|(_, path)| ["--trust-key".to_string(), path.display().to_string()])
+        .collect()
 }
 
 impl Bucket {
     pub async fn create(moto: &MotoServer) -> Bucket {
         let conf = moto.sdk_config().await;
         let name = unique_name("sidecar");
-        let store = S3Store::new(s3_client(&conf), &name);
+        let signer = crate::signing::new_signer(moto).await;
+        let trust_key = crate::signing::trust_file(&signer).await;
+        let store = S3Store::new(s3_client(&conf), &name).with_signer(signer.clone());
         store
             .create_bucket_if_absent()
             .await
             .unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
+        TRUST_KEYS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((name.clone(), trust_key.clone()));
         Bucket {
             store,
             name,
             s3: s3_client(&conf),
+            signer,
+            trust_key,
         }
     }
 
-    /// `bundle` as versions were written before compression: plain JSON, no Content-Encoding.
-    /// Returns the version id.
+    /// `bundle` archived and signed by this bucket's key, uncompressed.
+    pub async fn signed_archive(&self, bundle: &Bundle) -> Vec<u8> {
+        let sealed = bundle.seal();
+        let signature = self
+            .signer
+            .sign(sealed.digest())
+            .await
+            .unwrap_or_else(|e| panic!("signing: {e}"));
+        sealed.archive(Some(&signature))
+    }
+
+    /// `bundle` signed but stored uncompressed, no Content-Encoding (a reader tells the two
+    /// apart by the bytes). Returns the version id.
     pub async fn put_plain(&self, bundle: &Bundle) -> String {
+        let body = self.signed_archive(bundle).await;
         let out = self
             .s3
             .put_object()
             .bucket(&self.name)
             .key("bundle.json")
-            .content_type("application/json")
             .metadata("hash", &bundle.hash)
             .metadata("writer", "reconciler")
-            .body(bundle.to_json().into_bytes().into())
+            .body(body.into())
             .send()
             .await
             .unwrap_or_else(|e| panic!("plain put into {}: {e}", self.name));
@@ -123,24 +159,36 @@ impl Bucket {
         self.put(&bundle, Writer::Reconciler).await
     }
 
+    /// Publishes `bundle` through the store (signed, compressed).
     pub async fn put(&self, bundle: &Bundle, writer: Writer) -> (String, String) {
-        self.put_raw(bundle.to_json().as_bytes(), &bundle.hash, writer)
-            .await
-    }
-
-    /// Any bytes as `bundle.json`, with `hash` as its metadata.
-    pub async fn put_raw(&self, body: &[u8], hash: &str, writer: Writer) -> (String, String) {
         let version = self
             .store
             .put_bundle(PutBundle {
-                body,
-                hash,
+                sealed: &bundle.seal(),
                 writer,
                 precondition: Precondition::None,
             })
             .await
             .unwrap_or_else(|e| panic!("publishing into {}: {e}", self.name));
-        (version, hash.to_string())
+        (version, bundle.hash.clone())
+    }
+
+    /// Any bytes as `bundle.json`, gzip-compressed as a publish stores them, with `hash` as its
+    /// metadata: what anyone who can write the bucket could put there.
+    pub async fn put_raw(&self, body: &[u8], hash: &str, writer: Writer) -> (String, String) {
+        let out = self
+            .s3
+            .put_object()
+            .bucket(&self.name)
+            .key("bundle.json")
+            .content_encoding("gzip")
+            .metadata("hash", hash)
+            .metadata("writer", writer.as_str())
+            .body(gateway_adapters::store::encoding::compress(body).into())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("raw put into {}: {e}", self.name));
+        (out.version_id().unwrap_or_default().to_string(), hash.to_string())
     }
 }
 
@@ -380,7 +428,7 @@ impl Drop for SidecarProcess {
 
 /// Arguments of a rate-limit-mode sidecar: only the rules file, polled every second.
 pub fn ratelimit_mode_args(bucket: &str, dirs: &Dirs) -> Vec<String> {
-    [
+    let mut args: Vec<String> = [
         "--bucket",
         bucket,
         "--ratelimit-dir",
@@ -391,7 +439,9 @@ pub fn ratelimit_mode_args(bucket: &str, dirs: &Dirs) -> Vec<String> {
         "1",
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    args.extend(trust_args(bucket));
+    args
 }
 
 /// Arguments of an Envoy-mode sidecar.
@@ -411,7 +461,9 @@ pub fn envoy_mode_args(bucket: &str, dirs: &Dirs, admin: &str, extra: &[&str]) -
         "1".into(),
         "--apply-timeout".into(),
         "20".into(),
+        "--allow-loopback-backends".into(),
     ];
+    args.extend(trust_args(bucket));
     args.extend(extra.iter().map(|s| s.to_string()));
     args
 }

@@ -50,6 +50,8 @@ pub struct RunFiles {
     pub ratelimit_sidecar_log: PathBuf,
     pub ratelimit_log: PathBuf,
     pub moto_log: PathBuf,
+    /// The bundle signing key's public key, which both sidecars trust.
+    pub trust_key: PathBuf,
 }
 
 impl Plan {
@@ -176,6 +178,7 @@ impl Plan {
             ratelimit_sidecar_log: d.join("ratelimit-sidecar.log"),
             ratelimit_log: d.join("ratelimit.log"),
             moto_log: d.join("moto.log"),
+            trust_key: d.join("bundle-signing-key.pem"),
         }
     }
 
@@ -213,6 +216,7 @@ impl RunFiles {
             std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         }
         for file in [
+            &self.trust_key,
             &self.bootstrap,
             &self.sidecar_state,
             &self.ratelimit_sidecar_state,

@@ -12,7 +12,7 @@ use tokio::process::Command;
 pub const INTERVAL_SECONDS: u64 = 2;
 
 pub fn spawn(plan: &Plan, files: &RunFiles) -> Result<Managed, String> {
-    let mut cmd = command(plan, plan.sidecar_listen, &files.sidecar_state)?;
+    let mut cmd = command(plan, plan.sidecar_listen, &files.sidecar_state, &files.trust_key)?;
     cmd.arg("--clusters-dir")
         .arg(&files.clusters_dir)
         .arg("--routes-dir")
@@ -33,6 +33,7 @@ pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String>
         plan,
         plan.ratelimit_sidecar_listen,
         &files.ratelimit_sidecar_state,
+        &files.trust_key,
     )?;
     cmd.arg("--ratelimit-dir")
         .arg(&files.ratelimit_dir)
@@ -47,8 +48,13 @@ pub fn spawn_ratelimit(plan: &Plan, files: &RunFiles) -> Result<Managed, String>
 }
 
 /// `gateway-sidecar` with the demo's AWS environment (moto), polling the demo's bucket, serving
-/// its status on `listen` and keeping its state in `state_file`.
-fn command(plan: &Plan, listen: SocketAddr, state_file: &Path) -> Result<Command, String> {
+/// its status on `listen`, keeping its state in `state_file` and trusting `trust_key`.
+fn command(
+    plan: &Plan,
+    listen: SocketAddr,
+    state_file: &Path,
+    trust_key: &Path,
+) -> Result<Command, String> {
     if !plan.sidecar_bin.is_file() {
         return Err(format!(
             "{} does not exist: build it with `cargo build -p gateway-sidecar` (scripts/demo.sh builds it), or pass --sidecar-bin PATH",
@@ -67,6 +73,10 @@ fn command(plan: &Plan, listen: SocketAddr, state_file: &Path) -> Result<Command
         .arg("--listen")
         .arg(listen.to_string())
         .arg("--state-file")
-        .arg(state_file);
+        .arg(state_file)
+        // Only bundles signed by the demo's key; its backends are on loopback.
+        .arg("--trust-key")
+        .arg(trust_key)
+        .arg("--allow-loopback-backends");
     Ok(cmd)
 }

@@ -101,7 +101,28 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     reg.create_table_if_absent()
         .await
         .map_err(|e| p.fail(format!("creating table {TABLE}: {e}")))?;
-    let store = S3Store::new(s3_client(&conf), BUCKET);
+    // Bundles are signed, as in AWS: a key on moto's KMS, whose public key the sidecars trust.
+    let signer = gateway_adapters::signing::KmsSigner::new(
+        gateway_adapters::signing::kms_client(&conf),
+        gateway_adapters::signing::DEFAULT_SIGNING_KEY,
+    );
+    signer
+        .create_if_absent()
+        .await
+        .map_err(|e| p.fail(format!("creating the signing key: {e}")))?;
+    let public = signer
+        .public_key()
+        .await
+        .map_err(|e| p.fail(format!("reading the signing key: {e}")))?;
+    std::fs::write(&files.trust_key, public.to_pem())
+        .map_err(|e| p.fail(format!("{}: {e}", files.trust_key.display())))?;
+    p.note(format!(
+        "bundles signed by KMS key {} ({}); the sidecars trust {}",
+        public.name,
+        public.fingerprint,
+        plan.display(&files.trust_key)
+    ));
+    let store = S3Store::new(s3_client(&conf), BUCKET).with_signer(signer);
     store
         .create_bucket_if_absent()
         .await
