@@ -10,6 +10,9 @@ use aws_sdk_kms::Client;
 use gateway_render::bundle::{Signature, TrustedKey};
 use std::time::Duration;
 
+/// The largest message KMS signs as RAW.
+const MAX_RAW_MESSAGE: usize = 4096;
+
 /// The setting naming the key, and its default.
 pub const SIGNING_KEY_SETTING: &str = "GATEWAY_SIGNING_KEY";
 pub const DEFAULT_SIGNING_KEY: &str = "alias/gateway-bundles";
@@ -101,15 +104,22 @@ impl KmsSigner {
         }
     }
 
-    /// Signs a manifest's SHA-256 digest (`ECDSA_SHA_256`, `MessageType: DIGEST`). The
-    /// signature names the key by the ARN KMS answers with.
-    pub async fn sign(&self, digest: [u8; 32]) -> Result<Signature, SignError> {
+    /// Signs a manifest (`ECDSA_SHA_256`, `MessageType: RAW`: KMS takes its SHA-256, so the
+    /// signature is over the manifest's digest; a manifest is far below KMS's 4 KiB for a raw
+    /// message). The signature names the key by the ARN KMS answers with.
+    pub async fn sign(&self, manifest: &[u8]) -> Result<Signature, SignError> {
+        if manifest.len() > MAX_RAW_MESSAGE {
+            return Err(self.refused(
+                "Sign",
+                format!("the manifest is {} bytes; KMS signs at most {MAX_RAW_MESSAGE}", manifest.len()),
+            ));
+        }
         let out = self
             .client
             .sign()
             .key_id(&self.key)
-            .message(Blob::new(digest.to_vec()))
-            .message_type(MessageType::Digest)
+            .message(Blob::new(manifest.to_vec()))
+            .message_type(MessageType::Raw)
             .signing_algorithm(SigningAlgorithmSpec::EcdsaSha256)
             .send()
             .await
@@ -132,15 +142,8 @@ impl KmsSigner {
             .send()
             .await
             .map_err(|e| self.error("GetPublicKey", e))?;
-        if out.key_spec() != Some(&KeySpec::EccNistP256) {
-            return Err(self.refused(
-                "GetPublicKey",
-                format!(
-                    "key spec is {:?}; bundles are signed with ECC_NIST_P256",
-                    out.key_spec()
-                ),
-            ));
-        }
+        // The key's spec is judged by its bytes: anything but a P-256 SubjectPublicKeyInfo is
+        // refused by `TrustedKey::from_der`, naming the key (moto's answer omits `KeySpec`).
         let Some(der) = out.public_key() else {
             return Err(self.refused("GetPublicKey", "the answer has no public key"));
         };

@@ -568,7 +568,7 @@ impl ConfigStore for S3Store {
         tail_gzip: &[u8],
     ) -> Result<String, StoreError> {
         let signer = self.signer.as_ref().ok_or(StoreError::NoSigner)?;
-        let signature = signer.sign(put.sealed.digest()).await?;
+        let signature = signer.sign(&put.sealed.manifest).await?;
         // Two gzip members, read back as one stream: the signed head, then the files.
         let mut gzip = super::encoding::compress(&put.sealed.head(Some(&signature)));
         gzip.extend_from_slice(tail_gzip);

@@ -11,4 +11,5 @@ mod quarantine_cost;
 mod reconcile;
 mod register_handler;
 mod render_skip;
+mod signing;
 mod status_digest;

@@ -470,29 +470,33 @@ async fn a_live_bundle_that_does_not_verify_lends_no_entry_its_version() {
     let h = Harness::start().await;
     seed_teams(&h, 4).await;
     published_version(&h).await;
-    // Someone with write access to the bucket puts a bundle whose files and entries name another
-    // backend (one the checks accept), with the recorded hash copied into its metadata and into
-    // the bundle, and the reconciler's name as writer: the files no longer match that hash.
+    // Someone with write access to the bucket, but not the signing key, puts a bundle whose
+    // files and entries name another backend (one the checks accept), with the recorded hash in
+    // its manifest and metadata and the reconciler's name as writer: not signed by the key.
     let live = h.live().await;
     let body = h.store.get_version(&live.version_id).await.expect("get");
-    let forged = String::from_utf8(body)
-        .expect("utf-8")
-        .replace("http://127.0.0.1:9", "http://127.0.0.1:19")
-        .replace("\\\"port_value\\\": 9", "\\\"port_value\\\": 19");
-    assert!(forged.contains("port_value\\\": 19"), "the files were changed too");
+    let mut forged = gateway_render::Bundle::parse(&body).expect("the live bundle");
+    for e in &mut forged.entries {
+        e.backend = e.backend.replace("http://127.0.0.1:9", "http://127.0.0.1:19");
+    }
+    for text in forged.files.values_mut() {
+        *text = text.replace("\"port_value\": 9", "\"port_value\": 19");
+    }
+    assert!(forged.files["clusters.json"].contains("port_value\": 19"), "the files were changed too");
+    let forged = forged.seal().archive(None);
     h.store
         .client()
         .put_object()
         .bucket(h.store.bucket())
         .key("bundle.json")
-        .body(forged.into_bytes().into())
+        .body(forged.into())
         .metadata("hash", live.hash.clone().expect("hash"))
         .metadata("writer", "reconciler")
         .send()
         .await
         .expect("forged put");
     // team1's registered row now fails the checks: it is quarantined, and since the live
-    // bundle does not verify, nothing of it is kept.
+    // bundle is not signed by the reconciler's key, nothing of it is kept.
     let mut bad = entry("team1", "svc", "team1", &["/a"]);
     bad.backend = "http://169.254.169.254".into();
     h.put_raw_entry(&bad).await;

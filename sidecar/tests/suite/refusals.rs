@@ -48,14 +48,16 @@ async fn routes_envoy_refuses_leave_the_old_routes_serving_and_are_reported() {
     let gw = Gateway::start(&moto, &billing(&backend, &["/invoices"])).await;
     let live_routes = std::fs::read(gw.dirs.routes.join(ROUTES_FILE)).expect("routes file");
 
-    // A route to a cluster that does not exist: RDS with validate_clusters refuses the file.
+    // A route whose regex does not compile: within the delivery policy (which judges targets,
+    // not matches), and refused by Envoy's RDS.
     let bad = restamped(
         rendered(&billing(&backend, &["/invoices", "/refunds"])).files,
         |files| {
             let text = files[ROUTES_FILE].replace(
-                "\"cluster\": \"billing.invoices\"",
-                "\"cluster\": \"no.such-cluster\"",
+                "\"path_separated_prefix\": \"/refunds\"",
+                "\"safe_regex\": {\"regex\": \"(unclosed\"}",
             );
+            assert_ne!(text, files[ROUTES_FILE], "the route to break is there");
             files.insert(ROUTES_FILE.to_string(), text);
         },
     );

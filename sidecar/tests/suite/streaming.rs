@@ -123,7 +123,7 @@ async fn forged_bundles_are_never_delivered_and_the_refusal_names_why() {
     tampered[at + routes.len() / 2] ^= 0x01;
     let other_key = gateway_testkit::signing::new_signer(moto).await;
     let sealed = good.seal();
-    let by_other = sealed.archive(Some(&other_key.sign(sealed.digest()).await.expect("sign")));
+    let by_other = sealed.archive(Some(&other_key.sign(&sealed.manifest).await.expect("sign")));
     let format_1 = serde_json::to_vec(&json!({
         "entries": [], "files": good.files, "format": 1, "hash": good.hash
     }))

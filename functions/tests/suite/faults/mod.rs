@@ -56,12 +56,15 @@ impl Setup {
         let direct = DynamoRegistry::new(dynamodb_client(&direct_conf), &table, DOMAIN)
             .with_policy(policy.clone());
         direct.create_table_if_absent().await.expect("table");
-        let direct_store = S3Store::new(s3_client(&direct_conf), &bucket);
+        let signer = gateway_testkit::signing::new_signer(moto).await;
+        let direct_store =
+            S3Store::new(s3_client(&direct_conf), &bucket).with_signer(signer.clone());
         direct_store.create_bucket_if_absent().await.expect("bucket");
         let conf = proxy.sdk_config().await;
         let registry =
             DynamoRegistry::new(dynamodb_client(&conf), &table, DOMAIN).with_policy(policy.clone());
-        let store = S3Store::new(s3_client(&conf), &bucket);
+        // Signing goes to moto directly: the faults are the bucket's and the table's.
+        let store = S3Store::new(s3_client(&conf), &bucket).with_signer(signer);
         let metrics = CloudWatchMetrics::from_conf(&conf);
         let cfg = reconcile_config(RenderConfig::new(DOMAIN), policy, Bounds::default());
         Setup { proxy, registry, store, metrics, direct, direct_store, cfg }
