@@ -178,13 +178,27 @@ impl KmsSigner {
         let Some(id) = created.key_metadata().map(|m| m.key_id().to_string()) else {
             return Err(self.refused("CreateKey", "the answer has no key id"));
         };
-        self.client
+        match self
+            .client
             .create_alias()
             .alias_name(alias)
-            .target_key_id(id)
+            .target_key_id(&id)
             .send()
             .await
-            .map_err(|e| self.error("CreateAlias", e))?;
-        Ok(true)
+        {
+            Ok(_) => Ok(true),
+            // Another `init` created it meanwhile: its key is the one; ours goes.
+            Err(e) if e.code() == Some("AlreadyExistsException") => {
+                let _ = self
+                    .client
+                    .schedule_key_deletion()
+                    .key_id(&id)
+                    .pending_window_in_days(7)
+                    .send()
+                    .await;
+                Ok(false)
+            }
+            Err(e) => Err(self.error("CreateAlias", e)),
+        }
     }
 }

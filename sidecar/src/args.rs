@@ -319,12 +319,39 @@ fn within(inner: &Path, outer: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// `args` with a key to trust (read only when the sidecar starts, not here).
     fn parse(args: &[&str]) -> Result<Config, SidecarError> {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--trust-key", "/keys/bundles.pem"]);
+        parse_as_given(&all)
+    }
+
+    fn parse_as_given(args: &[&str]) -> Result<Config, SidecarError> {
         let mut all = vec!["gateway-sidecar"];
         all.extend_from_slice(args);
         Args::try_parse_from(all)
             .map_err(|e| SidecarError::Usage(e.to_string()))?
             .config()
+    }
+
+    #[test]
+    fn a_sidecar_trusting_no_key_refuses_to_start_unless_unsigned_bundles_are_allowed() {
+        let dirs = ["--bucket", "b", "--clusters-dir", "/c", "--routes-dir", "/r"];
+        match parse_as_given(&dirs) {
+            Err(SidecarError::Usage(m)) => {
+                assert!(m.starts_with("no --trust-key or --trust-kms-key"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut lenient = dirs.to_vec();
+        lenient.push("--allow-unsigned");
+        let c = parse_as_given(&lenient).expect("allowed");
+        assert!(c.allow_unsigned && c.trust_keys.is_empty());
+        let mut kms = dirs.to_vec();
+        kms.extend(["--trust-kms-key", "arn:aws:kms:r:1:key/a, alias/b"]);
+        let c = parse_as_given(&kms).expect("kms keys");
+        assert_eq!(c.trust_kms_keys, ["arn:aws:kms:r:1:key/a", "alias/b"]);
+        assert!(!c.allow_unsigned);
     }
 
     /// Envoy mode with its two directories, and `extra` after them.

@@ -69,7 +69,9 @@ pub async fn table_and_bucket(
         .await
         .expect("create table");
     let signer = crate::signing::new_signer(moto).await;
-    let store = S3Store::new(s3_client(&conf), unique_name(prefix)).with_signer(signer);
+    let bucket = unique_name(prefix);
+    crate::signing::trust_for(&bucket, crate::signing::trust_file(&signer).await);
+    let store = S3Store::new(s3_client(&conf), bucket).with_signer(signer);
     store
         .create_bucket_if_absent()
         .await

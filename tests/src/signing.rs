@@ -38,3 +38,23 @@ pub async fn trust_file(signer: &KmsSigner) -> PathBuf {
     KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(path);
     out
 }
+
+/// Each bucket's trusted key file, for the sidecar arguments built from a bucket's name.
+static TRUST_KEYS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Sidecars started for `bucket` trust the key in `file`.
+pub fn trust_for(bucket: &str, file: PathBuf) {
+    TRUST_KEYS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((bucket.to_string(), file));
+}
+
+/// `--trust-key FILE` for each key registered for `bucket` ([`trust_for`]).
+pub fn trust_args(bucket: &str) -> Vec<String> {
+    let keys = TRUST_KEYS.lock().unwrap_or_else(|p| p.into_inner());
+    keys.iter()
+        .filter(|(b, _)| b == bucket)
+        .flat_map(|(_, path)| ["--trust-key".to_string(), path.display().to_string()])
+        .collect()
+}

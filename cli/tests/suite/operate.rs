@@ -34,6 +34,13 @@ impl Gateway {
         let run = g.ctl(&["init"]);
         assert_eq!(run.code, 0, "init: {}", run.stderr);
         assert!(run.stdout.contains("created bucket"), "{}", run.stdout);
+        assert!(
+            run.stdout.contains("created signing key alias/gateway-bundles (ECC_NIST_P256"),
+            "{}",
+            run.stdout
+        );
+        let again = g.ctl(&["init"]);
+        assert!(again.stdout.contains("signing key alias/gateway-bundles already exists"), "{}", again.stdout);
         g
     }
 
@@ -502,15 +509,16 @@ fn status_lists_reporting_proxies_and_says_on_how_many_an_entry_is_live() {
     assert!(entry.stderr.contains("warning: proxy report row PROXY#task\\u{1b}"), "{}", entry.stderr);
 }
 
-/// Restore across the change to compressed bundles: a version written before it (plain JSON,
-/// no Content-Encoding) is read, verified and restored like any other.
+/// Restore across the change to signed bundles: a format-1 version (one JSON document, plain,
+/// unsigned) is read, verified and published again as format 2, signed; history says which
+/// version verifies.
 #[test]
-fn a_version_from_before_compression_restores() {
+fn a_format_1_version_from_before_signing_restores_signed() {
     use gateway_adapters::store::encoding::decode;
     let g = Gateway::new();
     g.ok(&["seed"]);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let (plain_version, hash) = runtime.block_on(async {
+    let (old_version, hash) = runtime.block_on(async {
         let conf = g.moto.sdk_config().await;
         let s3 = gateway_adapters::store::s3_client(&conf);
         let live = s3
@@ -527,8 +535,13 @@ fn a_version_from_before_compression_restores() {
             .cloned()
             .expect("hash metadata");
         let wire = live.body.collect().await.expect("body").into_bytes().to_vec();
-        let plain = decode(wire, 1 << 30).expect("gunzip");
-        assert!(plain.starts_with(b"{"), "canonical JSON inside");
+        let read = gateway_render::Bundle::read(&decode(wire, 1 << 30).expect("gunzip"))
+            .expect("format 2");
+        assert!(read.signature.is_some(), "the seed is signed");
+        let old = serde_json::json!({
+            "entries": read.bundle.entries, "files": read.bundle.files,
+            "format": 1, "hash": read.bundle.hash,
+        });
         let put = s3
             .put_object()
             .bucket(&g.bucket)
@@ -536,19 +549,44 @@ fn a_version_from_before_compression_restores() {
             .content_type("application/json")
             .metadata("hash", &hash)
             .metadata("writer", "reconciler")
-            .body(plain.into())
+            .body(serde_json::to_vec(&old).expect("json").into())
             .send()
             .await
-            .expect("an old, plain version");
+            .expect("an old, format-1 version");
         (put.version_id().expect("versioned").to_string(), hash)
     });
-    assert_eq!(g.json(&["status", "--json"])["live"]["hash"], hash.as_str());
+    let status = g.json(&["status", "--json"]);
+    assert_eq!(status["live"]["hash"], hash.as_str());
+    assert_eq!(status["signature"], "unsigned (format 1)", "{status}");
     g.ok(&["kill-switch", "--yes"]);
     assert_ne!(g.json(&["status", "--json"])["live"]["hash"], hash.as_str());
-    let restored = g.ok(&["restore", &plain_version]);
+    let restored = g.ok(&["restore", &old_version]);
     assert!(restored.starts_with(&format!("restored {hash}")), "{restored}");
-    assert_eq!(g.json(&["status", "--json"])["live"]["hash"], hash.as_str());
-    assert_eq!(g.json(&["history", "--json"]).as_array().map(Vec::len), Some(4));
+    assert!(restored.contains("published again as format 2, signed"), "{restored}");
+    let status = g.json(&["status", "--json"]);
+    assert_eq!(status["live"]["hash"], hash.as_str());
+    assert!(
+        status["signature"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("signed, verified with")),
+        "{status}"
+    );
+    let history = g.json(&["history", "--json"]);
+    assert_eq!(history.as_array().map(Vec::len), Some(4));
+    let of = |v: &str| {
+        history
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|i| i["version_id"] == v)
+            .map(|i| i["signature"].clone())
+    };
+    assert_eq!(of(&old_version), Some(serde_json::json!("unsigned (format 1)")));
+
+    // The public key a sidecar trusts, as PEM.
+    let pem = g.ok(&["public-key", "--out", "-"]);
+    assert!(pem.starts_with("-----BEGIN PUBLIC KEY-----"), "{pem}");
+    gateway_render::bundle::TrustedKey::from_pem("printed", &pem).expect("a P-256 key");
 }
 
 /// Replaces an entry row around the register function (boto3 from the checkout's venv, which

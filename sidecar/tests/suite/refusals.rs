@@ -237,13 +237,19 @@ async fn a_bundle_beyond_the_byte_cap_is_refused_unread_naming_the_limit() {
     .await;
 }
 
-/// A small gzip bomb (8 MiB of spaces in a few KiB on the wire, with a matching hash in its
-/// metadata) stops at the cap while decompressing: refused naming the limit, nothing written.
+/// A small gzip bomb (an archive member of 8 MiB of spaces in a few KiB on the wire, with a
+/// matching hash in its metadata) stops at the cap while decompressing: refused naming the limit, nothing written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gzip_bomb_is_refused_at_the_cap_while_decompressing() {
     let offline = NoEnvoy::new().await;
     let bucket = &offline.bucket;
-    let bomb = vec![b' '; 8 << 20];
+    // A manifest member that says it is 8 MiB, and 8 MiB of spaces: an archive until the cap.
+    let mut header = tar::Header::new_ustar();
+    header.set_path("manifest.json").expect("path");
+    header.set_size(8 << 20);
+    header.set_cksum();
+    let mut bomb = header.as_bytes().to_vec();
+    bomb.extend(vec![b' '; 8 << 20]);
     let (version, _) = bucket
         .put_raw(&bomb, "sha256:bomb", Writer::Reconciler)
         .await;

@@ -87,17 +87,7 @@ pub struct Bucket {
     pub trust_key: PathBuf,
 }
 
-/// Each bucket's trusted key file, for the sidecar arguments built from a bucket's name.
-static TRUST_KEYS: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
-
-/// `--trust-key FILE` for the bucket `name` created by [`Bucket::create`].
-pub fn trust_args(name: &str) -> Vec<String> {
-    let keys = TRUST_KEYS.lock().unwrap_or_else(|p| p.into_inner());
-    keys.iter()
-        .filter(|(bucket, _)| bucket == name)
-        .flat_map(|(_, path)| ["--trust-key".to_string(), path.display().to_string()])
-        .collect()
-}
+pub use crate::signing::trust_args;
 
 impl Bucket {
     pub async fn create(moto: &MotoServer) -> Bucket {
@@ -110,10 +100,7 @@ impl Bucket {
             .create_bucket_if_absent()
             .await
             .unwrap_or_else(|e| panic!("creating bucket {name}: {e}"));
-        TRUST_KEYS
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push((name.clone(), trust_key.clone()));
+        crate::signing::trust_for(&name, trust_key.clone());
         Bucket {
             store,
             name,
@@ -128,7 +115,7 @@ impl Bucket {
         let sealed = bundle.seal();
         let signature = self
             .signer
-            .sign(sealed.digest())
+            .sign(&sealed.manifest)
             .await
             .unwrap_or_else(|e| panic!("signing: {e}"));
         sealed.archive(Some(&signature))
