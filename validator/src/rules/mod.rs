@@ -84,6 +84,17 @@ pub fn validate_rules(view: &ConfigView<'_>) -> Result<(), Vec<RuleViolation>> {
         );
         descriptors::agree(&chains, &tree, &mut out);
     }
+    // The sidecars' delivery policy, so a render they would refuse is refused here first (and
+    // narrowed to the team that caused it). Addresses are judged by the registration's policy
+    // before a render; here loopback is let through, as the registration may allow it.
+    let delivery = gateway_render::check::Policy::new("", true);
+    if let Err(e) = gateway_render::delivery::check_config(view.clusters, view.route_config, &delivery) {
+        out.push(RuleViolation {
+            file: e.file.to_string(),
+            object: e.at,
+            reason: format!("{} (the delivery policy)", e.reason),
+        });
+    }
     if out.is_empty() {
         Ok(())
     } else {
@@ -125,5 +136,40 @@ pub(crate) mod testing {
             out: &mut out,
         });
         (t, out)
+    }
+}
+
+#[cfg(test)]
+mod delivery_policy {
+    use super::*;
+    use gateway_render::contract::RATE_LIMIT_FILE;
+    use gateway_render::{render_kill_switch, RenderConfig};
+    use serde_json::json;
+
+    /// A render the sidecars would refuse is refused at layer 1, naming the delivery policy.
+    #[test]
+    fn a_cluster_into_the_proxy_breaks_layer_one() {
+        let kill = render_kill_switch(&RenderConfig::new("api.example.com"));
+        let view = |clusters: &[serde_json::Value], rc: &serde_json::Value| {
+            validate_rules(&ConfigView {
+                clusters,
+                route_config: rc,
+                ratelimit_yaml: &kill.files[RATE_LIMIT_FILE],
+            })
+        };
+        view(&kill.clusters, &kill.route_config).expect("the kill switch passes");
+        let pipe = json!({
+            "@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            "name": "steal", "type": "STATIC", "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": "steal", "endpoints": [{"lb_endpoints": [
+                {"endpoint": {"address": {"pipe": {"path": "/run/envoy/admin.sock"}}}}]}]}
+        });
+        let violations = view(&[pipe], &kill.route_config).expect_err("refused");
+        let text: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        assert!(
+            text.iter().any(|t| t.starts_with("clusters.json: cluster steal: endpoint address [\"pipe\"]")
+                && t.ends_with("(the delivery policy)")),
+            "{text:?}"
+        );
     }
 }
