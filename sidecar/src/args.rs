@@ -9,6 +9,7 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(
     name = "gateway-sidecar",
+    version,
     about = "Polls the versioned bucket and delivers each verified bundle into Envoy's watched directories (or, with --ratelimit-dir, the rate-limit service's rules)."
 )]
 pub struct Args {
@@ -83,16 +84,26 @@ pub struct Args {
     pub trust_kms_keys: Vec<String>,
     /// Also deliver unsigned bundles (local runs, and a gateway that has no signing key yet).
     /// Never lets a wrongly signed bundle through.
-    #[arg(long, env = "GATEWAY_ALLOW_UNSIGNED")]
-    pub allow_unsigned: bool,
+    #[arg(long, env = "GATEWAY_ALLOW_UNSIGNED", num_args = 0..=1, default_missing_value = "true", value_parser = strict_bool, value_name = "true|false")]
+    pub allow_unsigned: Option<bool>,
     /// The delivery policy lets endpoints on loopback through (local runs and tests), as the
     /// registration's setting of the same name.
-    #[arg(long, env = "GATEWAY_ALLOW_LOOPBACK_BACKENDS")]
-    pub allow_loopback_backends: bool,
+    #[arg(long, env = "GATEWAY_ALLOW_LOOPBACK_BACKENDS", num_args = 0..=1, default_missing_value = "true", value_parser = strict_bool, value_name = "true|false")]
+    pub allow_loopback_backends: Option<bool>,
     /// The networks backends may be in (CIDRs, comma-separated), as the registration's setting:
     /// the delivery policy refuses an endpoint IP outside them.
     #[arg(long, env = "GATEWAY_BACKEND_CIDRS", value_name = "CIDRS")]
     pub backend_cidrs: Option<String>,
+}
+
+/// A boolean flag or setting: `true` or `1`, `false` or `0`; anything else is refused (a
+/// mistyped `GATEWAY_ALLOW_UNSIGNED=ture` must not read as either).
+fn strict_bool(value: &str) -> Result<bool, String> {
+    match value {
+        "true" | "1" => Ok(true),
+        "false" | "0" | "" => Ok(false),
+        other => Err(format!("{other:?} is not true, false, 1 or 0")),
+    }
 }
 
 /// Longest `--report-ttl` accepted; readers cap every report at it too.
@@ -227,7 +238,8 @@ impl Args {
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty())
             .collect();
-        if self.trust_keys.is_empty() && trust_kms_keys.is_empty() && !self.allow_unsigned {
+        let allow_unsigned = self.allow_unsigned.unwrap_or(false);
+        if self.trust_keys.is_empty() && trust_kms_keys.is_empty() && !allow_unsigned {
             return Err(usage(
                 "no --trust-key or --trust-kms-key: the sidecar delivers only bundles signed by a key it trusts (--allow-unsigned for local runs)",
             ));
@@ -240,8 +252,8 @@ impl Args {
         Ok(Config {
             trust_keys: self.trust_keys,
             trust_kms_keys,
-            allow_unsigned: self.allow_unsigned,
-            allow_loopback_backends: self.allow_loopback_backends,
+            allow_unsigned,
+            allow_loopback_backends: self.allow_loopback_backends.unwrap_or(false),
             backend_cidrs,
             max_bundle_bytes,
             bucket,
@@ -352,6 +364,22 @@ mod tests {
         let c = parse_as_given(&kms).expect("kms keys");
         assert_eq!(c.trust_kms_keys, ["arn:aws:kms:r:1:key/a", "alias/b"]);
         assert!(!c.allow_unsigned);
+        // Only the documented values: a typo is refused, not read as either.
+        for (value, expected) in [("true", Some(true)), ("1", Some(true)), ("false", Some(false)), ("0", Some(false)), ("yes", None), ("ture", None)] {
+            let mut with = dirs.to_vec();
+            let flag = format!("--allow-unsigned={value}");
+            with.push(&flag);
+            match (parse_as_given(&with), expected) {
+                (Ok(c), Some(e)) => assert_eq!(c.allow_unsigned, e, "{value}"),
+                (Err(SidecarError::Usage(m)), Some(false)) => {
+                    assert!(m.starts_with("no --trust-key"), "{value}: {m}")
+                }
+                (Err(SidecarError::Usage(m)), None) => {
+                    assert!(m.contains("is not true, false, 1 or 0"), "{value}: {m}")
+                }
+                (other, e) => panic!("{value}: expected {e:?}, got {other:?}"),
+            }
+        }
     }
 
     /// Envoy mode with its two directories, and `extra` after them.

@@ -429,6 +429,25 @@ async fn once_probe_usage_and_sigterm() {
         String::from_utf8_lossy(&usage.stderr)
     );
     assert!(String::from_utf8_lossy(&usage.stderr).contains("--bucket"));
+
+    // `--version` answers, and a mistyped boolean setting is a usage error naming the value.
+    let version = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
+        .arg("--version")
+        .output()
+        .expect("runs");
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("gateway-sidecar {}", env!("CARGO_PKG_VERSION"))
+    );
+    let typo = Command::new(env!("CARGO_BIN_EXE_gateway-sidecar"))
+        .args(["--bucket", "b", "--clusters-dir", "/tmp/a", "--routes-dir", "/tmp/b"])
+        .env("GATEWAY_ALLOW_UNSIGNED", "yes")
+        .output()
+        .expect("runs");
+    assert_eq!(typo.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&typo.stderr);
+    assert!(stderr.contains("\"yes\" is not true, false, 1 or 0"), "{stderr}");
 }
 
 async fn wait_until(within: Duration, what: &str, check: impl Fn() -> bool) {
