@@ -47,8 +47,12 @@ fn policy_from(
     domain: &str,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Policy, InvalidSetting> {
-    let allow = var("GATEWAY_ALLOW_LOOPBACK_BACKENDS");
-    let mut policy = Policy::new(domain, allow_loopback_from_env_value(allow.as_deref()))
+    let flag = |name: &str| {
+        flag_from_env_value(var(name).as_deref()).map_err(|e| InvalidSetting(format!("{name}: {e}")))
+    };
+    let allow = allow_loopback_from_env_value(var("GATEWAY_ALLOW_LOOPBACK_BACKENDS").as_deref())
+        .map_err(|e| InvalidSetting(format!("GATEWAY_ALLOW_LOOPBACK_BACKENDS: {e}")))?;
+    let mut policy = Policy::new(domain, allow)
         .with_backend_rules(
             &var("GATEWAY_BACKEND_DOMAINS").unwrap_or_default(),
             &var("GATEWAY_BACKEND_CIDRS").unwrap_or_default(),
@@ -60,8 +64,7 @@ fn policy_from(
             )
         })
         .map_err(InvalidSetting)?;
-    policy.require_resolvable_backends =
-        flag_from_env_value(var("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS").as_deref());
+    policy.require_resolvable_backends = flag("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS")?;
     if let Some(min) = var("GATEWAY_MIN_HEALTH_CHECK_INTERVAL") {
         policy.min_health_check_interval_ms =
             gateway_render::check::min_health_check_interval_from_value(&min)
@@ -162,6 +165,18 @@ mod tests {
                 .iter()
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_boolean_setting_takes_only_its_documented_values() {
+        for name in ["GATEWAY_ALLOW_LOOPBACK_BACKENDS", "GATEWAY_REQUIRE_RESOLVABLE_BACKENDS"] {
+            let one = move |n: &str| (n == name).then(|| "1".to_string());
+            let on = policy_from("api.example.com", &one).expect("valid");
+            assert!(on.allow_loopback_backends || on.require_resolvable_backends, "{name}");
+            let yes = move |n: &str| (n == name).then(|| "yes".to_string());
+            let e = policy_from("api.example.com", &yes).expect_err(name);
+            assert_eq!(e.to_string(), format!("{name}: \"yes\" is not true, false, 1 or 0"));
         }
     }
 

@@ -81,17 +81,20 @@ fn switch(arg: clap::Arg) -> clap::Arg {
 }
 
 impl LoopbackArg {
-    pub fn allowed(&self) -> bool {
+    /// `--allow-loopback-backends` / `GATEWAY_ALLOW_LOOPBACK_BACKENDS`; a value other than
+    /// true, false, 1 or 0 is a usage error naming the flag.
+    pub fn allowed(&self) -> Result<bool, CmdError> {
         gateway_render::check::allow_loopback_from_env_value(
             self.allow_loopback_backends.as_deref(),
         )
+        .map_err(|e| CmdError::usage(format!("--allow-loopback-backends (GATEWAY_ALLOW_LOOPBACK_BACKENDS): {e}")))
     }
 
     /// The registration policy for the gateway at `domain`: loopback, the operators' backend
     /// domains and CIDRs, and whether backend names must resolve. A bad list is a usage error
     /// naming the setting.
     pub fn policy(&self, domain: &str) -> Result<Policy, CmdError> {
-        let mut policy = Policy::new(domain, self.allowed())
+        let mut policy = Policy::new(domain, self.allowed()?)
             .with_backend_rules(
                 self.backend_domains.as_deref().unwrap_or(""),
                 self.backend_cidrs.as_deref().unwrap_or(""),
@@ -104,7 +107,12 @@ impl LoopbackArg {
             })
             .map_err(CmdError::usage)?;
         policy.require_resolvable_backends =
-            gateway_render::check::flag_from_env_value(self.require_resolvable_backends.as_deref());
+            gateway_render::check::flag_from_env_value(self.require_resolvable_backends.as_deref())
+                .map_err(|e| {
+                    CmdError::usage(format!(
+                        "--require-resolvable-backends (GATEWAY_REQUIRE_RESOLVABLE_BACKENDS): {e}"
+                    ))
+                })?;
         if let Some(min) = &self.min_health_check_interval {
             policy.min_health_check_interval_ms =
                 gateway_render::check::min_health_check_interval_from_value(min)

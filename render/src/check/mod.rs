@@ -195,15 +195,20 @@ impl Policy {
 }
 
 /// Reads the value of `GATEWAY_ALLOW_LOOPBACK_BACKENDS` (the caller reads the environment; this
-/// library does not). Only exactly `true` or `1` allow loopback backends: anything else,
-/// including an unset variable, `TRUE`, `yes` or ` true`, keeps production's safe default.
-pub fn allow_loopback_from_env_value(value: Option<&str>) -> bool {
+/// library does not), as [`flag_from_env_value`] does.
+pub fn allow_loopback_from_env_value(value: Option<&str>) -> Result<bool, String> {
     flag_from_env_value(value)
 }
 
-/// A boolean setting (`GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`, …): only exactly `true` or `1` is on.
-pub fn flag_from_env_value(value: Option<&str>) -> bool {
-    matches!(value, Some("true" | "1"))
+/// A boolean setting (`GATEWAY_REQUIRE_RESOLVABLE_BACKENDS`, …): exactly `true` or `1` is on;
+/// unset, empty, `false` or `0` is off; anything else (`TRUE`, `yes`, ` true`) is refused, so a
+/// typo is an error naming the value rather than a silent default.
+pub fn flag_from_env_value(value: Option<&str>) -> Result<bool, String> {
+    match value {
+        Some("true" | "1") => Ok(true),
+        None | Some("" | "false" | "0") => Ok(false),
+        Some(other) => Err(format!("{other:?} is not true, false, 1 or 0")),
+    }
 }
 
 /// One problem with an entry: the field path (`routes[1].limits[0].every`) and why.
@@ -311,19 +316,15 @@ mod tests {
     }
 
     #[test]
-    fn env_value_enables_loopback_only_for_true_or_1() {
-        assert!(allow_loopback_from_env_value(Some("true")));
-        assert!(allow_loopback_from_env_value(Some("1")));
-        for off in [
-            None,
-            Some(""),
-            Some("false"),
-            Some("0"),
-            Some("TRUE"),
-            Some("yes"),
-            Some(" true"),
-        ] {
-            assert!(!allow_loopback_from_env_value(off), "{off:?}");
+    fn env_value_enables_loopback_only_for_true_or_1_and_refuses_the_undocumented() {
+        assert_eq!(allow_loopback_from_env_value(Some("true")), Ok(true));
+        assert_eq!(allow_loopback_from_env_value(Some("1")), Ok(true));
+        for off in [None, Some(""), Some("false"), Some("0")] {
+            assert_eq!(allow_loopback_from_env_value(off), Ok(false), "{off:?}");
+        }
+        for bad in ["TRUE", "yes", " true", "no"] {
+            let err = allow_loopback_from_env_value(Some(bad)).unwrap_err();
+            assert_eq!(err, format!("{bad:?} is not true, false, 1 or 0"));
         }
     }
 
