@@ -33,6 +33,7 @@ enum Command {
     Deregister(cmd::deregister::Args),
     List(cmd::list::Args),
     Grant(cmd::grant::Args),
+    /// Stop letting an AWS account register, change and delete TEAM's entries (its grant goes)
     Revoke(cmd::grant::Args),
     Grants(cmd::grants::Args),
     Adopt(cmd::adopt::Args),

@@ -263,3 +263,14 @@ fn twenty_processes_race_for_a_host_and_its_subdomain_and_one_team_wins() {
         .unwrap_or_default();
     assert_eq!(ids, [format!("{winner}/api")]);
 }
+
+/// `revoke --help` says what revoke does, not grant's words.
+#[test]
+fn revoke_has_a_help_of_its_own() {
+    let grant = common::run(&["grant", "--help"]);
+    let revoke = common::run(&["revoke", "--help"]);
+    assert_eq!((grant.code, revoke.code), (0, 0));
+    let first = |text: &str| text.lines().next().unwrap_or_default().to_string();
+    assert!(first(&grant.stdout).starts_with("Let an AWS account"), "{}", grant.stdout);
+    assert!(first(&revoke.stdout).starts_with("Stop letting an AWS account"), "{}", revoke.stdout);
+}
