@@ -130,6 +130,15 @@ where
         }
         _ => false,
     };
+    // A missing table is a person's next step, not a stack of SDK context.
+    if let SdkError::ServiceError(ctx) = &err {
+        if ctx.err().code() == Some("ResourceNotFoundException") {
+            let text = format!(
+                "{doing}: the table does not exist (DynamoDB ResourceNotFoundException): create it with `gatewayctl init`, or check GATEWAY_TABLE, the region and AWS_ENDPOINT_URL"
+            );
+            return RegistryError::Aws(Cause::new(text, err));
+        }
+    }
     let cause = Cause::new(format!("{doing}: {}", crate::error_chain(&err)), err);
     if transient {
         RegistryError::Retryable(cause)

@@ -74,6 +74,15 @@ impl S3Store {
         &self.client
     }
 
+    /// Whether the bucket exists (a HEAD of an object in a missing bucket is a plain 404 too).
+    pub async fn bucket_exists(&self) -> Result<bool, StoreError> {
+        match self.client.head_bucket().bucket(&self.bucket).send().await {
+            Ok(_) => Ok(true),
+            Err(SdkError::ServiceError(se)) if se.raw().status().as_u16() == 404 => Ok(false),
+            Err(e) => Err(aws_error(&self.bucket, e)),
+        }
+    }
+
     /// Creates the bucket with versioning on, unless it exists (local use: `gatewayctl init`).
     pub async fn create_bucket_if_absent(&self) -> Result<bool, StoreError> {
         // us-east-1 answers 200 to creating a bucket one already owns, so ask first.

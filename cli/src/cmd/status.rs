@@ -171,6 +171,14 @@ pub fn run(args: Args) -> CmdResult {
             return print_json(&doc);
         }
         match &s.live {
+            // A HEAD of an object in a bucket that does not exist is a 404 too: say which it is.
+            None if !c.store.bucket_exists().await.map_err(op_failed_store)? => {
+                return Err(CmdError::failed(format!(
+                    "bucket {} does not exist: create it with `gatewayctl init --bucket {}`, or check GATEWAY_BUCKET, the region and AWS_ENDPOINT_URL",
+                    one_line(c.store.bucket()),
+                    one_line(c.store.bucket())
+                )))
+            }
             None => println!(
                 "live:      none — no bundle.json in {}; run `gatewayctl seed`",
                 c.store.bucket()
@@ -354,4 +362,8 @@ mod tests {
     fn no_proxies_and_unreadable_reports_say_so() {
         assert_eq!(proxies_text(&Ok(vec![]), None, 0), "proxies:   none reporting\n");
     }
+}
+
+fn op_failed_store(e: gateway_adapters::store::StoreError) -> CmdError {
+    CmdError::failed(gateway_adapters::error_chain(&e))
 }

@@ -246,3 +246,34 @@ fn register_a_directory_without_entry_files_fails() {
         run.stderr
     );
 }
+
+/// Before `gatewayctl init`, or with a misspelt name, the error says what is missing and what to
+/// run, with no SDK dump.
+#[test]
+fn a_missing_table_or_bucket_is_named_with_the_next_step() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = common::write(
+        dir.path(),
+        "e.json",
+        r#"{"team": "billing", "service": "svc", "host": "svc", "backend": "http://10.1.2.3:8080", "routes": [{"path": "/svc"}]}"#,
+    );
+    let table = gateway_testkit::unique_name("never-created");
+    let run = common::on_moto::gatewayctl(&table, &["register", common::s(&file)]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("the table does not exist") && run.stderr.contains("`gatewayctl init`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("ServiceError {"), "no Debug dump: {}", run.stderr);
+
+    let table = common::on_moto::new_table("bucketless");
+    let bucket = gateway_testkit::unique_name("misspelt");
+    let run = common::on_moto::gatewayctl(&table, &["status", "--bucket", &bucket]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(&format!("bucket {bucket} does not exist")) && run.stderr.contains("gatewayctl init --bucket"),
+        "{}",
+        run.stderr
+    );
+}
