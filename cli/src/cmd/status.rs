@@ -57,6 +57,10 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
         };
         if json {
             let mut doc = status.to_json(Some(stored.revision));
+            doc["held"] = serde_json::json!(operator::status(&c.registry, &c.store)
+                .await
+                .ok()
+                .and_then(|s| s.hold()));
             doc["serving"] = match &serving {
                 Ok(on) => on.to_json(now),
                 Err(e) => serde_json::json!({ "error": format!("proxy reports unreadable: {e}") }),
@@ -64,6 +68,10 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
             return print_json(&doc);
         }
         let state = status.state(stored.revision);
+        let held = operator::status(&c.registry, &c.store)
+            .await
+            .ok()
+            .and_then(|s| s.hold());
         println!("entry:      {id}");
         println!("registered: revision {}", stored.revision);
         match status.revision_published {
@@ -75,6 +83,9 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
             None => println!("published:  never"),
         }
         println!("state:      {}", state.as_str());
+        if let Some(held) = &held {
+            println!("held:       {}", one_line(held));
+        }
         if let Some(q) = status.quarantine.as_ref().filter(|q| q.revision == stored.revision) {
             println!("stage:      {}", one_line(&q.stage));
             println!(
@@ -163,6 +174,7 @@ pub fn run(args: Args) -> CmdResult {
         let proxies = proxies.map(|rows| rows.current);
         if args.live.json() {
             let mut doc = s.to_json();
+            doc["held"] = serde_json::json!(s.hold());
             doc["quarantined"] = quarantined.iter().map(|(st, r)| st.to_json(Some(*r))).collect();
             doc["proxies"] = match &proxies {
                 Ok(list) => list.iter().map(|p| p.to_json(now)).collect(),
@@ -222,11 +234,8 @@ pub fn run(args: Args) -> CmdResult {
         if let Some(problem) = &s.problem {
             println!("problem:   {}", one_line(problem));
         }
-        if s.drift {
-            println!(
-                "drift:     YES — the reconciler publishes nothing until the live hash matches its last publish.\n           \
-                 `gatewayctl restore` puts its last good version back; `gatewayctl resume` accepts the live one."
-            );
+        if let Some(held) = s.hold() {
+            println!("drift:     YES — {held}");
         } else {
             println!("drift:     no");
         }

@@ -209,6 +209,16 @@ fn the_operator_loop_from_seed_to_kill_switch_and_back() {
     ]);
     let held = g.ok(&["reconcile"]);
     assert!(held.starts_with("held: drift"), "{held}");
+    // The team's status and the gateway's say what holds its change, and what lifts it.
+    let entry = g.ok(&["status", "catalog/products"]);
+    assert!(
+        entry.contains("held:       the kill switch (level 2) is live") && entry.contains("gatewayctl restore"),
+        "{entry}"
+    );
+    let doc = g.json(&["status", "catalog/products", "--json"]);
+    assert!(doc["held"].as_str().is_some_and(|h| h.contains("kill switch")), "{doc}");
+    let overall = g.json(&["status", "--json"]);
+    assert!(overall["held"].as_str().is_some_and(|h| h.contains("kill switch")), "{overall}");
     let diff = g.ok(&["diff"]);
     assert!(
         diff.contains("- billing/invoices: entry removed"),

@@ -31,6 +31,26 @@ impl LiveStatus {
         self.is_reconcilers_last
     }
 
+    /// What holds every publish, and what lifts it; `None` when nothing does. Drift holds: the
+    /// live bundle is not the reconciler's last publish (a level-2 kill switch, a restore of
+    /// another version, anyone's write), so no team's change goes out until an operator acts.
+    pub fn hold(&self) -> Option<String> {
+        if !self.drift {
+            return None;
+        }
+        let lift = "`gatewayctl restore` puts the reconciler's last publish back; `gatewayctl resume` accepts the live bundle";
+        Some(match self.live.as_ref().map(|l| l.writer) {
+            Some(Writer::KillSwitch) => format!(
+                "the kill switch (level 2) is live: the reconciler publishes nothing until an operator lifts it ({lift})"
+            ),
+            Some(writer) => format!(
+                "the live bundle (written by {}) is not the reconciler's last publish: the reconciler publishes nothing until an operator acts ({lift})",
+                writer.as_str()
+            ),
+            None => return None,
+        })
+    }
+
     pub fn to_json(&self) -> Value {
         crate::to_json(self)
     }
