@@ -2,7 +2,7 @@
 //! from a terminal; a directory registers every entry file in it (onboarding).
 
 use super::check::read_checked_entry;
-use super::common::{PolicyArgs, TableArg};
+use super::common::{BucketArg, PolicyArgs, TableArg};
 use super::registry::{failed, open};
 use super::{block_on, CmdError, CmdResult};
 use gateway_render::Policy;
@@ -24,6 +24,9 @@ pub struct Args {
     pub entry: PathBuf,
     #[command(flatten)]
     pub table: TableArg,
+    /// With a bucket (`--bucket` or `GATEWAY_BUCKET`), register warns when every publish is held
+    #[command(flatten)]
+    pub bucket: BucketArg,
     #[command(flatten)]
     pub policy: PolicyArgs,
 }
@@ -44,8 +47,33 @@ pub fn run(args: Args) -> CmdResult {
             entry.fqdn(registry.base_domain()),
             outcome.revision()
         );
+        warn_if_held(&args.table, &args.bucket).await;
         Ok(())
     })
+}
+
+/// On stderr, when drift holds every publish: the entry is registered but goes nowhere until an
+/// operator acts (a team waiting on its deploy would otherwise just time out).
+async fn warn_if_held(table: &TableArg, bucket: &BucketArg) {
+    let Some(bucket) = bucket.bucket.clone() else {
+        return;
+    };
+    let conf = gateway_adapters::aws::sdk_config().await;
+    let registry = gateway_adapters::registry::RegistryReader::new(
+        gateway_adapters::aws::dynamodb_client(&conf),
+        table.table.clone(),
+    );
+    let store = super::live::store(&conf, bucket, false).await;
+    if let Some(held) = gateway_control::operator::status(&registry, &store)
+        .await
+        .ok()
+        .and_then(|s| s.hold())
+    {
+        eprintln!(
+            "warning: registered, but not published yet: {}",
+            super::terminal::one_line(&held)
+        );
+    }
 }
 
 /// The `*.json` files directly in `dir`, sorted by name.
@@ -124,6 +152,9 @@ fn register_dir(args: &Args, policy: Policy) -> CmdResult {
             "{total} entry files: {registered} registered{detail}, {} failed",
             failed_files.len()
         );
+        if registered > 0 {
+            warn_if_held(&args.table, &args.bucket).await;
+        }
         if failed_files.is_empty() {
             Ok(())
         } else {

@@ -202,11 +202,19 @@ fn the_operator_loop_from_seed_to_kill_switch_and_back() {
         .contains(&format!("by kill-switch ({by})")));
     assert!(g.ok(&["status"]).contains("drift:     YES"));
 
-    // A team's deploy does not undo it.
-    g.ok(&[
+    // A team's deploy does not undo it, and register says its change is held.
+    let registered = g.ctl(&[
         "register",
         &g.entry("catalog", "products", &["/products", "/late"]),
     ]);
+    assert_eq!(registered.code, 0, "{}", registered.stderr);
+    assert!(
+        registered
+            .stderr
+            .contains("warning: registered, but not published yet: the kill switch (level 2) is live"),
+        "{}",
+        registered.stderr
+    );
     let held = g.ok(&["reconcile"]);
     assert!(held.starts_with("held: drift"), "{held}");
     // The team's status and the gateway's say what holds its change, and what lifts it.
