@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 use running::Demo;
 
-/// Run the whole pipeline on this machine: moto's server, table and bucket, seed, reconciler
+/// Run the whole pipeline on this machine: moto's server, signing key, table and bucket, signed seed, reconciler
 /// loop, sidecar, Envoy and two sample backends; register the sample teams in examples/demo
 ///
 /// Installs the pinned Envoy and moto into .venv when missing. Keeps running until Ctrl-C;
