@@ -55,6 +55,8 @@ pub struct SignError {
 pub struct KmsSigner {
     client: Client,
     key: String,
+    /// The public key once read: a warm reconciler judges every run's live bundle with it.
+    public: std::sync::Arc<tokio::sync::OnceCell<TrustedKey>>,
 }
 
 impl KmsSigner {
@@ -62,6 +64,7 @@ impl KmsSigner {
         KmsSigner {
             client,
             key: key.into(),
+            public: Default::default(),
         }
     }
 
@@ -133,8 +136,16 @@ impl KmsSigner {
         ))
     }
 
-    /// The key's public key (GetPublicKey: DER SubjectPublicKeyInfo), named by its ARN.
+    /// The key's public key (GetPublicKey: DER SubjectPublicKeyInfo), named by its ARN; read
+    /// from KMS once per signer.
     pub async fn public_key(&self) -> Result<TrustedKey, SignError> {
+        self.public
+            .get_or_try_init(|| self.fetch_public_key())
+            .await
+            .cloned()
+    }
+
+    async fn fetch_public_key(&self) -> Result<TrustedKey, SignError> {
         let out = self
             .client
             .get_public_key()

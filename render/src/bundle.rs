@@ -186,6 +186,20 @@ impl Bundle {
     }
 }
 
+/// A document's `format` must be `expected`; checked before anything else of it is read, so an
+/// old reader never half-understands a newer bundle.
+fn check_format(value: &serde_json::Value, expected: u32) -> Result<(), BundleError> {
+    match value.get("format") {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(u64::from(expected)) => Ok(()),
+        Some(other) => Err(BundleError::UnknownFormat {
+            found: other.to_string(),
+        }),
+        None => Err(BundleError::UnknownFormat {
+            found: "missing".into(),
+        }),
+    }
+}
+
 /// A writer into one file of a bundle read in memory.
 struct Collect {
     into: Rc<RefCell<BTreeMap<String, Vec<u8>>>>,

@@ -59,13 +59,7 @@ impl FilesHasher {
     }
 
     pub(crate) fn finish(self) -> String {
-        let digest = self.0.finalize();
-        let mut out = String::with_capacity(7 + 64);
-        out.push_str("sha256:");
-        for byte in digest {
-            out.push_str(&format!("{byte:02x}"));
-        }
-        out
+        format!("sha256:{}", crate::bundle::signature::hex(&self.0.finalize()))
     }
 }
 

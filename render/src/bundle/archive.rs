@@ -47,19 +47,7 @@ impl Manifest {
             what: MANIFEST_FILE.to_string(),
             reason: e.to_string(),
         })?;
-        match value.get("format") {
-            Some(Value::Number(n)) if n.as_u64() == Some(u64::from(BUNDLE_FORMAT)) => {}
-            Some(other) => {
-                return Err(BundleError::UnknownFormat {
-                    found: other.to_string(),
-                })
-            }
-            None => {
-                return Err(BundleError::UnknownFormat {
-                    found: "missing".into(),
-                })
-            }
-        }
+        super::check_format(&value, BUNDLE_FORMAT)?;
         let manifest: Manifest =
             serde_json::from_value(value).map_err(|e| BundleError::Json {
                 what: MANIFEST_FILE.to_string(),

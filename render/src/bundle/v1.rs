@@ -27,19 +27,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Bundle, BundleError> {
         reason: e.to_string(),
     };
     let value: Value = serde_json::from_slice(bytes).map_err(json)?;
-    match value.get("format") {
-        Some(Value::Number(n)) if n.as_u64() == Some(u64::from(FORMAT)) => {}
-        Some(other) => {
-            return Err(BundleError::UnknownFormat {
-                found: other.to_string(),
-            })
-        }
-        None => {
-            return Err(BundleError::UnknownFormat {
-                found: "missing".into(),
-            })
-        }
-    }
+    super::check_format(&value, FORMAT)?;
     let v1: V1 = serde_json::from_value(value).map_err(json)?;
     Ok(Bundle {
         entries: v1.entries,
