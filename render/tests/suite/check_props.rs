@@ -111,10 +111,14 @@ fn backend() -> impl Strategy<Value = String> {
     let host = prop_oneof![
         prop::collection::vec(label(), 1..4)
             .prop_map(|l| l.join("."))
+            // A last label that is a number, decimal or 0x-hex ("0x" alone is zero), makes
+            // a URL parser read the host as IPv4.
             .prop_filter("numeric last label reads as IPv4", |h| {
-                !h.rsplit('.')
-                    .next()
-                    .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+                !h.rsplit('.').next().is_some_and(|l| {
+                    l.bytes().all(|b| b.is_ascii_digit())
+                        || l.strip_prefix("0x")
+                            .is_some_and(|x| x.bytes().all(|b| b.is_ascii_hexdigit()))
+                })
             })
             // Names that spell an address (wildcard DNS: 0.0.0.0.a, x-0-0-0-0, ffffffff, --1)
             // are judged as that address; the valid-parts generator stays clear of them.
