@@ -342,6 +342,33 @@ impl DynamoRegistry {
         entry: &Entry,
         actor: &Actor,
     ) -> Result<RegisterOutcome, RegistryError> {
+        self.register_or_plan(entry, actor, true).await
+    }
+
+    /// [`DynamoRegistry::plan_register_as`] as the operators.
+    pub async fn plan_register(&self, entry: &Entry) -> Result<RegisterOutcome, RegistryError> {
+        self.plan_register_as(entry, &Actor::operator(self.operator.clone()))
+            .await
+    }
+
+    /// What [`DynamoRegistry::register_as`] would answer now, writing nothing: the same checks,
+    /// bounds, owner, host, prefix and backend conflicts read from the table, and the
+    /// transaction's size. Only a registration that races this one between the reads and its
+    /// own write can end differently (`gatewayctl preview`).
+    pub async fn plan_register_as(
+        &self,
+        entry: &Entry,
+        actor: &Actor,
+    ) -> Result<RegisterOutcome, RegistryError> {
+        self.register_or_plan(entry, actor, false).await
+    }
+
+    async fn register_or_plan(
+        &self,
+        entry: &Entry,
+        actor: &Actor,
+        write: bool,
+    ) -> Result<RegisterOutcome, RegistryError> {
         check_entry(entry, &self.policy).map_err(RegistryError::Rejected)?;
         let resolved = self
             .backends
@@ -412,7 +439,12 @@ impl DynamoRegistry {
             };
             let actions = plan::register(entry, &json, &reads, actor, now());
             plan::check_size(&actions)?;
-            match transact(self.reader.client(), self.reader.table(), &actions).await? {
+            let written = if write {
+                transact(self.reader.client(), self.reader.table(), &actions).await?
+            } else {
+                Written::Committed
+            };
+            match written {
                 Written::Committed => {
                     return Ok(match current {
                         None => RegisterOutcome::Created { revision: 1 },

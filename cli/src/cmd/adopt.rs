@@ -53,7 +53,7 @@ pub fn run(args: Args) -> CmdResult {
         },
     };
     block_on(async {
-        let registry = open(&args.table).await;
+        let registry = open(&args.table).await?;
         let owner = match owner {
             Owner::Operator { .. } => Owner::operator(operator_principal().await),
             other => other,

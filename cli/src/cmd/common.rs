@@ -158,12 +158,22 @@ impl EnvoyArg {
         gateway_validator::lookup_envoy(Some(&self.envoy_bin), None).path()
     }
 }
-/// The registry table.
+/// The registry table. Optional to clap so the error can name the variable and the next step.
 #[derive(Args, Debug, Clone)]
 pub struct TableArg {
-    /// The registry table
+    /// The registry table (required; `gatewayctl init` creates it)
     #[arg(long = "table", env = "GATEWAY_TABLE", value_name = "TABLE")]
-    pub table: String,
+    pub table: Option<String>,
+}
+
+impl TableArg {
+    pub fn get(&self) -> Result<String, CmdError> {
+        self.table.clone().filter(|t| !t.is_empty()).ok_or_else(|| {
+            CmdError::usage(
+                "the registry table is required: pass --table TABLE or set GATEWAY_TABLE (`gatewayctl init` creates it)",
+            )
+        })
+    }
 }
 
 /// The versioned config bucket. Optional here; a command that always needs it requires it
@@ -178,16 +188,18 @@ pub struct BucketArg {
 
 impl BucketArg {
     pub fn get(&self) -> Result<&str, CmdError> {
-        self.bucket.as_deref().ok_or_else(|| {
-            CmdError::usage("the config bucket is required: pass --bucket or set GATEWAY_BUCKET")
+        self.bucket.as_deref().filter(|b| !b.is_empty()).ok_or_else(|| {
+            CmdError::usage(
+                "the config bucket is required: pass --bucket BUCKET or set GATEWAY_BUCKET (`gatewayctl init` creates it)",
+            )
         })
     }
 }
 
 /// Where the live config is and what decides it: the registry table and the config bucket,
-/// both required.
+/// both required (each named with its variable when missing, see `get`).
 #[derive(Args, Debug, Clone)]
-#[command(mut_arg("bucket", |a| a.required(true)))]
+#[command(mut_arg("bucket", |a| a.help("The versioned config bucket (required)")))]
 pub struct ConfigLocation {
     #[command(flatten)]
     pub table: TableArg,

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> CmdResult {
         )));
     }
     block_on(async {
-        let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await;
+        let registry = open(&args.table, Policy::new(args.domain.get()?, false)).await?;
         match registry.deregister(&args.id).await.map_err(failed)? {
             DeregisterOutcome::Deleted => println!("deleted {}", args.id),
             DeregisterOutcome::NotFound if args.missing_ok => {

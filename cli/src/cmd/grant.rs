@@ -24,7 +24,7 @@ pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let conf = sdk_config().await;
         let by = gateway_adapters::aws::caller_identity(&conf).await;
-        let registry = open(&args.table).await;
+        let registry = open(&args.table).await?;
         let new = registry
             .grant(&args.team, &args.account, &by)
             .await

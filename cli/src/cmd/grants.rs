@@ -15,7 +15,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
-        let registry = open(&args.listing.table).await;
+        let registry = open(&args.listing.table).await?;
         let grants = registry
             .grants()
             .await

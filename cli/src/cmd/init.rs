@@ -26,7 +26,7 @@ pub fn run(args: Args) -> CmdResult {
     block_on(async {
         // Creating the table needs no registry: no policy, no base domain, no operator.
         let conf = sdk_config().await;
-        let table = &args.table.table;
+        let table = &args.table.get()?;
         match create_table_if_absent(&dynamodb_client(&conf), table)
             .await
             .map_err(failed)?

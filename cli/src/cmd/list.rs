@@ -24,7 +24,7 @@ pub fn run(args: Args) -> CmdResult {
         let domain = args.domain.get()?;
         let conf = sdk_config().await;
         let registry =
-            RegistryReader::new(dynamodb_client(&conf), args.listing.table.table.clone());
+            RegistryReader::new(dynamodb_client(&conf), args.listing.table.get()?);
         let snapshot = registry.list().await.map_err(failed)?;
         if args.listing.json.json {
             let entries: Vec<_> = snapshot

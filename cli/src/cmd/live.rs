@@ -31,7 +31,7 @@ pub async fn readers(target: &ConfigLocation) -> Result<Readers, CmdError> {
     let bucket = target.bucket.get()?.to_string();
     let conf = sdk_config().await;
     Ok(Readers {
-        registry: RegistryReader::new(dynamodb_client(&conf), target.table.table.clone()),
+        registry: RegistryReader::new(dynamodb_client(&conf), target.table.get()?),
         store: store(&conf, bucket, false).await,
     })
 }
@@ -50,7 +50,7 @@ pub async fn state_clients(
     let bucket = target.bucket.get()?.to_string();
     let conf = sdk_config().await;
     Ok(StateClients {
-        state: StateRow::new(dynamodb_client(&conf), target.table.table.clone()),
+        state: StateRow::new(dynamodb_client(&conf), target.table.get()?),
         store: store(&conf, bucket, writes).await,
     })
 }
@@ -68,7 +68,7 @@ pub async fn clients(
     Ok(Clients {
         registry: DynamoRegistry::new(
             dynamodb_client(&conf),
-            target.table.table.clone(),
+            target.table.get()?,
             base_domain,
         )
         .with_policy(policy),

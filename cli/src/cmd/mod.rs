@@ -14,6 +14,7 @@ pub mod bootstrap;
 pub mod check;
 pub mod common;
 pub mod demo;
+pub mod desired;
 pub mod deregister;
 pub mod diff;
 pub mod grant;

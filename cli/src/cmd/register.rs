@@ -3,6 +3,7 @@
 
 use super::check::read_checked_entry;
 use super::common::{BucketArg, PolicyArgs, TableArg};
+use super::desired::{duplicates, one_line, read_entries};
 use super::registry::{failed, open};
 use super::{block_on, CmdError, CmdResult};
 use gateway_render::Policy;
@@ -16,7 +17,8 @@ use std::path::PathBuf;
 /// Given a directory, registers every `*.json` file in it, in name order (onboarding): one
 /// progress line per file (`[3/40] billing/invoices-api: registered (created, revision 1)` or
 /// why it was not), never stopping at a bad file, then a summary; exit 1 if any file failed or
-/// the directory holds no `*.json` file.
+/// the directory holds no `*.json` file. Two files declaring the same `TEAM/SERVICE` register
+/// nothing: the error names both.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The entry document (JSON), `-` for stdin, or a directory of entry documents
@@ -38,7 +40,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let entry = read_checked_entry(&args.entry, &policy)?;
     block_on(async {
-        let registry = open(&args.table, policy).await;
+        let registry = open(&args.table, policy).await?;
         let outcome = registry.register(&entry).await.map_err(failed)?;
         println!(
             "{} {} on {} (revision {})",
@@ -54,14 +56,14 @@ pub fn run(args: Args) -> CmdResult {
 
 /// On stderr, when drift holds every publish: the entry is registered but goes nowhere until an
 /// operator acts (a team waiting on its deploy would otherwise just time out).
-async fn warn_if_held(table: &TableArg, bucket: &BucketArg) {
-    let Some(bucket) = bucket.bucket.clone() else {
+pub async fn warn_if_held(table: &TableArg, bucket: &BucketArg) {
+    let (Some(bucket), Ok(table)) = (bucket.bucket.clone(), table.get()) else {
         return;
     };
     let conf = gateway_adapters::aws::sdk_config().await;
     let registry = gateway_adapters::registry::RegistryReader::new(
         gateway_adapters::aws::dynamodb_client(&conf),
-        table.table.clone(),
+        table,
     );
     let store = super::live::store(&conf, bucket, false).await;
     if let Some(held) = gateway_control::operator::status(&registry, &store)
@@ -76,52 +78,34 @@ async fn warn_if_held(table: &TableArg, bucket: &BucketArg) {
     }
 }
 
-/// The `*.json` files directly in `dir`, sorted by name.
-fn entry_files(dir: &std::path::Path) -> Result<Vec<PathBuf>, CmdError> {
-    let name = dir.display();
-    let listed = std::fs::read_dir(dir)
-        .map_err(|e| CmdError::failed(format!("{name}: cannot list: {e}")))?;
-    let mut files = Vec::new();
-    for item in listed {
-        let item = item.map_err(|e| CmdError::failed(format!("{name}: cannot list: {e}")))?;
-        let path = item.path();
-        if path.extension().is_some_and(|x| x == "json") && !path.is_dir() {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
 fn register_dir(args: &Args, policy: Policy) -> CmdResult {
-    let files = entry_files(&args.entry)?;
-    if files.is_empty() {
+    let files = read_entries(&args.entry, &policy)?;
+    let twice = duplicates(&files);
+    if !twice.is_empty() {
         return Err(CmdError::failed(format!(
-            "{}: no *.json entry files",
-            args.entry.display()
+            "{}: nothing registered:\n{}",
+            args.entry.display(),
+            twice.join("\n")
         )));
     }
     let total = files.len();
     block_on(async {
-        let registry = open(&args.table, policy.clone()).await;
+        let registry = open(&args.table, policy.clone()).await?;
         let mut counts = std::collections::BTreeMap::<&str, usize>::new();
         let mut failed_files = Vec::new();
         for (i, file) in files.iter().enumerate() {
             let n = i + 1;
-            let shown = file
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_else(|| file.display().to_string());
-            let entry = match read_checked_entry(file, &policy) {
+            let shown = &file.shown;
+            let entry = match &file.entry {
                 Ok(entry) => entry,
-                Err(e) => {
+                Err(why) => {
                     // The checks' messages already start with the file's path.
-                    println!("[{n}/{total}] {shown}: rejected: {}", one_line(&e.message));
-                    failed_files.push(shown);
+                    println!("[{n}/{total}] {shown}: rejected: {}", one_line(why));
+                    failed_files.push(shown.clone());
                     continue;
                 }
             };
-            match registry.register(&entry).await {
+            match registry.register(entry).await {
                 Ok(outcome) => {
                     *counts.entry(outcome.as_str()).or_default() += 1;
                     println!(
@@ -137,7 +121,7 @@ fn register_dir(args: &Args, policy: Policy) -> CmdResult {
                         entry.id(),
                         one_line(&failed(e).message)
                     );
-                    failed_files.push(shown);
+                    failed_files.push(shown.clone());
                 }
             }
         }
@@ -165,9 +149,4 @@ fn register_dir(args: &Args, policy: Policy) -> CmdResult {
             )))
         }
     })
-}
-
-/// A multi-line message (one rejection reason per line) on one progress line.
-fn one_line(message: &str) -> String {
-    message.lines().collect::<Vec<_>>().join("; ")
 }

@@ -10,12 +10,13 @@ use gateway_adapters::registry::{DynamoRegistry, RegistryError};
 use gateway_render::Policy;
 
 /// The registry, acting as the operator these credentials belong to (owner of what it writes).
-pub async fn open(table: &TableArg, policy: Policy) -> DynamoRegistry {
+pub async fn open(table: &TableArg, policy: Policy) -> Result<DynamoRegistry, CmdError> {
+    let name = table.get()?;
     let conf = sdk_config().await;
     let base_domain = policy.base_domain.clone();
-    DynamoRegistry::new(dynamodb_client(&conf), table.table.clone(), base_domain)
+    Ok(DynamoRegistry::new(dynamodb_client(&conf), name, base_domain)
         .with_policy(policy)
-        .with_operator(operator_principal().await)
+        .with_operator(operator_principal().await))
 }
 
 /// The operator's principal (GetCallerIdentity's ARN), recorded as the owner of entries

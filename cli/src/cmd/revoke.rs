@@ -7,7 +7,7 @@ use super::{block_on, CmdError, CmdResult};
 pub fn run(args: Args) -> CmdResult {
     check_account(&args.account)?;
     block_on(async {
-        let registry = open(&args.table).await;
+        let registry = open(&args.table).await?;
         let had = registry
             .revoke(&args.team, &args.account)
             .await

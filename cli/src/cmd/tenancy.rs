@@ -19,6 +19,7 @@ pub fn check_account(account: &str) -> CmdResult {
 }
 
 /// Grants and owners in the table: no base domain, no policy (neither involves them).
-pub async fn open(table: &TableArg) -> Tenancy {
-    Tenancy::new(dynamodb_client(&sdk_config().await), table.table.clone())
+pub async fn open(table: &TableArg) -> Result<Tenancy, CmdError> {
+    let name = table.get()?;
+    Ok(Tenancy::new(dynamodb_client(&sdk_config().await), name))
 }

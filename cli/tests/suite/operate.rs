@@ -55,12 +55,12 @@ impl Gateway {
                 .env_clear()
                 .args(args)
                 .envs(self.moto.aws_env())
-                .envs(env.iter().copied())
                 .env("GATEWAY_TABLE", &self.table)
                 .env("GATEWAY_BUCKET", &self.bucket)
                 .env("GATEWAY_DOMAIN", "api.example.com")
                 .env("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "true")
                 .env("ENVOY_BIN", envoy_bin())
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .output()
                 .expect("gatewayctl runs"),
@@ -415,6 +415,7 @@ fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
     assert!(diff.contains("/receipts"), "{p}");
     let text = g.ok(&["preview", &candidate]);
     assert!(text.contains("billing/invoices: would publish") && text.contains(&hash), "{text}");
+    assert!(text.contains("billing/invoices: register: would be updated (revision 2)"), "{text}");
 
     // Nothing was written: no version, no registration, no status change.
     assert_eq!(g.json(&["history", "--json"]).as_array().expect("array").len(), versions);
@@ -425,22 +426,105 @@ fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
     let published = g.json(&["reconcile", "--json"]);
     assert_eq!(published["hash"], hash.as_str(), "{published}");
 
-    // A candidate taking billing's host: it would be quarantined, the holder named, exit 1.
-    let thief = g.dir.path().join("thief.json");
-    std::fs::write(
-        &thief,
+    // Conflicts: preview refuses exactly as register does (same message, exit 1), runs
+    // nothing past the refusal and writes nothing.
+    let write = |name: &str, doc: Value| {
+        let file = g.dir.path().join(name);
+        std::fs::write(&file, doc.to_string()).expect("write");
+        file.to_str().expect("utf-8").to_string()
+    };
+    let thief = write(
+        "thief.json",
         serde_json::json!({"team": "thief", "service": "x", "host": "billing",
-            "backend": "http://127.0.0.1:9", "routes": [{"path": "/steal"}]})
-        .to_string(),
-    )
-    .expect("write");
-    let run = g.ctl(&["preview", thief.to_str().expect("utf-8"), "--json"]);
-    assert_eq!(run.code, 1, "{} {}", run.stdout, run.stderr);
-    let p: Value = serde_json::from_str(&run.stdout).expect("json");
-    let reason = p["candidate"]["reason"].as_str().unwrap_or_default();
-    assert!(reason.contains("billing/invoices") && reason.contains("thief/x"), "{p}");
-    assert_eq!(p["candidate"]["kept"], "left-out");
+            "backend": "http://127.0.0.1:9", "routes": [{"path": "/steal"}]}),
+    );
+    let overlap = write(
+        "overlap.json",
+        serde_json::json!({"team": "billing", "service": "receipts", "host": "billing",
+            "backend": "http://127.0.0.1:9", "routes": [{"path": "/invoices/old"}]}),
+    );
+    for conflict in [&thief, &overlap] {
+        let previewed = g.ctl(&["preview", conflict]);
+        let registered = g.ctl(&["register", conflict]);
+        assert_eq!(registered.code, 1, "{}", registered.stderr);
+        assert_eq!(previewed.code, 1, "{} {}", previewed.stdout, previewed.stderr);
+        assert_eq!(previewed.stderr, registered.stderr, "the same verdict");
+        assert!(previewed.stdout.contains("register: refused"), "{}", previewed.stdout);
+        let doc: Value =
+            serde_json::from_str(&g.ctl(&["preview", conflict, "--json"]).stdout).expect("json");
+        assert_eq!(doc["entries"][0]["register"]["verdict"], "refused", "{doc}");
+        assert_eq!(doc["outcome"], Value::Null, "{doc}");
+    }
+    assert!(
+        g.ctl(&["preview", &overlap]).stderr.contains("billing/invoices"),
+        "the holder is named"
+    );
     assert_eq!(g.json(&["history", "--json"]).as_array().expect("array").len(), versions + 1);
+
+    // A directory: every file judged as register would, the run with all of them in place.
+    let dir = g.dir.path().join("desired");
+    std::fs::create_dir(&dir).expect("dir");
+    for (name, service, path) in [("a.json", "receipts", "/receipts2"), ("b.json", "refunds", "/refunds")] {
+        std::fs::write(
+            dir.join(name),
+            serde_json::json!({"team": "billing", "service": service, "host": "billing",
+                "backend": "http://127.0.0.1:9", "routes": [{"path": path}]})
+            .to_string(),
+        )
+        .expect("write");
+    }
+    let p = g.json(&["preview", dir.to_str().expect("utf-8"), "--json"]);
+    assert_eq!(p["entries"].as_array().map(Vec::len), Some(2), "{p}");
+    assert_eq!(p["entries"][1]["register"]["verdict"], "would be created", "{p}");
+    assert_eq!(p["entries"][1]["publish"]["state"], "would publish", "{p}");
+    let added: Vec<&str> = p["diff"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter(|c| c["kind"] == "entry-added")
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(added, ["billing/receipts", "billing/refunds"], "{p}");
+    // The same service twice in one directory: refused naming both files.
+    std::fs::copy(dir.join("a.json"), dir.join("c.json")).expect("copy");
+    let twice = g.ctl(&["preview", dir.to_str().expect("utf-8")]);
+    assert_eq!(twice.code, 1);
+    assert!(
+        twice.stderr.contains("billing/receipts is declared by both a.json and c.json"),
+        "{}",
+        twice.stderr
+    );
+}
+
+#[test]
+fn preview_without_envoy_says_it_cannot_judge_and_a_reordered_set_is_no_change() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    let doc = |on: &[&str]| {
+        serde_json::json!({"team": "billing", "service": "invoices", "host": "billing",
+            "backend": "http://127.0.0.1:9", "routes": [{"path": "/invoices", "methods": ["GET"], "timeout": "10s",
+            "retries": {"attempts": 2, "on": on}}]})
+        .to_string()
+    };
+    let file = g.dir.path().join("invoices.json");
+    std::fs::write(&file, doc(&["5xx", "reset"])).expect("write");
+    let file = file.to_str().expect("utf-8");
+    g.ok(&["register", file]);
+    g.ok(&["reconcile"]);
+    std::fs::write(g.dir.path().join("invoices.json"), doc(&["reset", "5xx"])).expect("write");
+    let p = g.json(&["preview", file, "--json"]);
+    assert_eq!(p["diff"]["changes"], serde_json::json!([]), "{p}");
+    assert_eq!(p["entries"][0]["register"]["verdict"], "would be unchanged", "{p}");
+
+    let missing = g.ctl_with(&["preview", file], &[("ENVOY_BIN", "/nonexistent/envoy")]);
+    assert_eq!(missing.code, 1);
+    assert!(missing.stdout.is_empty(), "no verdict without Envoy: {}", missing.stdout);
+    assert!(
+        missing.stderr.contains("cannot judge") && missing.stderr.contains("/nonexistent/envoy"),
+        "{}",
+        missing.stderr
+    );
+    assert!(!missing.stderr.contains("failed/"), "{}", missing.stderr);
 }
 
 /// Writes a proxy's report as its sidecar would (docs/design.md#proxy-reports).

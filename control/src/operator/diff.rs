@@ -1,6 +1,11 @@
-//! What changed between two bundles, per team, service and route — not a text diff.
+//! What changed between two bundles, per team, service, route and field — not a text diff.
+//!
+//! Entries in a bundle are canonical (the registration checks sort every set: methods, retry
+//! conditions, status codes, removed headers, CORS lists), so comparing values compares
+//! behaviour: a reordering a team writes is no change.
 
 use gateway_render::{Bundle, Entry, Route};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -18,16 +23,6 @@ pub enum Change {
         host: String,
         routes: usize,
     },
-    HostChanged {
-        id: String,
-        from: String,
-        to: String,
-    },
-    BackendChanged {
-        id: String,
-        from: String,
-        to: String,
-    },
     RouteAdded {
         id: String,
         route: String,
@@ -36,27 +31,40 @@ pub enum Change {
         id: String,
         route: String,
     },
-    LimitsChanged {
+    /// One field of an entry (`route: None`: `backend`, `canary.weight`, …) or of one of its
+    /// routes (`timeout`, `retries.on`, `request_headers.add.x-env`, `limits`, …) changed.
+    /// `field` is the dotted path; values are the field's text (strings as they are, anything
+    /// else compact JSON), `none` when absent.
+    Changed {
         id: String,
-        route: String,
+        route: Option<String>,
+        field: String,
         from: String,
         to: String,
     },
-    /// `protocol`, `canary` or `health_check` changed (each shown as compact JSON, `none` when
-    /// absent): a canary's weight moving is a traffic change an operator must see.
-    EntryPolicyChanged {
-        id: String,
-        field: &'static str,
-        from: String,
-        to: String,
-    },
-    /// The route's traffic policy (timeout, retries, rewrite, headers, CORS, websocket).
-    PolicyChanged {
-        id: String,
-        route: String,
-        from: String,
-        to: String,
-    },
+}
+
+impl Change {
+    /// `entry-added`, `entry-removed`, `route-added`, `route-removed` or `changed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Change::EntryAdded { .. } => "entry-added",
+            Change::EntryRemoved { .. } => "entry-removed",
+            Change::RouteAdded { .. } => "route-added",
+            Change::RouteRemoved { .. } => "route-removed",
+            Change::Changed { .. } => "changed",
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        match self {
+            Change::EntryAdded { id, .. }
+            | Change::EntryRemoved { id, .. }
+            | Change::RouteAdded { id, .. }
+            | Change::RouteRemoved { id, .. }
+            | Change::Changed { id, .. } => id,
+        }
+    }
 }
 
 impl fmt::Display for Change {
@@ -71,41 +79,58 @@ impl fmt::Display for Change {
                     "- {id}: entry removed from host {host} ({routes} routes)"
                 )
             }
-            Change::HostChanged { id, from, to } => write!(f, "~ {id}: host {from} -> {to}"),
-            Change::BackendChanged { id, from, to } => write!(f, "~ {id}: backend {from} -> {to}"),
             Change::RouteAdded { id, route } => write!(f, "+ {id}: route {route}"),
             Change::RouteRemoved { id, route } => write!(f, "- {id}: route {route}"),
-            Change::LimitsChanged {
+            Change::Changed {
                 id,
-                route,
-                from,
-                to,
-            } => {
-                write!(f, "~ {id}: route {route} limits {from} -> {to}")
-            }
-            Change::EntryPolicyChanged {
-                id,
+                route: None,
                 field,
                 from,
                 to,
             } => write!(f, "~ {id}: {field} {from} -> {to}"),
-            Change::PolicyChanged {
+            Change::Changed {
                 id,
-                route,
+                route: Some(route),
+                field,
                 from,
                 to,
-            } => {
-                write!(f, "~ {id}: route {route} policy {from} -> {to}")
-            }
+            } => write!(f, "~ {id}: route {route} {field} {from} -> {to}"),
         }
     }
 }
 
-/// As its line (`~ billing/invoices: backend http://a:80 -> http://b:80`), as `gatewayctl diff`
-/// prints it.
+/// As an object: `line` (as `gatewayctl diff` prints it), `kind`, `id`, and the variant's
+/// fields (`host` and `routes`; `route`; `route` when a route's, `field`, `from`, `to`).
 impl Serialize for Change {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("line", &self.to_string())?;
+        map.serialize_entry("kind", self.kind())?;
+        map.serialize_entry("id", self.id())?;
+        match self {
+            Change::EntryAdded { host, routes, .. } | Change::EntryRemoved { host, routes, .. } => {
+                map.serialize_entry("host", host)?;
+                map.serialize_entry("routes", routes)?;
+            }
+            Change::RouteAdded { route, .. } | Change::RouteRemoved { route, .. } => {
+                map.serialize_entry("route", route)?;
+            }
+            Change::Changed {
+                route,
+                field,
+                from,
+                to,
+                ..
+            } => {
+                if let Some(route) = route {
+                    map.serialize_entry("route", route)?;
+                }
+                map.serialize_entry("field", field)?;
+                map.serialize_entry("from", from)?;
+                map.serialize_entry("to", to)?;
+            }
+        }
+        map.end()
     }
 }
 
@@ -133,39 +158,74 @@ fn route_key(route: &Route) -> String {
     format!("{methods} {}", route.path)
 }
 
-fn limits_text(route: &Route) -> String {
-    serde_json::to_string(&route.limits).unwrap_or_default()
-}
-
-/// The entry-level traffic fields as (name, compact JSON or `none`).
-fn policy_fields(e: &Entry) -> [(&'static str, String); 3] {
-    fn text<T: serde::Serialize>(v: Option<&T>) -> String {
-        v.and_then(|v| serde_json::to_string(v).ok())
-            .unwrap_or_else(|| "none".into())
-    }
-    [
-        ("protocol", e.protocol.as_str().to_string()),
-        ("canary", text(e.canary.as_ref())),
-        ("health_check", text(e.health_check.as_ref())),
-    ]
-}
-
-/// The route's policy fields as compact JSON (`{}` when it has none).
-fn policy_text(route: &Route) -> String {
-    let mut v = serde_json::to_value(route).unwrap_or_default();
-    if let Some(map) = v.as_object_mut() {
-        for key in ["path", "methods", "limits"] {
-            map.remove(key);
+/// `value`'s leaves as dotted paths under `prefix`; an array is one leaf (its order is the
+/// canonical one), an empty object none.
+fn flatten(prefix: &str, value: &Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&path, v, out);
+            }
+        }
+        Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
         }
     }
-    v.to_string()
+}
+
+/// The fields of `value` (an entry or a route) but `skip`, as dotted paths and their text.
+fn fields<T: Serialize>(value: &T, skip: &[&str]) -> BTreeMap<String, String> {
+    let mut v = serde_json::to_value(value).unwrap_or_default();
+    if let Some(map) = v.as_object_mut() {
+        for key in skip {
+            map.remove(*key);
+        }
+    }
+    let mut out = BTreeMap::new();
+    flatten("", &v, &mut out);
+    out
+}
+
+/// One [`Change::Changed`] per field whose text differs, in field order.
+fn field_changes(
+    id: &str,
+    route: Option<&str>,
+    from: BTreeMap<String, String>,
+    to: BTreeMap<String, String>,
+    changes: &mut Vec<Change>,
+) {
+    let mut names: Vec<&String> = from.keys().chain(to.keys()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let (a, b) = (from.get(name), to.get(name));
+        if a != b {
+            let none = || "none".to_string();
+            changes.push(Change::Changed {
+                id: id.to_string(),
+                route: route.map(str::to_string),
+                field: name.clone(),
+                from: a.cloned().unwrap_or_else(none),
+                to: b.cloned().unwrap_or_else(none),
+            });
+        }
+    }
 }
 
 fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
     bundle.entries.iter().map(|e| (e.id(), e)).collect()
 }
 
-/// Changes from `from` to `to`, ordered by entry id then route.
+/// Changes from `from` to `to`, ordered by entry id, then entry fields, removed, changed and
+/// added routes.
 pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
     let (old, new) = (by_id(from), by_id(to));
     let mut changes = Vec::new();
@@ -187,59 +247,32 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
             });
             continue;
         };
-        if o.host != n.host {
-            changes.push(Change::HostChanged {
-                id: id.clone(),
-                from: o.host.clone(),
-                to: n.host.clone(),
-            });
-        }
-        if o.backend != n.backend {
-            changes.push(Change::BackendChanged {
-                id: id.clone(),
-                from: o.backend.clone(),
-                to: n.backend.clone(),
-            });
-        }
-        for ((field, from), (_, to)) in policy_fields(o).into_iter().zip(policy_fields(n)) {
-            if from != to {
-                changes.push(Change::EntryPolicyChanged {
-                    id: id.clone(),
-                    field,
-                    from,
-                    to,
-                });
-            }
-        }
+        let entry_skip = ["team", "service", "routes"];
+        field_changes(
+            id,
+            None,
+            fields(o, &entry_skip),
+            fields(n, &entry_skip),
+            &mut changes,
+        );
         let old_routes: BTreeMap<String, &Route> =
             o.routes.iter().map(|r| (route_key(r), r)).collect();
         let new_routes: BTreeMap<String, &Route> =
             n.routes.iter().map(|r| (route_key(r), r)).collect();
+        let route_skip = ["path", "methods"];
         for (key, r) in &old_routes {
             match new_routes.get(key) {
                 None => changes.push(Change::RouteRemoved {
                     id: id.clone(),
                     route: key.clone(),
                 }),
-                Some(nr) => {
-                    if nr.limits != r.limits {
-                        changes.push(Change::LimitsChanged {
-                            id: id.clone(),
-                            route: key.clone(),
-                            from: limits_text(r),
-                            to: limits_text(nr),
-                        });
-                    }
-                    let (from, to) = (policy_text(r), policy_text(nr));
-                    if from != to {
-                        changes.push(Change::PolicyChanged {
-                            id: id.clone(),
-                            route: key.clone(),
-                            from,
-                            to,
-                        });
-                    }
-                }
+                Some(nr) => field_changes(
+                    id,
+                    Some(key),
+                    fields(r, &route_skip),
+                    fields(nr, &route_skip),
+                    &mut changes,
+                ),
             }
         }
         for key in new_routes.keys().filter(|k| !old_routes.contains_key(*k)) {
@@ -249,17 +282,7 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
             });
         }
     }
-    changes.sort_by_key(|c| match c {
-        Change::EntryAdded { id, .. }
-        | Change::EntryRemoved { id, .. }
-        | Change::HostChanged { id, .. }
-        | Change::BackendChanged { id, .. }
-        | Change::RouteAdded { id, .. }
-        | Change::RouteRemoved { id, .. }
-        | Change::LimitsChanged { id, .. }
-        | Change::EntryPolicyChanged { id, .. }
-        | Change::PolicyChanged { id, .. } => id.clone(),
-    });
+    changes.sort_by(|a, b| a.id().cmp(b.id()));
     BundleDiff {
         from_hash: from.hash.clone(),
         to_hash: to.hash.clone(),
@@ -377,11 +400,25 @@ mod tests {
             "{lines:#?}"
         );
         assert_eq!(lines.len(), 6, "{lines:#?}");
-        assert_eq!(
-            diff.to_json(),
-            serde_json::json!({ "from": "sha256:a", "to": "sha256:b", "changes": lines }),
-            "the JSON lists the same lines"
-        );
+        let json = diff.to_json();
+        let json_lines: Vec<&str> = json["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .filter_map(|c| c["line"].as_str())
+            .collect();
+        assert_eq!(json_lines, lines, "the JSON carries the same lines");
+        let limits = json["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .find(|c| c["field"] == "limits")
+            .expect("the limits change");
+        assert_eq!(limits["kind"], "changed");
+        assert_eq!(limits["id"], "billing/invoices");
+        assert_eq!(limits["route"], "GET /invoices");
+        assert!(limits["from"].as_str().unwrap_or_default().contains("10"), "{limits}");
+        assert!(limits["to"].as_str().unwrap_or_default().contains("20"), "{limits}");
         assert!(
             diff_bundles(&a, &a).changes.is_empty(),
             "a bundle does not differ from itself"
@@ -422,28 +459,45 @@ mod tests {
         };
         assert_eq!(
             lines(&plain, &canary),
-            [r#"~ billing/invoices: canary none -> {"backend":"http://c:80","weight":20}"#]
+            [
+                "~ billing/invoices: canary.backend none -> http://c:80",
+                "~ billing/invoices: canary.weight none -> 20",
+            ]
         );
         assert_eq!(
             lines(&canary, &moved),
             [
-                r#"~ billing/invoices: canary {"backend":"http://c:80","weight":20} -> {"backend":"http://c:80","weight":100}"#,
-                r#"~ billing/invoices: health_check none -> {"path":"/healthz","interval":"10s"}"#,
+                "~ billing/invoices: canary.weight 20 -> 100",
+                "~ billing/invoices: health_check.interval none -> 10s",
+                "~ billing/invoices: health_check.path none -> /healthz",
             ]
         );
     }
 
     #[test]
-    fn a_route_policy_change_is_named_with_both_policies() {
+    fn a_route_policy_change_is_named_field_by_field() {
         let mut slow = route("/invoices", Some(&["GET"]), vec![]);
+        slow.retries = Some(gateway_render::Retries {
+            attempts: 2,
+            on: vec!["5xx".into(), "connect-failure".into()],
+            status_codes: vec![],
+            per_try_timeout: None,
+        });
         let a = bundle("sha256:a", vec![entry("billing", "invoices", "http://a:80", vec![slow.clone()])]);
         slow.timeout = Some("5s".into());
         slow.websocket = true;
+        if let Some(r) = slow.retries.as_mut() {
+            r.attempts = 3;
+        }
         let b = bundle("sha256:b", vec![entry("billing", "invoices", "http://a:80", vec![slow])]);
         let lines: Vec<String> = diff_bundles(&a, &b).changes.iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,
-            ["~ billing/invoices: route GET /invoices policy {} -> {\"timeout\":\"5s\",\"websocket\":true}"]
+            [
+                "~ billing/invoices: route GET /invoices retries.attempts 2 -> 3",
+                "~ billing/invoices: route GET /invoices timeout none -> 5s",
+                "~ billing/invoices: route GET /invoices websocket none -> true",
+            ]
         );
     }
 }

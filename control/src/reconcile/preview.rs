@@ -1,5 +1,5 @@
 //! `gatewayctl preview`: the reconcile run itself, over the live registry with one candidate in
-//! place of its id, writing nothing (docs/design.md#preview). Same checks, render, quarantine,
+//! place of its id (several, for a directory), writing nothing (docs/design.md#preview). Same checks, render, quarantine,
 //! validation layers and pinned Envoy as a real run, so the verdict and hash are the ones the
 //! next run would reach for that registry.
 
@@ -28,31 +28,31 @@ pub struct Preview {
 
 struct PreviewRegistry<'a, R> {
     inner: &'a R,
-    candidate: &'a Entry,
+    candidates: &'a [Entry],
 }
 
 impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         let mut snap = self.inner.read_all_entries().await?;
-        let id = self.candidate.id();
-        let key = format!("ENTRY#{id}");
-        snap.unreadable.retain(|(k, _)| *k != key);
-        match snap.entries.iter_mut().find(|s| s.entry.id() == id) {
-            Some(s) if s.entry == *self.candidate => {}
-            Some(s) => {
-                s.entry = self.candidate.clone();
-                s.revision += 1;
-            }
-            None => {
-                snap.entries.push(StoredEntry {
-                    entry: self.candidate.clone(),
+        for candidate in self.candidates {
+            let id = candidate.id();
+            let key = format!("ENTRY#{id}");
+            snap.unreadable.retain(|(k, _)| *k != key);
+            match snap.entries.iter_mut().find(|s| s.entry.id() == id) {
+                Some(s) if s.entry == *candidate => {}
+                Some(s) => {
+                    s.entry = candidate.clone();
+                    s.revision += 1;
+                }
+                None => snap.entries.push(StoredEntry {
+                    entry: candidate.clone(),
                     revision: 1,
                     updated_at: 0,
                     owner: None,
-                });
-                snap.entries.sort_by_key(|s| s.entry.id());
+                }),
             }
         }
+        snap.entries.sort_by_key(|s| s.entry.id());
         Ok(snap)
     }
     async fn read_totals(&self) -> Result<Option<Totals>, RegistryError> {
@@ -155,12 +155,12 @@ impl MetricsSink for NoMetrics {
     }
 }
 
-/// Runs the reconcile steps with `candidate` in place of its id; writes nothing anywhere.
+/// Runs the reconcile steps with each candidate in place of its id; writes nothing anywhere.
 pub async fn preview<R, S>(
     registry: &R,
     store: &S,
     cfg: &ReconcileConfig,
-    candidate: &Entry,
+    candidates: &[Entry],
 ) -> Result<Preview, ReconcileError>
 where
     R: Registry + Sync,
@@ -168,7 +168,7 @@ where
 {
     let reg = PreviewRegistry {
         inner: registry,
-        candidate,
+        candidates,
     };
     let st = PreviewStore {
         inner: store,

@@ -25,7 +25,9 @@ impl<R: Registry + Sync, S: ConfigStore + Sync> Run<'_, R, S> {
             // Every sidecar would refuse to download it: keep the render for diagnosis instead.
             return reject(self.store, Stage::Render, reason, Some(&rendered)).await;
         }
-        let routes = rendered.route_count;
+        // The teams' routes, as `history` and `status` count them (Envoy's own count adds the
+        // preflight and per-method routes the render derives).
+        let routes = entries.iter().map(|e| e.routes.len()).sum();
         let outcome = put(self.registry, self.store, state, &prepared, precondition, routes).await?;
         self.reached(&rendered.hash);
         Ok(outcome)

@@ -16,7 +16,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let claims = open(&args.listing.table)
-            .await
+            .await?
             .claims()
             .await
             .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;

@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     block_on(async {
         let report = open(&args.table)
-            .await
+            .await?
             .migrate()
             .await
             .map_err(|e| CmdError::failed(gateway_adapters::error_chain(&e)))?;

@@ -39,8 +39,9 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 /// The backend claims in the table: no base domain, no policy (neither involves them).
-async fn open(table: &TableArg) -> BackendClaims {
-    BackendClaims::new(dynamodb_client(&sdk_config().await), table.table.clone())
+async fn open(table: &TableArg) -> Result<BackendClaims, CmdError> {
+    let name = table.get()?;
+    Ok(BackendClaims::new(dynamodb_client(&sdk_config().await), name))
 }
 
 /// AUTHORITY as the table keys it, or a usage error saying how to write it.

@@ -25,7 +25,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let authority = authority(&args.authority)?;
     block_on(async {
-        let claims = open(&args.table).await;
+        let claims = open(&args.table).await?;
         let shared = claims
             .share(&authority, &args.team, args.holder.as_deref())
             .await

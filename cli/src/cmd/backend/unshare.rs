@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let authority = authority(&args.authority)?;
     block_on(async {
-        let claims = open(&args.table).await;
+        let claims = open(&args.table).await?;
         let Some(claim) = claims
             .unshare(&authority, &args.team)
             .await
