@@ -31,6 +31,8 @@ enum Command {
     Init(cmd::init::Args),
     Register(cmd::register::Args),
     Deregister(cmd::deregister::Args),
+    Sync(cmd::sync::Args),
+    Dump(cmd::dump::Args),
     List(cmd::list::Args),
     Grant(cmd::grant::Args),
     /// Stop letting an AWS account register, change and delete TEAM's entries (its grant goes)
@@ -62,6 +64,8 @@ fn main() -> ExitCode {
         Command::Init(args) => cmd::init::run(args),
         Command::Register(args) => cmd::register::run(args),
         Command::Deregister(args) => cmd::deregister::run(args),
+        Command::Sync(args) => cmd::sync::run(args),
+        Command::Dump(args) => cmd::dump::run(args),
         Command::List(args) => cmd::list::run(args),
         Command::Grant(args) => cmd::grant::run(args),
         Command::Revoke(args) => cmd::revoke::run(args),

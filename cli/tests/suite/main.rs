@@ -8,5 +8,6 @@ mod common;
 mod operate;
 mod registry;
 mod render_validate;
+mod sync;
 mod tenancy;
 mod top;

@@ -220,13 +220,23 @@ fn field_changes(
     }
 }
 
-fn by_id(bundle: &Bundle) -> BTreeMap<String, &Entry> {
-    bundle.entries.iter().map(|e| (e.id(), e)).collect()
+fn by_id(entries: &[Entry]) -> BTreeMap<String, &Entry> {
+    entries.iter().map(|e| (e.id(), e)).collect()
 }
 
 /// Changes from `from` to `to`, ordered by entry id, then entry fields, removed, changed and
 /// added routes.
 pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
+    BundleDiff {
+        from_hash: from.hash.clone(),
+        to_hash: to.hash.clone(),
+        changes: diff_entries(&from.entries, &to.entries),
+    }
+}
+
+/// Changes from the entries `from` to the entries `to` (each set keyed by `team/service`), as
+/// [`diff_bundles`] orders them.
+pub fn diff_entries(from: &[Entry], to: &[Entry]) -> Vec<Change> {
     let (old, new) = (by_id(from), by_id(to));
     let mut changes = Vec::new();
     for (id, e) in &old {
@@ -283,11 +293,7 @@ pub fn diff_bundles(from: &Bundle, to: &Bundle) -> BundleDiff {
         }
     }
     changes.sort_by(|a, b| a.id().cmp(b.id()));
-    BundleDiff {
-        from_hash: from.hash.clone(),
-        to_hash: to.hash.clone(),
-        changes,
-    }
+    changes
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ mod diff;
 mod history;
 mod switches;
 
-pub use diff::{diff_bundles, BundleDiff, Change};
+pub use diff::{diff_bundles, diff_entries, BundleDiff, Change};
 pub use history::{history, status, HistoryItem, LiveStatus};
 pub use switches::{kill_switch, restore, resume, Restored};
 
