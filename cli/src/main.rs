@@ -18,6 +18,10 @@ use std::process::ExitCode;
     propagate_version = true
 )]
 struct Cli {
+    /// On a failure, print the whole cause chain too (an AWS failure is otherwise summarised:
+    /// what was tried, what it means, the next step)
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -56,6 +60,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let cli_verbose = cli.verbose;
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Render(args) => cmd::render::run(args),
@@ -89,7 +94,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // Errors quote stored text (rows, metadata, Envoy's answers): escaped, lines kept.
-            eprintln!("{}", cmd::terminal::lines(&err.message));
+            let message = cmd::aws_hint::explain(&err.message, cli_verbose);
+            eprintln!("{}", cmd::terminal::lines(&message));
             ExitCode::from(err.code)
         }
     }

@@ -121,7 +121,7 @@ impl RegistryReader {
         pk: String,
         sk: &str,
     ) -> Result<Option<Item>, RegistryError> {
-        let what = format!("reading {pk}");
+        let what = format!("reading row {pk} of table {}", self.table);
         let got = self
             .client
             .get_item()

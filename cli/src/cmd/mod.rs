@@ -9,6 +9,7 @@
 //! a group of subcommands in a folder of its own.
 
 pub mod adopt;
+pub mod aws_hint;
 pub mod backend;
 pub mod bootstrap;
 pub mod check;

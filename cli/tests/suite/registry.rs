@@ -277,3 +277,66 @@ fn a_missing_table_or_bucket_is_named_with_the_next_step() {
         run.stderr
     );
 }
+
+/// A wrong endpoint, no credentials, a missing table variable: each says what was tried, what it
+/// means and the next step; the SDK's cause chain only with `-v`.
+#[test]
+fn aws_failures_say_what_was_tried_and_the_next_step() {
+    let run_with = |args: &[&str], env: &[(&str, String)]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .env_clear()
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("GATEWAY_DOMAIN", "api.example.com")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .args(args)
+            .output()
+            .expect("gatewayctl runs");
+        common::finish(out)
+    };
+    let closed = format!("http://127.0.0.1:{}", gateway_testkit::free_port());
+    let creds = [
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("AWS_ACCESS_KEY_ID", "x".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "x".to_string()),
+        ("GATEWAY_TABLE", "gw".to_string()),
+    ];
+    let mut env = creds.to_vec();
+    env.push(("AWS_ENDPOINT_URL", closed.clone()));
+    let run = run_with(&["list"], &env);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for needle in [
+        format!("nothing answers at the endpoint {closed} (AWS_ENDPOINT_URL)"),
+        "tried: table gw, region us-east-1".to_string(),
+        "credentials from AWS_ACCESS_KEY_ID".to_string(),
+        "next: start it".to_string(),
+    ] {
+        assert!(run.stderr.contains(&needle), "{needle}: {}", run.stderr);
+    }
+    assert!(!run.stderr.contains("dispatch failure"), "the chain only with -v: {}", run.stderr);
+    let verbose = run_with(&["list", "-v"], &env);
+    assert!(verbose.stderr.contains("cause: ") && verbose.stderr.contains("dispatch failure"), "{}", verbose.stderr);
+
+    // No credentials anywhere (instance metadata off): said as such, against moto's address.
+    let moto = common::on_moto::moto().aws_env();
+    let endpoint = moto.iter().find(|(k, _)| k == "AWS_ENDPOINT_URL").map(|(_, v)| v.clone());
+    let bare = [
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("GATEWAY_TABLE", "gw".to_string()),
+        ("AWS_ENDPOINT_URL", endpoint.expect("moto's endpoint")),
+        ("HOME", "/nonexistent".to_string()),
+    ];
+    let run = run_with(&["list"], &bare);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("no AWS credentials were found"), "{}", run.stderr);
+    assert!(run.stderr.contains("next: set AWS_PROFILE"), "{}", run.stderr);
+
+    // No table named: the variable and the next step, a usage error.
+    let mut untabled = creds[..3].to_vec();
+    untabled.push(("AWS_ENDPOINT_URL", closed));
+    let run = run_with(&["list"], &untabled);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("GATEWAY_TABLE") && run.stderr.contains("gatewayctl init"), "{}", run.stderr);
+    for out in [&run.stderr, &verbose.stderr] {
+        assert!(!out.contains("ServiceError {") && !out.contains("raw: Response"), "{out}");
+    }
+}
