@@ -56,9 +56,50 @@ enum Command {
     Resume(cmd::resume::Args),
     Demo(cmd::demo::Args),
     Top(cmd::top::Args),
+    Completions(Completions),
+}
+
+/// Print a shell completion script (`gatewayctl completions bash > /etc/bash_completion.d/gatewayctl`)
+#[derive(clap::Args, Debug)]
+struct Completions {
+    /// bash, zsh, fish, elvish or powershell
+    #[arg(value_name = "SHELL")]
+    shell: clap_complete::Shell,
+}
+
+/// Output cut short by its reader (`gatewayctl status | head`) ends the command quietly, with
+/// the status a process killed by SIGPIPE has (141), instead of a panic. SIGPIPE itself stays
+/// ignored: the validator writes Envoy's config through a named pipe and must see EPIPE there.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info)
+    }));
+}
+
+fn completions(shell: clap_complete::Shell) -> cmd::CmdResult {
+    use std::io::Write;
+    let mut script = Vec::new();
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "gatewayctl", &mut script);
+    match std::io::stdout().write_all(&script) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => Err(cmd::CmdError::failed(format!("writing the completion script: {e}"))),
+    }
 }
 
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let cli = Cli::parse();
     let cli_verbose = cli.verbose;
     let result = match cli.command {
@@ -89,6 +130,7 @@ fn main() -> ExitCode {
         Command::Resume(args) => cmd::resume::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Top(args) => cmd::top::run(args),
+        Command::Completions(args) => completions(args.shell),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

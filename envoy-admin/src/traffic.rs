@@ -5,13 +5,14 @@
 //! (docs/design.md#request-metrics).
 
 use crate::{AdminClient, AdminError};
+use gateway_render::contract::RATE_LIMIT_CLUSTER;
 use std::collections::BTreeMap;
 
 /// Only the stats this module reads, of clusters named `team.service` (two labels: the
 /// rate-limit cluster and Envoy's `external.`/`internal.` sub-stats do not match), and only the
 /// ones in use. `histogram_buckets=detailed` gives the latency histogram's cumulative buckets,
 /// so a window's percentiles come from the difference of two readings.
-pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5Ecluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time)%24";
+pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5E(cluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time%7Cratelimit%5C.over_limit)%7Cburst%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.http_local_rate_limit%5C.rate_limited)%24";
 
 /// One cluster's counters since Envoy started.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,6 +21,10 @@ pub struct ServiceCounters {
     pub responses_4xx: u64,
     pub responses_5xx: u64,
     pub connect_failures: u64,
+    /// Requests the gateway's own limits answered 429: the rate-limit service's over-limit
+    /// answers (`cluster.team.service.ratelimit.over_limit`) and the burst buckets'
+    /// (`burst.team.service.http_local_rate_limit.rate_limited`). They never reach the backend.
+    pub limited: u64,
     /// Upstream latency (ms): `(lower bound, width)` of each bucket and its cumulative count.
     pub latency: BTreeMap<(u64, u64), u64>,
 }
@@ -45,6 +50,8 @@ pub struct ServiceDelta {
     pub responses_4xx: u64,
     pub responses_5xx: u64,
     pub connect_failures: u64,
+    /// Requests the gateway's limits answered 429 (see [`ServiceCounters::limited`]).
+    pub limited: u64,
     /// Upstream latency percentiles in ms over the window; `None` without a timed request.
     pub latency_p50_ms: Option<f64>,
     pub latency_p99_ms: Option<f64>,
@@ -132,6 +139,9 @@ impl TrafficSnapshot {
                 "upstream_rq_4xx" => counters.responses_4xx = value,
                 "upstream_rq_5xx" => counters.responses_5xx = value,
                 "upstream_cx_connect_fail" => counters.connect_failures = value,
+                "ratelimit.over_limit" | "http_local_rate_limit.rate_limited" => {
+                    counters.limited += value
+                }
                 _ => {}
             }
         }
@@ -139,15 +149,26 @@ impl TrafficSnapshot {
     }
 }
 
-/// `cluster.team.service.leaf` → (team/service, leaf). Team and service names never hold a dot
-/// (docs/design.md#registration-entry), so the cluster is exactly two labels.
+/// `cluster.team.service.leaf` or `burst.team.service.leaf` → (team/service, leaf). Team and
+/// service names never hold a dot (docs/design.md#registration-entry), so the cluster is exactly
+/// two labels; the leaf is one label, or the limits' two. The rate-limit service's own cluster
+/// (one label, `ratelimit`) is not a team's: its `internal.` request counters would otherwise
+/// read as a service `ratelimit/internal`.
 fn split_stat(name: &str) -> Option<(Service, &str)> {
-    let rest = name.strip_prefix("cluster.")?;
+    let (rest, burst) = match name.strip_prefix("cluster.") {
+        Some(rest) => (rest, false),
+        None => (name.strip_prefix("burst.")?, true),
+    };
     let mut parts = rest.splitn(3, '.');
     let team = parts.next()?;
     let service = parts.next()?;
     let leaf = parts.next()?;
-    if leaf.contains('.') {
+    let allowed = if burst {
+        leaf == "http_local_rate_limit.rate_limited"
+    } else {
+        !leaf.contains('.') || leaf == "ratelimit.over_limit"
+    };
+    if !allowed || (team == RATE_LIMIT_CLUSTER && matches!(service, "internal" | "external")) {
         return None;
     }
     Some((
@@ -191,11 +212,14 @@ pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDe
                 responses_4xx: diff(now.responses_4xx, then.responses_4xx),
                 responses_5xx: diff(now.responses_5xx, then.responses_5xx),
                 connect_failures: diff(now.connect_failures, then.connect_failures),
+                limited: diff(now.limited, then.limited),
                 latency_p50_ms: percentile(&buckets, 0.50),
                 latency_p99_ms: percentile(&buckets, 0.99),
             }
         })
-        .filter(|d| d.requests > 0 || d.connect_failures > 0 || d.latency_p50_ms.is_some())
+        .filter(|d| {
+            d.requests > 0 || d.connect_failures > 0 || d.limited > 0 || d.latency_p50_ms.is_some()
+        })
         .collect();
     out.sort_by(|a, b| {
         b.requests
@@ -240,6 +264,11 @@ mod tests {
               {{"name":"cluster.billing.invoices.upstream_rq_5xx","value":{fivexx}}},
               {{"name":"cluster.billing.invoices.external.upstream_rq_5xx","value":999}},
               {{"name":"cluster.ratelimit.upstream_rq_total","value":999}},
+              {{"name":"cluster.ratelimit.internal.upstream_rq_5xx","value":999}},
+              {{"name":"cluster.ratelimit.internal.upstream_rq_total","value":999}},
+              {{"name":"cluster.billing.invoices.ratelimit.over_limit","value":{fivexx}}},
+              {{"name":"burst.billing.invoices.http_local_rate_limit.rate_limited","value":1}},
+              {{"name":"burst.billing.invoices.http_local_rate_limit.enforced","value":999}},
               {{"histograms":{{"details":[{{"name":"cluster.billing.invoices.upstream_rq_time","totals":[{}]}}]}}}}
             ]}}"#,
             totals.join(",")
@@ -257,6 +286,7 @@ mod tests {
             ("billing", "invoices")
         );
         assert_eq!((counters.requests, counters.responses_5xx), (10, 2));
+        assert_eq!(counters.limited, 3, "over-limit and burst 429s");
     }
 
     #[test]

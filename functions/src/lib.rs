@@ -13,6 +13,26 @@ pub async fn lambda_main<E: std::fmt::Display>(
     function: &str,
     run: impl std::future::Future<Output = Result<(), E>>,
 ) {
+    // `--version` / `--help` from a terminal (the runtime passes no arguments).
+    match std::env::args().nth(1).as_deref() {
+        Some("--version" | "-V") => {
+            println!("{function} {}", env!("CARGO_PKG_VERSION"));
+            return;
+        }
+        Some("--help" | "-h") => {
+            println!(
+                "{function}: the gateway's {function} Lambda function; it runs under the Lambda \
+                 runtime (AWS_LAMBDA_RUNTIME_API) and takes its settings from the environment \
+                 (docs/design.md#settings). Options: --version, --help"
+            );
+            return;
+        }
+        Some(other) => {
+            eprintln!("{function}: unexpected argument {other:?}; it takes --version or --help");
+            std::process::exit(2);
+        }
+        None => {}
+    }
     gateway_adapters::logs::init_json();
     if let Err(e) = run.await {
         eprintln!("{function}: {e}");

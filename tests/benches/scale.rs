@@ -611,7 +611,7 @@ async fn deliver_and_move(
         let rendered = render(&next, render_cfg).expect("renders");
         let bundle = Bundle::new(&rendered, &next);
         drop(rendered);
-        let body = bundle.to_json();
+        let sealed = bundle.seal();
         // Publish at varying points of the poll interval, so the times sample its whole phase.
         tokio::time::sleep(Duration::from_millis(
             (round as u64 * 373) % POLL_INTERVAL.as_millis() as u64,
@@ -620,8 +620,7 @@ async fn deliver_and_move(
         let log_before = sidecar.log_text().len();
         store
             .put_bundle(PutBundle {
-                body: body.as_bytes(),
-                hash: &bundle.hash,
+                sealed: &sealed,
                 writer: Writer::Reconciler,
                 precondition: Precondition::None,
             })
@@ -794,8 +793,7 @@ async fn measure_delivery_only(moto: &MotoServer, routes: usize, ca_file: &str) 
     drop(rendered);
     store
         .put_bundle(PutBundle {
-            body: bundle.to_json().as_bytes(),
-            hash: &bundle.hash,
+            sealed: &bundle.seal(),
             writer: Writer::Reconciler,
             precondition: Precondition::None,
         })

@@ -1,6 +1,6 @@
-//! `gatewayctl top`: from one proxy's stats, requests per second, 5xx share and p99 upstream
-//! latency per service over a short window, busiest first — the first look during an incident
-//! (docs/design.md#request-metrics).
+//! `gatewayctl top`: from one proxy's stats, requests per second, 4xx and 5xx shares, the
+//! gateway's own 429s and p99 upstream latency per team service over a short window, busiest
+//! first — the first look during an incident (docs/design.md#request-metrics).
 
 use super::common::JsonArg;
 use super::terminal::one_line;
@@ -9,6 +9,12 @@ use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use std::time::{Duration, Instant};
 
+/// One proxy's traffic per team service: requests per second, 4xx and 5xx shares, 429s from the
+/// gateway's limits, p99 latency, busiest first
+///
+/// Two readings of Envoy's stats `--window` seconds apart. RPS, 4XX and 5XX count what reached
+/// the backend; 429/S counts what the gateway's own limits refused (global and burst), which
+/// never reached it. Only team services are listed.
 #[derive(clap::Args)]
 #[command(mut_arg("json", |a| a.help("One JSON object per service instead of the table")))]
 pub struct Args {
@@ -57,11 +63,11 @@ pub fn run(args: Args) -> CmdResult {
     })
 }
 
-fn five_xx_share(d: &ServiceDelta) -> f64 {
+fn share(d: &ServiceDelta, count: u64) -> f64 {
     if d.requests == 0 {
         0.0
     } else {
-        d.responses_5xx as f64 / d.requests as f64
+        count as f64 / d.requests as f64
     }
 }
 
@@ -71,8 +77,12 @@ fn row_json(d: &ServiceDelta, seconds: f64) -> serde_json::Value {
         "service": d.service.service,
         "rps": d.requests as f64 / seconds,
         "requests": d.requests,
+        "responses_4xx": d.responses_4xx,
+        "share_4xx": share(d, d.responses_4xx),
         "responses_5xx": d.responses_5xx,
-        "share_5xx": five_xx_share(d),
+        "share_5xx": share(d, d.responses_5xx),
+        "limited_429": d.limited,
+        "limited_429_rps": d.limited as f64 / seconds,
         "p99_ms": d.latency_p99_ms,
     })
 }
@@ -80,8 +90,8 @@ fn row_json(d: &ServiceDelta, seconds: f64) -> serde_json::Value {
 /// The table, busiest first (the order `delta` returns).
 pub fn table(deltas: &[ServiceDelta], seconds: f64) -> String {
     let mut out = format!(
-        "{:<40} {:>10} {:>8} {:>10}\n",
-        "TEAM/SERVICE", "RPS", "5XX", "P99 MS"
+        "{:<40} {:>10} {:>8} {:>8} {:>8} {:>10}\n",
+        "TEAM/SERVICE", "RPS", "4XX", "5XX", "429/S", "P99 MS"
     );
     if deltas.is_empty() {
         out.push_str(&format!("(no requests in the last {seconds:.0} s)\n"));
@@ -92,10 +102,12 @@ pub fn table(deltas: &[ServiceDelta], seconds: f64) -> String {
             .map(|p| format!("{p:.0}"))
             .unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<40} {:>10.1} {:>7.1}% {:>10}\n",
+            "{:<40} {:>10.1} {:>7.1}% {:>7.1}% {:>8.1} {:>10}\n",
             one_line(&format!("{}/{}", d.service.team, d.service.service)),
             d.requests as f64 / seconds,
-            five_xx_share(d) * 100.0,
+            share(d, d.responses_4xx) * 100.0,
+            share(d, d.responses_5xx) * 100.0,
+            d.limited as f64 / seconds,
             p99
         ));
     }
@@ -114,9 +126,10 @@ mod tests {
                 service: "api".into(),
             },
             requests,
-            responses_4xx: 0,
+            responses_4xx: fivexx / 2,
             responses_5xx: fivexx,
             connect_failures: 0,
+            limited: fivexx * 3,
             latency_p50_ms: p99,
             latency_p99_ms: p99,
         }
@@ -131,7 +144,8 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[1].starts_with("billing/api"), "{t}");
         assert!(
-            lines[1].contains("10.0") && lines[1].contains("20.0%") && lines[1].ends_with("25"),
+            lines[1].contains("10.0") && lines[1].contains("10.0%") && lines[1].contains("20.0%")
+                && lines[1].contains(" 6.0 ") && lines[1].ends_with("25"),
             "{t}"
         );
         assert!(

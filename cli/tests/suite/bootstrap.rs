@@ -130,3 +130,29 @@ fn usage_errors_exit_2() {
         r.stderr
     );
 }
+
+/// Output cut short by its reader (`gatewayctl bootstrap | head -1`) ends quietly with SIGPIPE's
+/// status, never a panic; completion scripts come for every shell clap knows.
+#[test]
+fn a_closed_pipe_ends_quietly_and_completions_are_printed() {
+    for args in [&["bootstrap"][..], &["completions", "bash"][..]] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gatewayctl"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("gatewayctl starts");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("gatewayctl ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+    }
+    for shell in ["bash", "zsh", "fish"] {
+        let run = crate::common::run(&["completions", shell]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stdout.contains("gatewayctl") && run.stdout.contains("sync"), "{shell}");
+    }
+    let bad = crate::common::run(&["completions", "tcsh"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+}

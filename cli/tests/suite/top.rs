@@ -15,6 +15,10 @@ use std::time::Duration;
 const DOMAIN: &str = "api.example.com";
 
 fn entry(team: &str, backend: &Backend) -> Entry {
+    limited_entry(team, backend, vec![])
+}
+
+fn limited_entry(team: &str, backend: &Backend, limits: Vec<gateway_render::Limit>) -> Entry {
     Entry {
         team: team.into(),
         service: "api".into(),
@@ -28,7 +32,7 @@ fn entry(team: &str, backend: &Backend) -> Entry {
             .map(|p| Route {
                 path: p.to_string(),
                 methods: None,
-                limits: vec![],
+                limits: limits.clone(),
                 ..Default::default()
             })
             .collect(),
@@ -44,7 +48,12 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     std::fs::create_dir_all(&cds).expect("cds dir");
     std::fs::create_dir_all(&rds).expect("rds dir");
     let rendered = render(
-        &[entry("billing", &billing), entry("search", &search)],
+        &[
+            entry("billing", &billing),
+            entry("search", &search),
+            // One token a second: most of a quick burst is answered 429 by the gateway.
+            limited_entry("quota", &search, vec![gateway_render::Limit::Burst { burst: 1 }]),
+        ],
         &RenderConfig::new(DOMAIN),
     )
     .expect("render");
@@ -93,6 +102,14 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     for _ in 0..4 {
         http::status(addr, "GET", &search_host, "/ok").expect("search answers");
     }
+    let quota_host = format!("quota.{DOMAIN}");
+    let mut refused = 0;
+    for _ in 0..6 {
+        if http::status(addr, "GET", &quota_host, "/ok").expect("quota answers") == 429 {
+            refused += 1;
+        }
+    }
+    assert!(refused >= 3, "the burst bucket refuses most: {refused}");
     let out = top.wait_with_output().expect("gatewayctl top ends");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
@@ -100,7 +117,7 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
-    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows.len(), 3, "team services only (not the rate-limit cluster): {stdout}");
     assert_eq!(rows[0]["team"], "billing", "busiest first: {stdout}");
     assert_eq!(rows[0]["requests"], 20, "{stdout}");
     assert_eq!(rows[0]["responses_5xx"], 5, "{stdout}");
@@ -112,6 +129,10 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     assert_eq!(rows[1]["team"], "search", "{stdout}");
     assert_eq!(rows[1]["requests"], 4, "{stdout}");
     assert_eq!(rows[1]["responses_5xx"], 0, "{stdout}");
+    assert_eq!(rows[1]["limited_429"], 0, "{stdout}");
+    assert_eq!(rows[2]["team"], "quota", "{stdout}");
+    assert_eq!(rows[2]["limited_429"], refused, "every gateway 429 counted: {stdout}");
+    assert_eq!(rows[0]["responses_4xx"], 0, "{stdout}");
 
     // An idle window says so; a bad admin address is a usage error; no Envoy is a failure.
     let idle = Command::new(env!("CARGO_BIN_EXE_gatewayctl"))

@@ -900,3 +900,32 @@ async fn the_register_binary_without_its_own_account_fails_at_init_naming_get_ca
         "took no event"
     );
 }
+
+/// From a terminal: `--version` and `--help` answer without the runtime; anything else is a
+/// usage error (exit 2), never a start against a missing runtime API.
+#[test]
+fn both_binaries_answer_version_and_help_from_a_terminal() {
+    for (bin, name) in [
+        (env!("CARGO_BIN_EXE_register"), "register"),
+        (env!("CARGO_BIN_EXE_reconcile"), "reconcile"),
+    ] {
+        let run = |arg: &str| {
+            std::process::Command::new(bin)
+                .arg(arg)
+                .env_clear()
+                .output()
+                .expect("the binary runs")
+        };
+        let version = run("--version");
+        assert!(version.status.success(), "{name}");
+        assert_eq!(
+            String::from_utf8_lossy(&version.stdout).trim(),
+            format!("{name} {}", env!("CARGO_PKG_VERSION"))
+        );
+        let help = run("--help");
+        assert!(help.status.success() && String::from_utf8_lossy(&help.stdout).contains("Lambda"));
+        let wrong = run("--verbose");
+        assert_eq!(wrong.status.code(), Some(2), "{name}");
+        assert!(String::from_utf8_lossy(&wrong.stderr).contains("--verbose"), "{name}");
+    }
+}
