@@ -146,6 +146,7 @@ pub(crate) fn gateway_listener(
         // team route from the host the client asked for).
         "early_header_mutation_extensions": [client_forwarding_headers_removed()],
         "access_log": [access_log()],
+        "local_reply_config": local_replies(),
         "http_filters": http_filters()
     });
     let route_field = match routes {
@@ -179,7 +180,7 @@ pub(crate) fn gateway_listener(
 /// the request's origin, its original host, URL or method. Envoy manages `x-forwarded-for` (past
 /// `xff_num_trusted_hops`) and `x-forwarded-proto` itself; every other forwarding header is the
 /// client's word and is removed before routing. docs/design.md#envoy-bootstrap lists them.
-pub const CLIENT_FORWARDING_HEADERS: [&str; 25] = [
+pub const CLIENT_FORWARDING_HEADERS: [&str; 26] = [
     "forwarded",
     "x-forwarded-host",
     "x-forwarded-server",
@@ -205,6 +206,9 @@ pub const CLIENT_FORWARDING_HEADERS: [&str; 25] = [
     "fastly-client-ip",
     "x-host",
     "x-http-method-override",
+    // Envoy writes it when a route rewrites the path; the access log's `path` reads it, so a
+    // client's own must never arrive.
+    "x-envoy-original-path",
 ];
 
 /// Removes [`CLIENT_FORWARDING_HEADERS`] from every request as it arrives, before the route is
@@ -276,11 +280,33 @@ function envoy_on_response(response_handle)
 end
 "#;
 
+/// What the gateway's limits answer (local replies only: a backend's own 429 passes as it is):
+/// the same JSON shape as its 404s and 503s, for the burst bucket and the global limiter alike.
+pub const RATE_LIMITED_MESSAGE: &str = "rate limit exceeded";
+
+fn local_replies() -> Value {
+    json!({
+        "mappers": [ {
+            "filter": { "status_code_filter": { "comparison": {
+                "op": "EQ",
+                "value": { "default_value": 429, "runtime_key": "gateway.local_reply.rate_limited" }
+            } } },
+            "body_format_override": {
+                "text_format_source": {
+                    "inline_string": gateway_render::routes::json_error_body(RATE_LIMITED_MESSAGE)
+                },
+                "content_type": "application/json"
+            }
+        } ]
+    })
+}
+
 /// One JSON line per request on stdout (the ECS log driver ships it to CloudWatch Logs); keys
 /// in docs/design.md#access-log. The path is logged without its query string, and no cookie,
 /// authorization or other client-chosen header but the user agent and request id is logged:
 /// query strings and those headers carry credentials. Team and service come from the route's
-/// metadata, which only team routes carry, so the catch-all logs them empty.
+/// metadata, which only team routes carry (and the level-2 kill switch keeps), so the catch-all
+/// logs them empty.
 fn access_log() -> Value {
     let meta = |key: &str| format!("%METADATA(ROUTE:{ROUTE_METADATA_NAMESPACE}:{key})%");
     json!({
@@ -299,7 +325,10 @@ fn access_log() -> Value {
                     "service": meta("service"),
                     "route": "%ROUTE_NAME%",
                     "method": "%REQ(:METHOD)%",
-                    "path": "%REQ_WITHOUT_QUERY(:PATH)%",
+                    // The path the client asked for (Envoy keeps it in x-envoy-original-path
+                    // when the route rewrote it); the one the backend got beside it.
+                    "path": "%REQ_WITHOUT_QUERY(X-ENVOY-ORIGINAL-PATH?:PATH)%",
+                    "upstream_path": "%REQ_WITHOUT_QUERY(:PATH)%",
                     "status": "%RESPONSE_CODE%",
                     "response_flags": "%RESPONSE_FLAGS%",
                     "duration_ms": "%DURATION%",

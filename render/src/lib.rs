@@ -29,6 +29,6 @@ pub use entry::{
     Route, Unit,
 };
 pub use error::{BundleError, RenderError};
-pub use kill_switch::render_kill_switch;
+pub use kill_switch::{render_kill_switch, render_kill_switch_for};
 pub use ratelimit::RateLimitConfig;
 pub use renderer::{render, Rendered};

@@ -106,10 +106,22 @@ pub fn json_error_body(message: &str) -> String {
 /// host's team for a team host's 404, empty on the catch-all: the access log then says "" rather
 /// than null.
 fn json_response_route(name: &str, team: &str, status: u16, body: &str) -> Value {
+    answering_route(name, json!({ "prefix": "/" }), (team, ""), status, body)
+}
+
+/// A route matching `matcher` that answers `status` with the JSON `body` itself, its
+/// metadata naming `team` and `service` (the access log's keys).
+pub(crate) fn answering_route(
+    name: &str,
+    matcher: Value,
+    (team, service): (&str, &str),
+    status: u16,
+    body: &str,
+) -> Value {
     json!({
         "name": name,
-        "metadata": route_metadata(team, ""),
-        "match": { "prefix": "/" },
+        "metadata": route_metadata(team, service),
+        "match": matcher,
         "direct_response": { "status": status, "body": { "inline_string": body } },
         // A direct response with a body is text/plain unless told otherwise.
         "response_headers_to_add": [{

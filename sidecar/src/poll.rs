@@ -197,6 +197,7 @@ impl<M: MetricsSink + Clone + Send + Sync + 'static> Sidecar<M> {
                     status.delivered += 1;
                     status.rejected_version = None;
                 }
+                self.status.delivered();
                 self.etag = Some(verified.etag);
                 if let Some(lag) = lag_seconds {
                     // In a task of its own: a slow CloudWatch never delays the next round.

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 /// One row write, whatever the SDK's own retries would do (shorter than one SDK attempt's 5 s,
 /// so a hung connection always ends here).
 pub const REPORT_TIMEOUT: Duration = Duration::from_secs(3);
-/// How often the task looks for a new delivery to report.
+/// How often the task looks for a new delivery to report, besides being woken by one.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// After a failed write, wait at least this long before the next try.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -42,8 +42,8 @@ pub fn report_for(config: &ReportConfig, live: &LiveState, at: u64) -> ProxyRepo
     }
 }
 
-/// Reports until aborted: as soon as a delivery shows in `status` (looked at every second), and
-/// every `config.interval` meanwhile. Nothing is reported before the first delivery.
+/// Reports until aborted: as soon as a delivery is live (woken by the delivery; looked at every
+/// second too), and every `config.interval` meanwhile. Nothing is reported before the first delivery.
 pub async fn report_loop(table: ProxyTable, status: SharedStatus, config: ReportConfig) {
     status.lock().report = Some(ReportStatus {
         proxy_id: config.proxy_id.clone(),
@@ -90,7 +90,10 @@ pub async fn report_loop(table: ProxyTable, status: SharedStatus, config: Report
                 }
             }
         }
-        tokio::time::sleep(LOOK_EVERY).await;
+        tokio::select! {
+            _ = tokio::time::sleep(LOOK_EVERY) => {}
+            _ = status.wait_delivered() => {}
+        }
     }
 }
 

@@ -116,7 +116,7 @@ pub struct ReportStatus {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct SharedStatus(Arc<Mutex<Status>>);
+pub struct SharedStatus(Arc<Mutex<Status>>, Arc<tokio::sync::Notify>);
 
 /// Polls without success before a sidecar says it is stalled (at least [`STALL_MIN_SECONDS`]).
 pub const STALL_INTERVALS: u64 = 3;
@@ -148,7 +148,21 @@ impl Status {
 
 impl SharedStatus {
     pub fn new(status: Status) -> Self {
-        SharedStatus(Arc::new(Mutex::new(status)))
+        SharedStatus(
+            Arc::new(Mutex::new(status)),
+            Arc::new(tokio::sync::Notify::new()),
+        )
+    }
+
+    /// Wakes the report task: a delivery is live (it reports it at once instead of at its next
+    /// look, so `status` and `waitFor: serving` learn of it as soon as Envoy serves it).
+    pub fn delivered(&self) {
+        self.1.notify_one();
+    }
+
+    /// Until [`SharedStatus::delivered`] is called (at once if it was since the last wait).
+    pub async fn wait_delivered(&self) {
+        self.1.notified().await
     }
 
     pub fn lock(&self) -> MutexGuard<'_, Status> {

@@ -4,15 +4,21 @@ use super::{load_bundle, load_version, OperatorError};
 use crate::reconcile::now;
 use gateway_adapters::registry::{PublishedState, PublishedStateRead, StateRow};
 use gateway_adapters::store::{ConfigStore, Precondition, PutBundle, Writer};
-use gateway_render::{render_kill_switch, Bundle, RenderConfig};
+use gateway_render::{render_kill_switch_for, Bundle, Entry, RenderConfig};
 
 /// Publishes the bundle whose routes answer 503 to everything. The reconciler then sees drift
 /// and holds, so no team's deploy undoes it; `restore` brings the previous version back.
+///
+/// The live bundle's entries, when it verifies with the store's signing key, keep their hosts
+/// and route matches (answering the same 503) so the access log still names each request's
+/// team and service. Any failure to read or verify it leaves the catch-all alone: the switch
+/// never waits on, or fails because of, what is live.
 pub async fn kill_switch<S: ConfigStore>(
     store: &S,
     cfg: &RenderConfig,
 ) -> Result<(String, String), OperatorError> {
-    let rendered = render_kill_switch(cfg);
+    let entries = live_entries(store).await.unwrap_or_default();
+    let rendered = render_kill_switch_for(cfg, &entries);
     let bundle = Bundle::new(&rendered, &[]);
     let version_id = store
         .put_bundle(PutBundle {
@@ -22,6 +28,14 @@ pub async fn kill_switch<S: ConfigStore>(
         })
         .await?;
     Ok((version_id, bundle.hash))
+}
+
+/// The entries of the live bundle, when it verifies with the store's signing key.
+async fn live_entries<S: ConfigStore>(store: &S) -> Option<Vec<Entry>> {
+    let head = store.head_live().await.ok()??;
+    let key = store.signing_key().await.ok()?;
+    let loaded = load_version(store, &head.version_id, key.as_ref()).await.ok()?;
+    loaded.signer.is_ok().then_some(loaded.bundle.entries)
 }
 
 /// Copies an earlier version back as the latest. Default: the reconciler's last publish, which

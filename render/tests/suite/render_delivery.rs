@@ -34,7 +34,11 @@ fn files(rendered: &gateway_render::Rendered) -> (Value, Value) {
 
 #[test]
 fn what_the_renderer_writes_passes() {
-    for rendered in [render_examples(), render_kill_switch(&config())] {
+    for rendered in [
+        render_examples(),
+        render_kill_switch(&config()),
+        gateway_render::render_kill_switch_for(&config(), &crate::support::example_entries()),
+    ] {
         let (clusters, routes) = files(&rendered);
         judge(&clusters, &routes, &policy(false)).expect("a render passes");
     }

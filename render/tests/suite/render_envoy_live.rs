@@ -2,7 +2,7 @@
 //! 404s, segment-aware prefixes, method matching, the burst bucket, and the kill switch's 503.
 //! (Envoy decides all of these; the other tests only look at the config.)
 
-use gateway_render::{render, render_kill_switch, Entry, Limit, Rendered, Route};
+use gateway_render::{render, render_kill_switch, render_kill_switch_for, Entry, Limit, Rendered, Route};
 use gateway_testkit::envoy::EnvoyProcess;
 use gateway_testkit::free_port;
 use gateway_testkit::http::{self, Response};
@@ -174,12 +174,19 @@ fn envoy_routes_real_requests_as_rendered() {
 #[test]
 fn envoy_answers_503_json_to_everything_under_the_kill_switch() {
     let envoy = run_envoy(&render_kill_switch(&config()));
+    stopped_everywhere(&envoy);
+    // Keeping the live entries' hosts and matches stops the same requests.
+    let envoy = run_envoy(&render_kill_switch_for(&config(), &crate::support::example_entries()));
+    stopped_everywhere(&envoy);
+}
+
+fn stopped_everywhere(envoy: &gateway_testkit::envoy::EnvoyProcess) {
     for (host, path) in [
         ("invoices.api.example.com", "/invoices"),
         ("anything.example", "/"),
         ("x", "/a/b?c"),
     ] {
-        let r = request(&envoy, "GET", host, path);
+        let r = request(envoy, "GET", host, path);
         assert_eq!(r.status, 503, "{host}{path}");
         assert_eq!(r.header("content-type"), Some("application/json"));
         assert_eq!(

@@ -7,7 +7,7 @@ use gateway_bootstrap::{gateway_bootstrap, proxy_args, BootstrapParams};
 use gateway_envoy_admin::{AdminClient, AdminEndpoint};
 use gateway_render::check::{check_entry_bytes, Policy};
 use gateway_render::contract::{CLUSTERS_FILE, KILL_SWITCH_RUNTIME_KEY, ROUTES_FILE};
-use gateway_render::{render, render_kill_switch, Entry, RenderConfig};
+use gateway_render::{render, render_kill_switch_for, Entry, RenderConfig};
 use gateway_testkit::backend::Backend;
 use gateway_testkit::envoy::{EnvoyPorts, EnvoyProcess};
 use gateway_testkit::http;
@@ -206,8 +206,12 @@ fn healthz_on_the_catch_all_answers_200_under_both_kill_switch_levels() {
         Some(200)
     );
 
-    // Level 2: the kill-switch bundle's routes, delivered the way the sidecar does (rename in).
-    let kill = render_kill_switch(&RenderConfig::new(DOMAIN));
+    // Level 2: the kill-switch bundle's routes, delivered the way the sidecar does (rename in),
+    // keeping the live entry's host and route so the access log still names its team.
+    let kill = render_kill_switch_for(
+        &RenderConfig::new(DOMAIN),
+        &[entry("billing", "invoices", &billing.url())],
+    );
     let tmp = stack.rds().join(".routes.json.tmp");
     std::fs::write(&tmp, &kill.files[ROUTES_FILE]).expect("write");
     std::fs::rename(&tmp, stack.rds().join(ROUTES_FILE)).expect("rename");
@@ -215,7 +219,35 @@ fn healthz_on_the_catch_all_answers_200_under_both_kill_switch_levels() {
         http::wait_for_status(stack.listener(), "GET", BILLING, "/x", 503, APPLY),
         Some(503)
     );
-    assert!(stack.get(BILLING, "/x").body.contains("kill switch"));
+    let killed = http::request_with_headers(
+        stack.listener(),
+        "GET",
+        BILLING,
+        "/x/level-2",
+        &[("x-request-id", "killed-level-2")],
+    )
+    .expect("answer");
+    assert!(killed.body.contains("kill switch"), "{killed:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let logged = loop {
+        let text = stack.envoy.access_log_text();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|l| l["request_id"] == "killed-level-2");
+        match found {
+            Some(line) => break line,
+            None if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            None => panic!("no access log line under the kill switch: {text}"),
+        }
+    };
+    assert_eq!(
+        (&logged["team"], &logged["service"], &logged["status"]),
+        (&serde_json::json!("billing"), &serde_json::json!("api"), &serde_json::json!(503)),
+        "{logged}"
+    );
     assert_eq!(lb_probe(&stack), 200);
     // Both levels at once.
     level1(100);

@@ -50,7 +50,8 @@ fn entry_doc(backend: &str) -> Value {
             { "path": "/ws", "methods": ["GET"], "websocket": true },
             { "path": "/no-ws", "methods": ["GET"] },
             { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" },
-            { "path": "/cookies", "methods": ["GET"] }
+            { "path": "/cookies", "methods": ["GET"] },
+            { "path": "/burst", "methods": ["GET"], "limits": [{ "burst": 1 }] }
         ]
     })
 }
@@ -119,7 +120,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 10] = [
+    let cases: [Case; 11] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -153,6 +154,10 @@ fn route_policy_through_real_envoy() {
         (
             "a backend's cookies stay on the host that answered",
             cookies_stay_on_their_host,
+        ),
+        (
+            "the burst bucket's 429 is JSON like the gateway's other answers",
+            burst_429_is_json,
         ),
     ];
     let failed: Vec<&str> = cases
@@ -233,6 +238,38 @@ fn rewrite(stack: &Stack) {
         "the rewrite applies to whole segments only: {}",
         r.body
     );
+    // The access log keeps the client's path, and what the backend got beside it; a client's
+    // own x-envoy-original-path changes neither.
+    let logged = |id: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let found = stack
+                .envoy
+                .access_log_text()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|l| l["request_id"] == id);
+            match found {
+                Some(line) => return line,
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                None => panic!("no access log line for {id}"),
+            }
+        }
+    };
+    let r = stack.request("GET", "/invoices/8?x=1", &[("x-request-id", "rewrite-logged")]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let line = logged("rewrite-logged");
+    assert_eq!((&line["path"], &line["upstream_path"]), (&json!("/invoices/8"), &json!("/v2/invoices/8")), "{line}");
+    let r = stack.request(
+        "GET",
+        "/headers/real",
+        &[("x-request-id", "forged-original"), ("x-envoy-original-path", "/admin")],
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let line = logged("forged-original");
+    assert_eq!((&line["path"], &line["upstream_path"]), (&json!("/headers/real"), &json!("/headers/real")), "{line}");
 }
 
 fn headers_both_ways(stack: &Stack) {
@@ -447,6 +484,7 @@ fn client_forwarding_headers(stack: &Stack) {
         ("x-forwarded-prefix", "/admin"),
         ("x-forwarded-port", "1"),
         ("x-http-method-override", "DELETE"),
+        ("x-envoy-original-path", "/admin"),
     ];
     let r = stack.request("GET", "/headers/forged", &forged);
     assert_eq!(r.status, 200, "{}", r.body);
@@ -522,4 +560,13 @@ fn cookies_stay_on_their_host(stack: &Stack) {
     assert!(set.contains(&"below=4; Domain=eu.policy.api.example.com"), "{set:?}");
     assert!(set.contains(&"plain=5; Secure"), "{set:?}");
     assert_eq!(set.len(), 5, "{set:?}");
+}
+
+fn burst_429_is_json(stack: &Stack) {
+    let limited = (0..8)
+        .map(|_| stack.get("/burst"))
+        .find(|r| r.status == 429)
+        .expect("one token a second: a quick burst is limited");
+    assert_eq!(limited.header("content-type"), Some("application/json"), "{}", limited.head);
+    assert_eq!(body(&limited)["error"], "rate limit exceeded", "{}", limited.body);
 }
