@@ -186,6 +186,15 @@ pub trait ConfigStore {
         key: &str,
         body: &[u8],
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// A file kept under `failed/` (`None` when there is none); a store that keeps nothing
+    /// readable answers `None`.
+    fn read_failed(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send {
+        let _ = key;
+        async { Ok(None) }
+    }
     /// Recent versions of `bundle.json`, newest first.
     fn list_versions(
         &self,

@@ -603,6 +603,31 @@ impl ConfigStore for S3Store {
             })
     }
 
+    async fn read_failed(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        use aws_sdk_s3::error::SdkError;
+        // A marker file of a few hundred bytes: anything larger is not one.
+        const MAX_FAILED_READ: usize = 64 * 1024;
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(format!("failed/{key}"))
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(SdkError::ServiceError(se)) if se.err().is_no_such_key() => return Ok(None),
+            Err(e) => return Err(aws_error(&self.bucket, e)),
+        };
+        if out.content_length().is_some_and(|l| l as u64 > MAX_FAILED_READ as u64) {
+            return Ok(None);
+        }
+        let bytes = out.body.collect().await.map_err(|e| {
+            StoreError::Refused(format!("reading failed/{key} from bucket {}: {e}", self.bucket))
+        })?;
+        Ok(Some(bytes.into_bytes().to_vec()))
+    }
+
     async fn keep_failed(&self, key: &str, body: &[u8]) -> Result<(), StoreError> {
         self.client
             .put_object()

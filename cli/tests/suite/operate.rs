@@ -745,3 +745,29 @@ fn a_cloudwatch_outage_during_reconcile_is_said_and_the_decision_stands() {
         run.stderr
     );
 }
+
+#[test]
+fn status_says_a_rejected_run_holds_every_registration_until_a_run_passes() {
+    let g = Gateway::new();
+    g.ok(&["seed"]);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices"])]);
+    g.ok(&["register", &g.entry("catalog", "products", &["/products"])]);
+    g.ok(&["reconcile"]);
+    assert_eq!(g.json(&["status", "--json"])["held"], Value::Null);
+    g.ok(&["register", &g.entry("billing", "invoices", &["/invoices", "/receipts"])]);
+    // A reconciler that no longer allows loopback backends sets both teams aside: past a 10 %
+    // share the valve rejects the whole run.
+    let strict = [
+        ("GATEWAY_ALLOW_LOOPBACK_BACKENDS", "false"),
+        ("GATEWAY_QUARANTINE_MAX_SHARE", "0.1"),
+    ];
+    let rejected = g.ctl_with(&["reconcile"], &strict);
+    assert_eq!(rejected.code, 1, "{} {}", rejected.stdout, rejected.stderr);
+    let held = g.json(&["status", "--json"])["held"].clone();
+    assert!(held.as_str().is_some_and(|h| h.contains("last reconcile run was rejected")), "{held}");
+    let text = g.ok(&["status", "billing/invoices"]);
+    assert!(text.contains("held:") && text.contains("was rejected at"), "{text}");
+    // A run that passes lifts it.
+    g.ok(&["reconcile"]);
+    assert_eq!(g.json(&["status", "--json"])["held"], Value::Null);
+}

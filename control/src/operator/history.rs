@@ -24,6 +24,10 @@ pub struct LiveStatus {
     pub problem: Option<String>,
     /// Whether the live bundle's signature verifies with the signing key, and with which.
     pub signature: Option<String>,
+    /// The last rejected run, when nothing has published since (every registration waits on
+    /// it); shown through [`LiveStatus::hold`].
+    #[serde(skip)]
+    pub rejected: Option<crate::reconcile::LastRejection>,
 }
 
 impl LiveStatus {
@@ -34,9 +38,11 @@ impl LiveStatus {
     /// What holds every publish, and what lifts it; `None` when nothing does. Drift holds: the
     /// live bundle is not the reconciler's last publish (a level-2 kill switch, a restore of
     /// another version, anyone's write), so no team's change goes out until an operator acts.
+    /// A rejected run holds too while nothing has published after it (the quarantine share
+    /// valve, a render or Envoy refusing what no narrowing could set aside).
     pub fn hold(&self) -> Option<String> {
         if !self.drift {
-            return None;
+            return self.rejected.as_ref().map(|r| r.hold());
         }
         let lift = "`gatewayctl restore` puts the reconciler's last publish back; `gatewayctl resume` accepts the live bundle";
         Some(match self.live.as_ref().map(|l| l.writer) {
@@ -127,6 +133,9 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
     };
     let is_reconcilers_last =
         matches!((&live, &recorded), (Some(l), Some(r)) if l.version_id == r.version_id);
+    let rejected = crate::reconcile::last_rejection_read(store)
+        .await
+        .filter(|rej| recorded.as_ref().is_none_or(|r| rej.at >= r.published_at));
     Ok(LiveStatus {
         live,
         recorded,
@@ -136,6 +145,7 @@ pub async fn status<R: PublishedStateRead, S: ConfigStore>(
         routes,
         problem,
         signature,
+        rejected,
     })
 }
 
@@ -247,6 +257,7 @@ mod tests {
             routes: 5,
             problem: None,
             signature: Some("signed, verified with k (sha256:0123)".into()),
+            rejected: None,
         };
         assert_eq!(
             serde_json::to_string(&status.to_json()).expect("json"),
@@ -267,6 +278,17 @@ mod tests {
             (&Value::Null, &Value::Null)
         );
         assert_eq!(doc["problem"], "unreadable");
+        // Without drift, a rejected run that nothing published after holds.
+        assert_eq!(status.hold(), None);
+        status.drift = false;
+        status.rejected = Some(crate::reconcile::LastRejection {
+            at: 1_700_000_100,
+            stage: "validation (quarantine)".into(),
+            failed: "failed/abc".into(),
+            reason: "quarantine would hold back 3 of 4 teams".into(),
+        });
+        let held = status.hold().expect("held");
+        assert!(held.contains("rejected at validation (quarantine)") && held.contains("failed/abc"), "{held}");
 
         let item = HistoryItem {
             version_id: "v1".into(),

@@ -8,6 +8,7 @@
 mod bounds;
 mod check;
 mod guard;
+mod last_rejection;
 mod layers;
 mod narrow;
 mod outcome;
@@ -24,6 +25,7 @@ mod status;
 mod validate;
 mod verdicts;
 
+pub use last_rejection::{read as last_rejection_read, LastRejection, LAST_REJECTION};
 pub use outcome::{Outcome, Stage};
 pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};

@@ -101,6 +101,10 @@ pub(super) async fn reject<S: ConfigStore>(
     store
         .keep_failed(&format!("{failed_key}/reason.txt"), text.as_bytes())
         .await?;
+    let last = super::LastRejection::text(now(), &stage, &failed_key, &reason);
+    store
+        .keep_failed(super::LAST_REJECTION, last.as_bytes())
+        .await?;
     Ok(Outcome::Rejected {
         stage,
         reason,

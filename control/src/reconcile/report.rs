@@ -75,6 +75,9 @@ async fn record<R: Registry, S: ConfigStore>(
     if let Err(e) = rendered {
         warn!(error = %e, "could not record the render; the next run renders again");
     }
+    if matches!(outcome, Outcome::Unchanged { .. }) {
+        super::last_rejection::clear(store).await;
+    }
     for q in quarantined {
         warn!(entry = %q.id, stage = %q.stage, kept = q.kept.as_str(), reason = %q.reason, "entry quarantined");
         let key = format!("quarantine/{}/reason.txt", q.id);

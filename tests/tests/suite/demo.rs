@@ -291,14 +291,14 @@ fn a_failing_step_exits_1_with_the_reason_and_stops_what_it_started() {
 }
 
 #[test]
-fn a_taken_listener_port_exits_1_naming_the_flag() {
+fn taken_ports_exit_1_naming_every_one_and_its_flag() {
     let run_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("run dir: {e}"));
-    let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap_or_else(|e| panic!("bind: {e}"));
+    let take = || TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap_or_else(|e| panic!("bind: {e}"));
+    let port = |l: &TcpListener| l.local_addr().unwrap_or_else(|e| panic!("address: {e}")).port();
+    let (taken, taken_admin) = (take(), take());
     let mut ports = Ports::free();
-    ports.listen = taken
-        .local_addr()
-        .unwrap_or_else(|e| panic!("address: {e}"))
-        .port();
+    ports.listen = port(&taken);
+    ports.admin = port(&taken_admin);
     let done = run(&ports.args(run_dir.path()), &envoy_bin());
     let output = done.output();
     assert_eq!(done.code, Some(1), "{output}");
@@ -309,6 +309,13 @@ fn a_taken_listener_port_exits_1_naming_the_flag() {
             ports.listen
         )) && done.stderr.contains("pass --listen"),
         "{output}"
+    );
+    assert!(
+        done.stderr.contains(&format!(
+            "127.0.0.1:{} (Envoy's admin endpoint) is not available",
+            ports.admin
+        )) && done.stderr.contains("pass --admin"),
+        "both at once: {output}"
     );
 }
 

@@ -41,17 +41,6 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         "checking ports and preparing the run directory {}",
         plan.display(&plan.run_dir)
     ));
-    for (addr, what, flag) in plan.fixed_addresses() {
-        std::net::TcpListener::bind(addr).map_err(|e| {
-            p.fail(format!(
-                "{addr} ({what}) is not available: {e}. Stop what uses it, or pass {flag} with another port"
-            ))
-        })?;
-    }
-    let files = plan.files();
-    files.prepare(&plan.run_dir).map_err(|e| p.fail(e))?;
-
-    p.step("starting the two sample backends");
     let policy = Policy::new(&plan.domain, true);
     let samples = samples::load(
         &plan.repo.join("examples/demo"),
@@ -59,6 +48,30 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         plan.backend_ports.as_deref(),
     )
     .map_err(|e| p.fail(e))?;
+    // Every address is tried before any is reported, so one run names all the busy ones.
+    let wanted = plan.fixed_addresses().into_iter().chain(
+        samples
+            .iter()
+            .map(|s| (s.backend, "a sample backend", "--backend-ports")),
+    );
+    let busy: Vec<String> = wanted
+        .filter_map(|(addr, what, flag)| {
+            std::net::TcpListener::bind(addr).err().map(|e| {
+                format!("{addr} ({what}) is not available: {e}; pass {flag} with another port")
+            })
+        })
+        .collect();
+    if !busy.is_empty() {
+        return Err(p.fail(format!(
+            "{} of the demo's addresses are in use (stop what uses them, or move the demo):\n{}",
+            busy.len(),
+            busy.join("\n")
+        )));
+    }
+    let files = plan.files();
+    files.prepare(&plan.run_dir).map_err(|e| p.fail(e))?;
+
+    p.step("starting the two sample backends");
     for s in &samples {
         let backend = SampleBackend::start(s.backend_name.clone(), s.backend)
             .await
