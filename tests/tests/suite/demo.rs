@@ -228,6 +228,8 @@ fn check_reaches_each_sample_backend_through_envoy_and_stops_everything() {
             && done.stdout.contains("429 (429 from the rate-limit service)"),
         "{output}"
     );
+    // From an address of its own, so the banner's curl from 127.0.0.1 starts with a quota.
+    assert!(done.stdout.contains("counted for client 127.0.0.2"), "{output}");
     // Envoy's x-ratelimit headers, written from the service's statuses (as in production).
     assert!(
         done.stdout.contains(

@@ -4,7 +4,14 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 pub fn client() -> Result<reqwest::Client, String> {
+    client_from(None)
+}
+
+/// [`client`], its connections from `local` when given (a loopback address of its own, so the
+/// demo's requests spend another client's quota than the user's `curl` from 127.0.0.1).
+pub fn client_from(local: Option<std::net::IpAddr>) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
+        .local_address(local)
         .timeout(Duration::from_secs(5))
         // A proxy from the user's environment must not stand between the demo and loopback.
         .no_proxy()

@@ -248,10 +248,19 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
     });
     if let Some((s, path, quota)) = &shown {
         wait_same_live(demo, &client, plan, p).await?;
+        // Counted per client address: from 127.0.0.2 where the system has it (Linux routes all
+        // of 127/8 to loopback), so the banner's `curl` from 127.0.0.1 starts with a whole quota.
+        let own = std::net::IpAddr::from([127, 0, 0, 2]);
+        let (limited, from) = match http::client_from(Some(own)) {
+            Ok(c) if http::status(&c, &format!("http://{}/", plan.listen)).await.is_some() => {
+                (c, own.to_string())
+            }
+            _ => (client.clone(), "127.0.0.1".to_string()),
+        };
         global_limit(
             demo,
             plan,
-            &client,
+            (&limited, &from),
             &s.entry.fqdn(&plan.domain),
             path,
             *quota,

@@ -161,12 +161,12 @@ pub async fn wait_same_live(
     }
 }
 
-/// Sends GETs from this machine until the limiter refuses one: the first `quota` must pass and
+/// Sends GETs from this machine (as `from`) until the limiter refuses one: the first `quota` must pass and
 /// a 429 must follow within another `quota` + 1 (a window can end in between).
 pub async fn global_limit(
     demo: &mut Demo,
     plan: &Plan,
-    client: &reqwest::Client,
+    (client, from): (&reqwest::Client, &str),
     host: &str,
     path: &str,
     quota: u32,
@@ -195,6 +195,11 @@ pub async fn global_limit(
             codes.len(),
             codes.join(" ")
         ));
+        if from != "127.0.0.1" {
+            p.note(format!(
+                "counted for client {from}, the demo's own address: a curl from 127.0.0.1 has a quota of its own"
+            ));
+        }
         Ok(())
     } else {
         Err(p.fail(format!(
