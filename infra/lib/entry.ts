@@ -36,9 +36,14 @@ export interface Retries {
   readonly per_try_timeout?: string;
 }
 
-/** Headers set (overwriting) and removed, at most 16 each. */
+/** Headers set (overwriting), appended to and removed: at most 16 set or appended, 16 removed. */
 export interface HeaderChanges {
+  /** Set, replacing any value (its meaning before `set` existed). */
   readonly add?: Record<string, string>;
+  /** Set, replacing any value. */
+  readonly set?: Record<string, string>;
+  /** Added beside any value already there (Gateway API's `add`). */
+  readonly append?: Record<string, string>;
   readonly remove?: string[];
 }
 
@@ -48,6 +53,8 @@ export interface Cors {
   readonly origins: string[];
   readonly methods?: string[];
   readonly headers?: string[];
+  /** Response headers the page's script may read (`access-control-expose-headers`). */
+  readonly expose_headers?: string[];
   /** How long a browser may cache the preflight (`"10m"`, at most a day). */
   readonly max_age?: string;
   readonly credentials?: boolean;

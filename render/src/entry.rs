@@ -184,14 +184,22 @@ pub struct Retries {
     pub per_try_timeout: Option<String>,
 }
 
-/// Headers to set (overwriting any the client or backend sent) and to remove.
+/// Headers to set (overwriting any the client or backend sent), to append to, and to remove.
 // `remove` is kept sorted (canonical entry).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HeaderChanges {
-    /// Header names (lowercase) and the values they are set to.
+    /// Header names (lowercase) and the values they are set to, as `set` does (kept from before
+    /// `set` existed; Gateway API's `add` appends, which is `append` here).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub add: BTreeMap<String, String>,
+    /// Header names (lowercase) and the values they are set to, replacing any value already
+    /// there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, String>,
+    /// Header names (lowercase) and a value added beside any already there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub append: BTreeMap<String, String>,
     /// Header names (lowercase) to remove.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remove: Vec<String>,
@@ -210,6 +218,10 @@ pub struct Cors {
     /// The request headers (lowercase) a preflight allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<String>,
+    /// The response headers (lowercase) a browser lets the page's script read, beyond the
+    /// CORS-safelisted ones (`access-control-expose-headers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expose_headers: Vec<String>,
     /// How long a browser may cache the preflight's answer (`"10m"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_age: Option<String>,

@@ -76,16 +76,25 @@ pub(crate) fn per_filter_config(out: &mut Map<String, Value>) -> &mut Map<String
 }
 
 fn header_changes(h: &HeaderChanges, direction: &str, out: &mut Map<String, Value>) {
-    if !h.add.is_empty() {
-        let add: Vec<Value> = h
-            .add
-            .iter()
-            .map(|(key, value)| {
+    // `add` and `set` overwrite, `append` adds a value; one list in header-name order (a name
+    // is in one of them only, the checks see to it).
+    let mut changes: Vec<(&String, &String, &str)> = h
+        .add
+        .iter()
+        .chain(&h.set)
+        .map(|(k, v)| (k, v, "OVERWRITE_IF_EXISTS_OR_ADD"))
+        .chain(h.append.iter().map(|(k, v)| (k, v, "APPEND_IF_EXISTS_OR_ADD")))
+        .collect();
+    changes.sort_by(|a, b| a.0.cmp(b.0));
+    if !changes.is_empty() {
+        let add: Vec<Value> = changes
+            .into_iter()
+            .map(|(key, value, action)| {
                 json!({
                     // Envoy reads `%…%` in a value as a formatter command (a client address, an
                     // upstream host); `%%` is a literal percent, so the value arrives as written.
                     "header": { "key": key, "value": value.replace('%', "%%") },
-                    "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"
+                    "append_action": action
                 })
             })
             .collect();
@@ -107,6 +116,9 @@ pub fn cors_policy(c: &Cors) -> Value {
     }
     if !c.headers.is_empty() {
         policy.insert("allow_headers".into(), json!(c.headers.join(",")));
+    }
+    if !c.expose_headers.is_empty() {
+        policy.insert("expose_headers".into(), json!(c.expose_headers.join(",")));
     }
     if let Some(ms) = c.max_age.as_deref().and_then(|a| parse_duration(a).ok()) {
         policy.insert("max_age".into(), json!((ms / 1_000).to_string()));

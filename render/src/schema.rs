@@ -146,23 +146,9 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
                 },
             }),
         ),
-        (
-            "/$defs/HeaderChanges/properties/add",
-            json!({
-                "maxProperties": MAX_HEADER_CHANGES,
-                "propertyNames": {
-                    "minLength": 1,
-                    "maxLength": MAX_CHANGED_HEADER_NAME_LEN,
-                    "pattern": HEADER_NAME_CHARSET,
-                },
-                "additionalProperties": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_HEADER_VALUE_BYTES,
-                    "pattern": HEADER_VALUE_CHARSET,
-                },
-            }),
-        ),
+        ("/$defs/HeaderChanges/properties/add", header_values()),
+        ("/$defs/HeaderChanges/properties/set", header_values()),
+        ("/$defs/HeaderChanges/properties/append", header_values()),
         (
             "/$defs/HeaderChanges/properties/remove",
             json!({ "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header.clone() }),
@@ -178,9 +164,32 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
         }),
         (
             "/$defs/Cors/properties/headers",
+            json!({ "minItems": 1, "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header.clone() }),
+        ),
+        (
+            "/$defs/Cors/properties/expose_headers",
             json!({ "minItems": 1, "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header }),
         ),
     ]
+}
+
+/// Header names and the values a route sets or appends (`add`, `set`, `append`): each at most
+/// 16 (the checks also bound the three together).
+fn header_values() -> serde_json::Value {
+    json!({
+        "maxProperties": MAX_HEADER_CHANGES,
+        "propertyNames": {
+            "minLength": 1,
+            "maxLength": MAX_CHANGED_HEADER_NAME_LEN,
+            "pattern": HEADER_NAME_CHARSET,
+        },
+        "additionalProperties": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_HEADER_VALUE_BYTES,
+            "pattern": HEADER_VALUE_CHARSET,
+        },
+    })
 }
 
 /// Optional fields are left out, never `null`: serde would read a `null` as `None`, but the
@@ -344,7 +353,9 @@ mod tests {
         objects(&schema, String::new(), &mut found);
         assert!(found.len() >= 10, "{} objects", found.len());
         for (at, object) in found {
-            let map_of_headers = at.ends_with("/properties/add");
+            let map_of_headers = ["/properties/add", "/properties/set", "/properties/append"]
+                .iter()
+                .any(|k| at.ends_with(k));
             let expected = if map_of_headers {
                 json!({ "type": "string", "minLength": 1, "maxLength": crate::check::MAX_HEADER_VALUE_BYTES, "pattern": HEADER_VALUE_CHARSET })
             } else {

@@ -32,7 +32,14 @@ pub const MAX_CORS_MAX_AGE_SECONDS: u64 = 86_400;
 /// `validator/tests/suite/route_policy_layers.rs`.
 pub const MAX_CORS_PATTERN_DOMAIN_LEN: usize = 83;
 
-const CORS_FIELDS: [&str; 5] = ["origins", "methods", "headers", "max_age", "credentials"];
+const CORS_FIELDS: [&str; 6] = [
+    "origins",
+    "methods",
+    "headers",
+    "expose_headers",
+    "max_age",
+    "credentials",
+];
 
 /// `base_domain`: the gateway's (empty: none, as in a check without one).
 pub(crate) fn cors(
@@ -68,6 +75,14 @@ pub(crate) fn cors(
         problems,
         check_header_token,
     );
+    let expose_headers = names(
+        map.get("expose_headers"),
+        field,
+        "expose_headers",
+        MAX_HEADER_CHANGES,
+        problems,
+        check_header_token,
+    );
     let max_age_field = child(field, "max_age");
     let max_age = match map.get("max_age") {
         None => None,
@@ -90,6 +105,7 @@ pub(crate) fn cors(
         origins,
         methods,
         headers,
+        expose_headers,
         max_age,
         credentials,
     })
@@ -276,8 +292,10 @@ mod tests {
     #[test]
     fn a_policy_is_sorted() {
         let c = run(json!({"origins": ["https://b.example.com", "https://*.a.example.com", "http://localhost:3000"],
-                           "methods": ["POST", "GET"], "headers": ["x-api-key"], "max_age": "10m"}))
+                           "methods": ["POST", "GET"], "headers": ["x-api-key"], "max_age": "10m",
+                           "expose_headers": ["x-request-id", "etag"]}))
         .expect("valid");
+        assert_eq!(c.expose_headers, ["etag", "x-request-id"]);
         assert_eq!(
             c.origins,
             [
@@ -412,10 +430,11 @@ mod tests {
             run(json!({"origins": ["*", "null", "https://*.com", "https://a.example.com/", "https://A.example.com",
                                    "https://a.*.example.com", "https://a.example.com:0", "https://a.example.com:99999",
                                    "https://*.github.io", "https://*.billing.api.example.com"],
-                       "credentials": true, "methods": ["get"], "headers": ["X-Api-Key", ":path"], "max_age": "2m", "expose": []}))
+                       "credentials": true, "methods": ["get"], "headers": ["X-Api-Key", ":path"], "max_age": "2m", "expose": [],
+                       "expose_headers": ["ETag", "etag"]}))
             .expect_err("hostile"),
             vec![
-                "routes[0].cors.expose: unknown field; expected origins, methods, headers, max_age or credentials",
+                "routes[0].cors.expose: unknown field; expected origins, methods, headers, expose_headers, max_age or credentials",
                 "routes[0].cors.origins[0]: \"*\" allows every origin, which browsers refuse together with credentials: true; list the origins",
                 "routes[0].cors.origins[1]: \"null\" must start with https:// or http:// (an origin is scheme://host[:port])",
                 "routes[0].cors.origins[2]: \"https://*.com\" matches every site under a top-level domain; name a domain, e.g. https://*.example.com",
@@ -429,6 +448,7 @@ mod tests {
                 "routes[0].cors.methods[0]: \"get\" must be uppercase: write \"GET\"",
                 "routes[0].cors.headers[0]: \"X-Api-Key\" must be lowercase: write \"x-api-key\"",
                 "routes[0].cors.headers[1]: \":path\" is an HTTP/2 pseudo-header; Envoy sets those itself",
+                "routes[0].cors.expose_headers[0]: \"ETag\" must be lowercase: write \"etag\"",
             ]
         );
         assert_eq!(

@@ -9,7 +9,8 @@ use super::report::{child, describe, index, quote, Problems};
 use crate::entry::HeaderChanges;
 use serde_json::Value;
 
-/// Headers one of `add` or `remove` may list.
+/// Headers one of `add`, `set`, `append` or `remove` may list (and `add`, `set` and `append`
+/// together).
 pub const MAX_HEADER_CHANGES: usize = 16;
 /// Longest value a route may set.
 pub const MAX_HEADER_VALUE_BYTES: usize = 1024;
@@ -22,7 +23,7 @@ pub const HEADER_NAME_CHARSET: &str = "^[a-z0-9!#$%&'*+.^_`|~-]+$";
 /// spaces and tabs.
 pub const HEADER_VALUE_CHARSET: &str = "^[\t -~]+$";
 
-const CHANGES_FIELDS: [&str; 2] = ["add", "remove"];
+const CHANGES_FIELDS: [&str; 4] = ["add", "set", "append", "remove"];
 
 /// Which way the headers travel, and for requests the headers the route's own rate limits count.
 pub(crate) enum Direction<'a> {
@@ -43,37 +44,30 @@ pub(crate) fn header_changes(
     let before = problems.0.len();
     reject_unknown(map, field, &CHANGES_FIELDS, problems);
     let mut out = HeaderChanges::default();
-    if let Some(add) = map.get("add") {
-        let add_field = child(field, "add");
-        if let Some(headers) = object(add, &add_field, "headers and their values", problems) {
-            if headers.len() > MAX_HEADER_CHANGES {
+    out.add = named_values(map, field, "add", direction, problems);
+    out.set = named_values(map, field, "set", direction, problems);
+    out.append = named_values(map, field, "append", direction, problems);
+    // A header has one change: set (`add` or `set`), appended to, or removed.
+    let valued = [("add", &out.add), ("set", &out.set), ("append", &out.append)];
+    for (i, (key, values)) in valued.iter().enumerate() {
+        for name in values.keys() {
+            if let Some((earlier, _)) = valued[..i].iter().find(|(_, v)| v.contains_key(name)) {
                 problems.push(
-                    &add_field,
+                    &child(&child(field, key), name),
                     format!(
-                        "has {} headers; at most {MAX_HEADER_CHANGES}",
-                        headers.len()
+                        "{} is also in {earlier}; a header is set, appended to or removed, once",
+                        quote(name)
                     ),
                 );
             }
-            for (name, value) in headers {
-                let at = child(&add_field, name);
-                if let Err(reason) = check_changed_header(name, direction)
-                    .and_then(|()| check_added_header(name, direction))
-                {
-                    problems.push(&at, reason);
-                    continue;
-                }
-                let Some(value) = string(value, &at, problems) else {
-                    continue;
-                };
-                match check_header_value(value) {
-                    Ok(()) => {
-                        out.add.insert(name.clone(), value.to_string());
-                    }
-                    Err(reason) => problems.push(&at, reason),
-                }
-            }
         }
+    }
+    let total: usize = valued.iter().map(|(_, v)| v.len()).sum();
+    if total > MAX_HEADER_CHANGES {
+        problems.push(
+            field,
+            format!("sets or appends {total} headers in all (add, set and append); at most {MAX_HEADER_CHANGES}"),
+        );
     }
     if let Some(remove) = map.get("remove") {
         let remove_field = child(field, "remove");
@@ -107,11 +101,14 @@ pub(crate) fn header_changes(
                                 index(&remove_field, *first)
                             ),
                         );
-                    } else if out.add.contains_key(name.as_str()) {
+                    } else if let Some((key, _)) = [("add", &out.add), ("set", &out.set), ("append", &out.append)]
+                        .into_iter()
+                        .find(|(_, v)| v.contains_key(name.as_str()))
+                    {
                         problems.push(
                             at,
                             format!(
-                                "{} is also in add; a header is either set or removed",
+                                "{} is also in {key}; a header is either set or removed",
                                 quote(name)
                             ),
                         );
@@ -129,6 +126,49 @@ pub(crate) fn header_changes(
         }
     }
     (problems.0.len() == before).then_some(out)
+}
+
+/// `parent.key`: header names and their values, each checked as a header this route may write.
+fn named_values(
+    map: &serde_json::Map<String, Value>,
+    parent: &str,
+    key: &str,
+    direction: &Direction<'_>,
+    problems: &mut Problems,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let Some(v) = map.get(key) else {
+        return out;
+    };
+    let field = child(parent, key);
+    let Some(headers) = object(v, &field, "headers and their values", problems) else {
+        return out;
+    };
+    if headers.len() > MAX_HEADER_CHANGES {
+        problems.push(
+            &field,
+            format!("has {} headers; at most {MAX_HEADER_CHANGES}", headers.len()),
+        );
+    }
+    for (name, value) in headers {
+        let at = child(&field, name);
+        if let Err(reason) = check_changed_header(name, direction)
+            .and_then(|()| check_added_header(name, direction))
+        {
+            problems.push(&at, reason);
+            continue;
+        }
+        let Some(value) = string(value, &at, problems) else {
+            continue;
+        };
+        match check_header_value(value) {
+            Ok(()) => {
+                out.insert(name.clone(), value.to_string());
+            }
+            Err(reason) => problems.push(&at, reason),
+        }
+    }
+    out
 }
 
 /// A lowercase RFC 9110 token: the shape of every header name an entry writes.
@@ -384,6 +424,40 @@ mod tests {
         // On a request these are only headers the backend reads.
         let req = Direction::Request { limit_keys: &[] };
         assert!(run(json!({"add": {"set-cookie": "x", "access-control-allow-origin": "*"}}), &req).is_ok());
+    }
+
+    #[test]
+    fn set_and_append_are_checked_as_add_and_a_header_has_one_change() {
+        let req = Direction::Request { limit_keys: &[] };
+        let ok = run(
+            json!({"add": {"x-a": "1"}, "set": {"x-b": "2"}, "append": {"x-c": "3"}, "remove": ["x-d"]}),
+            &req,
+        )
+        .expect("valid");
+        assert_eq!((ok.add.len(), ok.set.len(), ok.append.len(), ok.remove.len()), (1, 1, 1, 1));
+        assert_eq!(
+            run(
+                json!({"set": {"x-a": "1", "host": "evil"}, "append": {"x-a": "2"}, "remove": ["x-a"]}),
+                &req
+            )
+            .expect_err("twice"),
+            vec![
+                "routes[0].request_headers.set.host: \"host\" is the gateway's to set: it carries the backend's name (the client's is in x-forwarded-host)".to_string(),
+                "routes[0].request_headers.append.x-a: \"x-a\" is also in set; a header is set, appended to or removed, once".to_string(),
+                "routes[0].request_headers.remove[0]: \"x-a\" is also in set; a header is either set or removed".to_string(),
+            ]
+        );
+        // A response may not append what it may not add.
+        let errs = response(json!({"append": {"set-cookie": "sid=1"}})).expect_err("cookie");
+        assert!(errs[0].starts_with("routes[0].response_headers.append.set-cookie: "), "{errs:?}");
+        // add, set and append count together.
+        let half = |p: &str| -> serde_json::Map<String, Value> {
+            (0..9).map(|i| (format!("x-{p}{i}"), json!("v"))).collect()
+        };
+        assert_eq!(
+            run(json!({"set": half("s"), "append": half("a")}), &req).expect_err("18"),
+            vec!["routes[0].request_headers: sets or appends 18 headers in all (add, set and append); at most 16"]
+        );
     }
 
     #[test]

@@ -73,7 +73,8 @@ fn the_design_example_renders_every_field() {
     assert_eq!(r["request_headers_to_remove"], json!(["x-debug"]));
     assert_eq!(
         r["response_headers_to_add"],
-        json!([{"header": {"key": "cache-control", "value": "no-store"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}])
+        json!([{"header": {"key": "cache-control", "value": "no-store"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"},
+               {"header": {"key": "vary", "value": "origin"}, "append_action": "APPEND_IF_EXISTS_OR_ADD"}])
     );
     assert_eq!(r["response_headers_to_remove"], json!(["server"]));
     assert_eq!(
@@ -81,7 +82,8 @@ fn the_design_example_renders_every_field() {
         json!({
             "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy",
             "allow_origin_string_match": [{"exact": "https://app.example.com"}],
-            "allow_methods": "GET", "allow_headers": "x-api-key", "max_age": "600",
+            "allow_methods": "GET", "allow_headers": "x-api-key",
+            "expose_headers": "x-request-id", "max_age": "600",
             "allow_credentials": false, "forward_not_matching_preflights": false
         })
     );

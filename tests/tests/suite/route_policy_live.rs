@@ -43,10 +43,12 @@ fn entry_doc(backend: &str) -> Value {
               "request_headers": { "add": { "x-team": "billing", "x-percent": "100% %UPSTREAM_HOST%" },
                                    "remove": ["x-debug"] },
               "response_headers": { "add": { "cache-control": "no-store" },
+                                    "append": { "x-backend-kept": "gateway" },
                                     "remove": ["server", "x-backend-secret"] } },
             { "path": "/cors", "methods": ["GET"],
               "cors": { "origins": ["https://app.example.com", "https://*.corp.example.com"],
-                        "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m" } },
+                        "methods": ["GET"], "headers": ["x-api-key"], "max_age": "10m",
+                        "expose_headers": ["x-request-id"] } },
             { "path": "/ws", "methods": ["GET"], "websocket": true },
             { "path": "/no-ws", "methods": ["GET"] },
             { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" },
@@ -293,6 +295,14 @@ fn headers_both_ways(stack: &Stack) {
         "removed before the backend: {seen}"
     );
     assert_eq!(r.header("cache-control"), Some("no-store"), "{}", r.head);
+    let kept: Vec<&str> = r
+        .head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.trim().eq_ignore_ascii_case("x-backend-kept"))
+        .map(|(_, v)| v.trim())
+        .collect();
+    assert_eq!(kept, ["yes", "gateway"], "append keeps the backend's value: {}", r.head);
     assert_eq!(
         r.header("x-backend-secret"),
         None,
@@ -379,6 +389,12 @@ fn cors(stack: &Stack) {
     assert_eq!(
         (r.status, r.header("access-control-allow-origin")),
         (200, Some("https://app.example.com"))
+    );
+    assert_eq!(
+        r.header("access-control-expose-headers"),
+        Some("x-request-id"),
+        "the page's script may read what expose_headers lists: {}",
+        r.head
     );
     let r = stack.request("GET", "/cors/items", &[("origin", "https://evil.example")]);
     assert_eq!(
