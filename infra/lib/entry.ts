@@ -76,6 +76,22 @@ export interface Route {
   readonly cors?: Cors;
   /** Allows the websocket upgrade on this (GET) route. */
   readonly websocket?: boolean;
+  /** Answers with a redirect instead of proxying (then no timeout, retries, rewrite, header
+   * changes, cors, websocket or global limit). */
+  readonly redirect?: Redirect;
+}
+
+/** Where a redirect sends the client; each part left out stays the request's own. */
+export interface Redirect {
+  readonly scheme?: 'http' | 'https';
+  readonly host?: string;
+  readonly port?: number;
+  /** Replaces the whole path (the query string is kept). */
+  readonly path?: string;
+  /** Replaces the matched prefix, as `rewrite` does. */
+  readonly prefix?: string;
+  /** 301, 302 (default), 303, 307 or 308. */
+  readonly status?: 301 | 302 | 303 | 307 | 308;
 }
 
 export interface Entry {

@@ -152,6 +152,33 @@ pub struct Route {
     /// Allows the websocket upgrade on this route.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub websocket: bool,
+    /// Answers with a redirect instead of proxying to the backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<Redirect>,
+}
+
+/// Where a redirect sends the client: every part left out stays the request's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Redirect {
+    /// `http` or `https`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
+    /// A host name (lowercase DNS labels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// 1–65535.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Replaces the whole path (the query string is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Replaces the matched prefix, segment by segment, as `rewrite` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// 301, 302 (the default), 303, 307 or 308.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 impl Route {

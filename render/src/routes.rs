@@ -174,6 +174,13 @@ fn team_virtual_host(
             count += 1;
             continue;
         }
+        if let Some(redirect) = &route.redirect {
+            // Answered by Envoy: no cluster, no canary copy. Counted as a team route (the
+            // validator's `count_routes` counts forwards and redirects).
+            rendered.push(redirect_route(entry, route, redirect));
+            count += 1;
+            continue;
+        }
         let team = team_route(entry, upstream, route, cfg)?;
         if let Some(cohort) = &upstream.cohort {
             rendered.push(cohort_route(team.clone(), cohort));
@@ -419,6 +426,47 @@ fn team_route(
     }
     route_policy::extend_route(route, members);
     Ok(out)
+}
+
+/// A team route Envoy answers with a redirect: each part given replaces the request's own
+/// (`prefix` the matched prefix, `path` the whole path, the query string kept either way).
+fn redirect_route(entry: &Entry, route: &Route, r: &crate::entry::Redirect) -> Value {
+    let mut redirect = serde_json::Map::new();
+    if let Some(scheme) = &r.scheme {
+        redirect.insert("scheme_redirect".into(), json!(scheme));
+    }
+    if let Some(host) = &r.host {
+        redirect.insert("host_redirect".into(), json!(host));
+    }
+    if let Some(port) = r.port {
+        redirect.insert("port_redirect".into(), json!(port));
+    }
+    if let Some(path) = &r.path {
+        redirect.insert("path_redirect".into(), json!(path));
+    }
+    if let Some(prefix) = &r.prefix {
+        redirect.insert("prefix_rewrite".into(), json!(prefix));
+    }
+    let code = match r.status.unwrap_or(302) {
+        301 => "MOVED_PERMANENTLY",
+        303 => "SEE_OTHER",
+        307 => "TEMPORARY_REDIRECT",
+        308 => "PERMANENT_REDIRECT",
+        _ => "FOUND",
+    };
+    redirect.insert("response_code".into(), json!(code));
+    let mut out = object([
+        ("name", Value::String(names::route_name(entry, route))),
+        ("match", route_match(route)),
+        ("redirect", Value::Object(redirect)),
+        ("metadata", route_metadata(&entry.team, &entry.service)),
+    ]);
+    if let Some(tokens) = burst_tokens(route) {
+        let members = out.as_object_mut().expect("object of members");
+        route_policy::per_filter_config(members)
+            .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
+    }
+    out
 }
 
 /// The copy of a team route that sends the canary cohort (requests whose header equals the

@@ -167,6 +167,18 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
             json!({ "minItems": 1, "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header.clone() }),
         ),
         (
+            "/$defs/Redirect/properties/scheme",
+            json!({ "enum": ["http", "https"] }),
+        ),
+        (
+            "/$defs/Redirect/properties/port",
+            json!({ "minimum": 1, "maximum": 65535 }),
+        ),
+        (
+            "/$defs/Redirect/properties/status",
+            json!({ "enum": crate::check::REDIRECT_STATUSES }),
+        ),
+        (
             "/$defs/Cors/properties/expose_headers",
             json!({ "minItems": 1, "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header }),
         ),

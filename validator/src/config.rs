@@ -122,9 +122,9 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Team routes in a route configuration: routes that forward to a cluster. The gateway's own
-/// routes (a host's not-found fallback, the catch-all, a kill-switch 503) answer directly and
-/// are not counted, matching the renderer's `route_count`.
+/// Team routes in a route configuration: routes that forward to a cluster or redirect. The
+/// gateway's own routes (a host's not-found fallback, the catch-all, a kill-switch 503) answer
+/// directly and are not counted, matching the renderer's `route_count`.
 pub fn count_routes(route_config: &Value) -> usize {
     route_config
         .get("virtual_hosts")
@@ -137,7 +137,7 @@ pub fn count_routes(route_config: &Value) -> usize {
                 .into_iter()
                 .flatten()
         })
-        .filter(|r| r.get("route").is_some())
+        .filter(|r| r.get("route").is_some() || r.get("redirect").is_some())
         .count()
 }
 

@@ -19,6 +19,7 @@ mod json;
 mod limits;
 mod methods;
 mod path;
+mod redirect;
 mod report;
 mod retries;
 mod rewrite;
@@ -86,6 +87,7 @@ pub use header_changes::{
     MAX_CHANGED_HEADER_NAME_LEN, MAX_HEADER_CHANGES, MAX_HEADER_VALUE_BYTES,
 };
 pub use host::{check_host, MAX_FQDN_LEN};
+pub use redirect::REDIRECT_STATUSES;
 pub use identifiers::{
     check_dns_label, check_identifier, DNS_NAME_CHARSET, IDENTIFIER_CHARSET, MAX_LABEL_LEN,
 };

@@ -8,6 +8,7 @@ use super::duration::{check_timeout, DEFAULT_ROUTE_TIMEOUT_MS};
 use super::header_changes::{header_changes, Direction};
 use super::retries::{grpc_retry_conditions_allowed, retries, RetryContext};
 use super::rewrite::check_rewrite;
+use super::redirect::{redirect, NOT_WITH_A_REDIRECT};
 use super::fields::{
     as_written, at_most, non_empty_list, object, optional_flag, reject_unknown, required,
     required_parsed, string,
@@ -33,7 +34,7 @@ const ENTRY_FIELDS: [&str; 8] = [
     "health_check",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 10] = [
+const ROUTE_FIELDS: [&str; 11] = [
     "path",
     "methods",
     "limits",
@@ -44,6 +45,7 @@ const ROUTE_FIELDS: [&str; 10] = [
     "response_headers",
     "cors",
     "websocket",
+    "redirect",
 ];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
@@ -169,6 +171,10 @@ fn route(
         }),
     };
     let policy_fields = route_policy(map, field, policy, grpc, &path, &methods, &limits, &timeout, problems);
+    let redirect = match map.get("redirect") {
+        None => Some(None),
+        Some(v) => redirect_only(map, v, field, path.as_deref(), &limits, problems).map(Some),
+    };
     let (retries, rewrite, request_headers, response_headers, cors, websocket) = policy_fields?;
     Some(Route {
         path: path?,
@@ -181,7 +187,41 @@ fn route(
         response_headers,
         cors,
         websocket,
+        redirect: redirect?,
     })
+}
+
+/// A `redirect`, and nothing beside it that only means something for a request the backend
+/// gets: the gateway answers, so no timeout, retry, rewrite, header change, CORS or upgrade
+/// applies, and a global limit (counted from the route action, which a redirect has none of)
+/// would silently never count. A `burst` bucket still applies.
+fn redirect_only(
+    map: &Map<String, Value>,
+    v: &Value,
+    field: &str,
+    path: Option<&str>,
+    limits: &Option<Vec<Limit>>,
+    problems: &mut Problems,
+) -> Option<crate::entry::Redirect> {
+    let before = problems.0.len();
+    for key in NOT_WITH_A_REDIRECT {
+        if map.contains_key(key) {
+            problems.push(
+                child(field, key),
+                "a redirect route answers the client itself and sends nothing to the backend; leave it out",
+            );
+        }
+    }
+    for (i, limit) in limits.iter().flatten().enumerate() {
+        if matches!(limit, Limit::Global { .. }) {
+            problems.push(
+                index(&child(field, "limits"), i),
+                "a redirect route counts only burst limits: the global limiter is asked from a route that forwards",
+            );
+        }
+    }
+    let redirect = redirect(v, &child(field, "redirect"), path, problems);
+    (problems.0.len() == before).then_some(redirect).flatten()
 }
 
 type PolicyFields = (
@@ -462,13 +502,36 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors or websocket (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket or redirect (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",
                 "routes[3].path: expected a string, got 5",
             ]
         );
+    }
+
+    #[test]
+    fn a_redirect_route_takes_nothing_that_needs_the_backend() {
+        let mut v = base();
+        v["routes"] = json!([
+            {"path": "/old", "redirect": {"prefix": "/new"}, "limits": [{"burst": 5}]},
+            {"path": "/gone", "timeout": "5s", "websocket": false,
+             "limits": [{"per": "client-ip", "requests": 5, "every": "minute"}],
+             "redirect": {"host": "new.example.com"}}
+        ]);
+        assert_eq!(
+            run(v).expect_err("bad"),
+            vec![
+                "routes[1].timeout: a redirect route answers the client itself and sends nothing to the backend; leave it out",
+                "routes[1].websocket: a redirect route answers the client itself and sends nothing to the backend; leave it out",
+                "routes[1].limits[0]: a redirect route counts only burst limits: the global limiter is asked from a route that forwards",
+            ]
+        );
+        let mut v = base();
+        v["routes"] = json!([{"path": "/old", "redirect": {"prefix": "/new", "status": 308}}]);
+        let entry = run(v).expect("valid");
+        assert_eq!(entry.routes[0].redirect.as_ref().and_then(|r| r.status), Some(308));
     }
 
     #[test]

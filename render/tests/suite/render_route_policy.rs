@@ -36,15 +36,15 @@ fn named<'a>(rendered: &'a Rendered, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no route {name}"))
 }
 
-/// Routes with a cluster, as `gateway_validator::count_routes` counts them (the validator is not
-/// a dependency of this crate).
+/// Routes with a cluster or a redirect, as `gateway_validator::count_routes` counts them (the
+/// validator is not a dependency of this crate).
 fn gateway_validator_count(rc: &Value) -> usize {
     rc["virtual_hosts"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|vh| vh["routes"].as_array().into_iter().flatten())
-        .filter(|r| r.get("route").is_some())
+        .filter(|r| r.get("route").is_some() || r.get("redirect").is_some())
         .count()
 }
 
@@ -87,6 +87,13 @@ fn the_design_example_renders_every_field() {
             "allow_credentials": false, "forward_not_matching_preflights": false
         })
     );
+    // A redirect route: Envoy answers, no cluster.
+    let moved = named(&rendered, "billing.invoices-api:GET:/old-invoices");
+    assert_eq!(
+        moved["redirect"],
+        json!({"scheme_redirect": "https", "prefix_rewrite": "/invoices", "response_code": "MOVED_PERMANENTLY"})
+    );
+    assert!(moved.get("route").is_none(), "{moved}");
     // GET only: the browser's OPTIONS gets a route of its own, before the GET route's fallback.
     let p = named(&rendered, "billing.invoices-api:preflight:/invoices");
     assert_eq!(
@@ -108,9 +115,10 @@ fn the_design_example_renders_every_field() {
     assert_eq!(
         rendered.route_count,
         gateway_validator_count(&rendered.route_config),
-        "the render counts routes as the validator does: every route with a cluster"
+        "the render counts routes as the validator does: every route with a cluster or a redirect"
     );
-    assert_eq!(rendered.route_count, 2);
+    // The GET route and its preflight, and the redirect.
+    assert_eq!(rendered.route_count, 3);
 }
 
 #[test]

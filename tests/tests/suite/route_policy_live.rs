@@ -53,7 +53,9 @@ fn entry_doc(backend: &str) -> Value {
             { "path": "/no-ws", "methods": ["GET"] },
             { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" },
             { "path": "/cookies", "methods": ["GET"] },
-            { "path": "/burst", "methods": ["GET"], "limits": [{ "burst": 1 }] }
+            { "path": "/burst", "methods": ["GET"], "limits": [{ "burst": 1 }] },
+            { "path": "/moved", "methods": ["GET"], "redirect": { "prefix": "/invoices", "status": 301 } },
+            { "path": "/elsewhere", "redirect": { "scheme": "https", "host": "new.example.com", "port": 8443, "path": "/start" } }
         ]
     })
 }
@@ -122,7 +124,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 11] = [
+    let cases: [Case; 12] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -161,6 +163,7 @@ fn route_policy_through_real_envoy() {
             "the burst bucket's 429 is JSON like the gateway's other answers",
             burst_429_is_json,
         ),
+        ("a redirect route answers with the new URL", redirects),
     ];
     let failed: Vec<&str> = cases
         .iter()
@@ -585,4 +588,22 @@ fn burst_429_is_json(stack: &Stack) {
         .expect("one token a second: a quick burst is limited");
     assert_eq!(limited.header("content-type"), Some("application/json"), "{}", limited.head);
     assert_eq!(body(&limited)["error"], "rate limit exceeded", "{}", limited.body);
+}
+
+fn redirects(stack: &Stack) {
+    let seen_before = stack.backend.seen_under("/moved").len();
+    let r = stack.get("/moved/7?expand=lines");
+    assert_eq!(r.status, 301, "{}", r.head);
+    assert_eq!(
+        r.header("location"),
+        Some(format!("http://{HOST}/invoices/7?expand=lines").as_str()),
+        "the matched prefix replaced, the query kept: {}",
+        r.head
+    );
+    let r = stack.request("POST", "/elsewhere/a/b", &[]);
+    assert_eq!(r.status, 302, "the default status: {}", r.head);
+    assert_eq!(r.header("location"), Some("https://new.example.com:8443/start"), "{}", r.head);
+    assert_eq!(stack.backend.seen_under("/moved").len(), seen_before, "nothing reached the backend");
+    // Segment-aware, as every prefix: /movedX is not the redirect's.
+    assert_eq!(stack.get("/movedX").status, 404);
 }
