@@ -76,6 +76,8 @@ export interface Route {
   readonly cors?: Cors;
   /** Allows the websocket upgrade on this (GET) route. */
   readonly websocket?: boolean;
+  /** The Host the backend is sent instead of its own name (TLS SNI stays the backend's). */
+  readonly host_rewrite?: string;
   /** Answers with a redirect instead of proxying (then no timeout, retries, rewrite, header
    * changes, cors, websocket or global limit). */
   readonly redirect?: Redirect;

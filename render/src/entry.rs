@@ -152,6 +152,10 @@ pub struct Route {
     /// Allows the websocket upgrade on this route.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub websocket: bool,
+    /// The Host the backend is sent (a DNS name) instead of its own name; TLS SNI stays the
+    /// backend's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_rewrite: Option<String>,
     /// Answers with a redirect instead of proxying to the backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect: Option<Redirect>,

@@ -407,6 +407,12 @@ fn team_route(
     cfg: &RenderConfig,
 ) -> Result<Value, RenderError> {
     let mut action = upstream.action(route_timeout(route));
+    if let Some(host) = &route.host_rewrite {
+        // The team's choice of Host replaces the backend's own name (a split's per-endpoint
+        // name too); SNI is the cluster's and stays the backend's.
+        action.remove("auto_host_rewrite");
+        action.insert("host_rewrite_literal".into(), json!(host));
+    }
     action.insert("append_x_forwarded_host".into(), json!(true));
     let rate_limits = ratelimit::route_rate_limits(entry, route, cfg.client_ipv6_prefix)?;
     if !rate_limits.is_empty() {

@@ -34,7 +34,7 @@ const ENTRY_FIELDS: [&str; 8] = [
     "health_check",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 11] = [
+const ROUTE_FIELDS: [&str; 12] = [
     "path",
     "methods",
     "limits",
@@ -45,6 +45,7 @@ const ROUTE_FIELDS: [&str; 11] = [
     "response_headers",
     "cors",
     "websocket",
+    "host_rewrite",
     "redirect",
 ];
 
@@ -171,6 +172,16 @@ fn route(
         }),
     };
     let policy_fields = route_policy(map, field, policy, grpc, &path, &methods, &limits, &timeout, problems);
+    let host_rewrite_field = child(field, "host_rewrite");
+    let host_rewrite = match map.get("host_rewrite") {
+        None => Some(None),
+        Some(v) => string(v, &host_rewrite_field, problems).and_then(|h| {
+            super::identifiers::check_dns_name(h)
+                .map(|()| Some(h.to_string()))
+                .map_err(|reason| problems.push(&host_rewrite_field, reason))
+                .ok()
+        }),
+    };
     let redirect = match map.get("redirect") {
         None => Some(None),
         Some(v) => redirect_only(map, v, field, path.as_deref(), &limits, problems).map(Some),
@@ -187,6 +198,7 @@ fn route(
         response_headers,
         cors,
         websocket,
+        host_rewrite: host_rewrite?,
         redirect: redirect?,
     })
 }
@@ -502,7 +514,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket or redirect (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite or redirect (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",
@@ -532,6 +544,23 @@ mod tests {
         v["routes"] = json!([{"path": "/old", "redirect": {"prefix": "/new", "status": 308}}]);
         let entry = run(v).expect("valid");
         assert_eq!(entry.routes[0].redirect.as_ref().and_then(|r| r.status), Some(308));
+    }
+
+    #[test]
+    fn a_host_rewrite_is_a_dns_name() {
+        let mut v = base();
+        v["routes"] = json!([{"path": "/a", "host_rewrite": "api.internal.example"},
+                             {"path": "/b", "host_rewrite": "Evil Host"},
+                             {"path": "/c", "host_rewrite": 7},
+                             {"path": "/d", "host_rewrite": "x.example", "redirect": {"prefix": "/e"}}]);
+        let errs = run(v).expect_err("bad");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].starts_with("routes[1].host_rewrite: "), "{errs:?}");
+        assert_eq!(errs[1], "routes[2].host_rewrite: expected a string, got 7");
+        assert_eq!(errs[2], "routes[3].host_rewrite: a redirect route answers the client itself and sends nothing to the backend; leave it out");
+        let mut v = base();
+        v["routes"] = json!([{"path": "/a", "host_rewrite": "api.internal.example"}]);
+        assert_eq!(run(v).expect("valid").routes[0].host_rewrite.as_deref(), Some("api.internal.example"));
     }
 
     #[test]

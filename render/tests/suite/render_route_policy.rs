@@ -58,6 +58,8 @@ fn the_design_example_renders_every_field() {
         json!({"retry_on": "5xx,connect-failure,reset", "num_retries": 2, "per_try_timeout": "2s"})
     );
     assert_eq!(r["route"]["prefix_rewrite"], "/v2/invoices");
+    assert_eq!(r["route"]["host_rewrite_literal"], "invoices.internal.example");
+    assert!(r["route"].get("auto_host_rewrite").is_none(), "{r}");
     assert_eq!(
         r["match"]["path_separated_prefix"], "/invoices",
         "the rewrite replaces whole segments"

@@ -54,6 +54,7 @@ fn entry_doc(backend: &str) -> Value {
             { "path": "/pub", "methods": ["GET"], "rewrite": "/internal/pub" },
             { "path": "/cookies", "methods": ["GET"] },
             { "path": "/burst", "methods": ["GET"], "limits": [{ "burst": 1 }] },
+            { "path": "/hosted", "methods": ["GET"], "host_rewrite": "api.internal.example" },
             { "path": "/moved", "methods": ["GET"], "redirect": { "prefix": "/invoices", "status": 301 } },
             { "path": "/elsewhere", "redirect": { "scheme": "https", "host": "new.example.com", "port": 8443, "path": "/start" } }
         ]
@@ -124,7 +125,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 12] = [
+    let cases: [Case; 13] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -164,6 +165,7 @@ fn route_policy_through_real_envoy() {
             burst_429_is_json,
         ),
         ("a redirect route answers with the new URL", redirects),
+        ("a host rewrite is the Host the backend sees", host_rewrite),
     ];
     let failed: Vec<&str> = cases
         .iter()
@@ -606,4 +608,15 @@ fn redirects(stack: &Stack) {
     assert_eq!(stack.backend.seen_under("/moved").len(), seen_before, "nothing reached the backend");
     // Segment-aware, as every prefix: /movedX is not the redirect's.
     assert_eq!(stack.get("/movedX").status, 404);
+}
+
+fn host_rewrite(stack: &Stack) {
+    let r = stack.get("/hosted/x");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = &body(&r)["headers"];
+    assert_eq!(seen["host"], "api.internal.example", "{seen}");
+    assert_eq!(seen["x-forwarded-host"], HOST, "the client's host travels beside it: {seen}");
+    // Without one, the backend sees its own name.
+    let r = stack.get("/headers/x");
+    assert_ne!(body(&r)["headers"]["host"], "api.internal.example");
 }
