@@ -9,7 +9,7 @@ use crate::ratelimit;
 use crate::renderer::{assemble, Rendered};
 use crate::routes::{
     answering_route, catch_all_virtual_host, json_error_body, route_config_resource, route_match,
-    specificity_key,
+    specificity_key, team_host,
 };
 use crate::{Entry, Route};
 use serde_json::{json, Value};
@@ -58,11 +58,7 @@ pub fn render_kill_switch_for(cfg: &RenderConfig, entries: &[Entry]) -> Rendered
             503,
             &body,
         ));
-        virtual_hosts.push(json!({
-            "name": fqdn,
-            "domains": [fqdn, format!("{fqdn}:*")],
-            "routes": stopped,
-        }));
+        virtual_hosts.push(team_host(&fqdn, stopped));
     }
     virtual_hosts.push(catch_all_virtual_host(503, &body));
     let route_config = route_config_resource(virtual_hosts);

@@ -200,14 +200,18 @@ fn team_virtual_host(
             &json_error_body("no route for this path"),
         ));
     }
-    let vhost = object([
+    Ok((team_host(fqdn, rendered), count))
+}
+
+/// A team host's virtual host holding `routes`.
+pub(crate) fn team_host(fqdn: &str, routes: Vec<Value>) -> Value {
+    object([
         ("name", json!(fqdn)),
         // With a port in the Host header (`host:8443`) Envoy matches the domain literally, so the
         // host also gets a port wildcard.
         ("domains", json!([fqdn, format!("{fqdn}:*")])),
-        ("routes", Value::Array(rendered)),
-    ]);
-    Ok((vhost, count))
+        ("routes", Value::Array(routes)),
+    ])
 }
 
 /// Order inside a virtual host: longer prefix first (a nested prefix is always longer than the

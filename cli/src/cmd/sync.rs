@@ -186,42 +186,67 @@ fn print_plan(plan: &[Step], missing: &[&StoredEntry], prune: bool) {
     }
 }
 
+/// What the writes came to: a count per outcome and the ids that failed.
+#[derive(Default)]
+struct Tally {
+    counts: BTreeMap<&'static str, usize>,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn count(&mut self, outcome: &'static str) {
+        *self.counts.entry(outcome).or_default() += 1;
+    }
+
+    fn fail(&mut self, id: String, file: Option<&str>, why: &str) {
+        match file {
+            Some(file) => println!("failed {id} ({file}): {why}"),
+            None => println!("failed {id}: {why}"),
+        }
+        self.failures.push(id);
+    }
+
+    fn get(&self, outcome: &str) -> usize {
+        self.counts.get(outcome).copied().unwrap_or(0)
+    }
+}
+
+/// Registers `e`; a conflict is handed back (`Err`) when `defer_conflict`, for another try.
+async fn upsert<'e>(
+    registry: &gateway_adapters::registry::DynamoRegistry,
+    (e, file): (&'e Entry, &'e str),
+    defer_conflict: bool,
+    tally: &mut Tally,
+) -> Result<(), (&'e Entry, &'e str)> {
+    match registry.register(e).await {
+        Ok(outcome) => {
+            tally.count(outcome.as_str());
+            println!("{} {} (revision {})", outcome.as_str(), e.id(), outcome.revision());
+        }
+        Err(RegistryError::Conflict { .. }) if defer_conflict => return Err((e, file)),
+        Err(err) => tally.fail(e.id(), Some(file), &one_line(&failed(err).message)),
+    }
+    Ok(())
+}
+
 async fn apply(
     args: &Args,
     registry: &gateway_adapters::registry::DynamoRegistry,
     plan: &[Step<'_>],
 ) -> CmdResult {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut failures: Vec<String> = Vec::new();
+    let mut tally = Tally::default();
     // Upserts first (a moved path may need its old holder deleted: those are tried again after
     // the deletes), then deletes.
     let mut again: Vec<(&Entry, &str)> = Vec::new();
     for step in plan {
         match step {
             Step::Create(e, file) | Step::Update(e, file, _) => {
-                match registry.register(e).await {
-                    Ok(outcome) => {
-                        *counts.entry(outcome.as_str()).or_default() += 1;
-                        println!(
-                            "{} {} (revision {})",
-                            outcome.as_str(),
-                            e.id(),
-                            outcome.revision()
-                        );
-                    }
-                    Err(RegistryError::Conflict { .. }) if args.prune => again.push((e, file)),
-                    Err(err) => {
-                        let message = one_line(&failed(err).message);
-                        println!("failed {} ({file}): {message}", e.id());
-                        failures.push(e.id());
-                    }
+                if let Err(deferred) = upsert(registry, (e, file), args.prune, &mut tally).await {
+                    again.push(deferred);
                 }
             }
-            Step::Unchanged(_) => *counts.entry("unchanged").or_default() += 1,
-            Step::Refused(e, file, why) => {
-                println!("failed {} ({file}): {why}", e.id());
-                failures.push(e.id());
-            }
+            Step::Unchanged(_) => tally.count("unchanged"),
+            Step::Refused(e, file, why) => tally.fail(e.id(), Some(file), why),
             Step::Delete(_) => {}
         }
     }
@@ -230,56 +255,37 @@ async fn apply(
             let id = s.entry.id();
             match registry.deregister(&id).await {
                 Ok(DeregisterOutcome::Deleted) => {
-                    *counts.entry("deleted").or_default() += 1;
+                    tally.count("deleted");
                     println!("deleted {id}");
                 }
                 // Gone since the plan was read: the desired state holds.
                 Ok(DeregisterOutcome::NotFound) => {
-                    *counts.entry("deleted").or_default() += 1;
+                    tally.count("deleted");
                     println!("deleted {id} (already gone)");
                 }
-                Err(err) => {
-                    println!("failed {id}: {}", one_line(&failed(err).message));
-                    failures.push(id);
-                }
+                Err(err) => tally.fail(id, None, &one_line(&failed(err).message)),
             }
         }
     }
-    for (e, file) in again {
-        match registry.register(e).await {
-            Ok(outcome) => {
-                *counts.entry(outcome.as_str()).or_default() += 1;
-                println!(
-                    "{} {} (revision {})",
-                    outcome.as_str(),
-                    e.id(),
-                    outcome.revision()
-                );
-            }
-            Err(err) => {
-                println!("failed {} ({file}): {}", e.id(), one_line(&failed(err).message));
-                failures.push(e.id());
-            }
-        }
+    for deferred in again {
+        // Conflicts are final now: `upsert` reports them and hands nothing back.
+        let _ = upsert(registry, deferred, false, &mut tally).await;
     }
     let summary: Vec<String> = ["created", "updated", "unchanged", "deleted"]
         .iter()
-        .map(|k| format!("{} {k}", counts.get(k).copied().unwrap_or(0)))
+        .map(|k| format!("{} {k}", tally.get(k)))
         .collect();
-    println!("sync: {}, {} failed", summary.join(", "), failures.len());
-    let wrote = ["created", "updated", "deleted"]
-        .iter()
-        .any(|k| counts.get(k).is_some_and(|n| *n > 0));
-    if wrote {
+    println!("sync: {}, {} failed", summary.join(", "), tally.failures.len());
+    if ["created", "updated", "deleted"].iter().any(|k| tally.get(k) > 0) {
         super::register::warn_if_held(&args.table, &args.bucket).await;
     }
-    if failures.is_empty() {
+    if tally.failures.is_empty() {
         Ok(())
     } else {
         Err(CmdError::failed(format!(
             "{} of the plan's entries failed: {}",
-            failures.len(),
-            failures.join(", ")
+            tally.failures.len(),
+            tally.failures.join(", ")
         )))
     }
 }
