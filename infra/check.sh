@@ -14,8 +14,11 @@ export CI=${CI:-true}
 step() { printf '\n== %s\n' "$*"; }
 timed() { local t0=$SECONDS; "$@"; printf '   (%ss)\n' "$((SECONDS - t0))"; }
 
-step "npm ci"
-timed npm ci --no-audit --no-fund --loglevel=error
+# scripts/test.sh runs npm ci itself while the workspace builds.
+if [ "${INFRA_SKIP_NPM_CI:-}" != 1 ]; then
+  step "npm ci"
+  timed npm ci --no-audit --no-fund --loglevel=error
+fi
 
 step "tsc"
 timed npx tsc --noEmit -p .

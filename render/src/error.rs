@@ -71,7 +71,7 @@ pub enum BundleError {
     #[error("{file} is not UTF-8")]
     NotUtf8 { file: String },
     #[error(transparent)]
-    Signature(#[from] crate::bundle::SignatureError),
+    Signature(#[from] crate::bundle::signature::SignatureError),
     #[error("bundle has no {file}")]
     MissingFile { file: &'static str },
     #[error("{file} is not a JSON object")]
