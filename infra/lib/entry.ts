@@ -61,16 +61,24 @@ export interface Cors {
 }
 
 export interface Route {
-  /** Segment-aware path prefix starting with `/` (`/invoices` matches `/invoices/7`, not `/invoicesX`). */
-  readonly path: string;
+  /** Segment-aware path prefix starting with `/` (`/invoices` matches `/invoices/7`, not
+   * `/invoicesX`). A route has `path` or `exact`. */
+  readonly path?: string;
+  /** One exact path, in place of `path`. */
+  readonly exact?: string;
+  /** Request headers that must match too (at most 8): a value, or present or absent. */
+  readonly headers?: HeaderMatch[];
+  /** Query parameters that must match too (at most 8): a value, or present. */
+  readonly query?: QueryMatch[];
   /** HTTP methods this route answers; omitted means every method. */
   readonly methods?: string[];
   readonly limits?: Limit[];
   /** The whole request (`"5s"`); default 15 s, at most the gateway's maximum (default 60 s). */
   readonly timeout?: string;
   readonly retries?: Retries;
-  /** Replaces the matched prefix by segments (`/v2/invoices`). */
-  readonly rewrite?: string;
+  /** A path replaces the matched prefix by segments (`/v2/invoices`; `/` strips it), as does
+   * `{ prefix }`; `{ path }` replaces the whole path. */
+  readonly rewrite?: string | RewriteTo;
   readonly request_headers?: HeaderChanges;
   readonly response_headers?: HeaderChanges;
   readonly cors?: Cors;
@@ -81,6 +89,26 @@ export interface Route {
   /** Answers with a redirect instead of proxying (then no timeout, retries, rewrite, header
    * changes, cors, websocket or global limit). */
   readonly redirect?: Redirect;
+}
+
+/** A request header condition: `value` exactly, or `present` (true: sent; false: not sent). */
+export interface HeaderMatch {
+  readonly name: string;
+  readonly value?: string;
+  readonly present?: boolean;
+}
+
+/** A query parameter condition: `value` exactly (as sent), or `present: true`. */
+export interface QueryMatch {
+  readonly name: string;
+  readonly value?: string;
+  readonly present?: true;
+}
+
+/** The object form of a rewrite: one of `path` (the whole path) or `prefix` (the matched one). */
+export interface RewriteTo {
+  readonly path?: string;
+  readonly prefix?: string;
 }
 
 /** Where a redirect sends the client; each part left out stays the request's own. */

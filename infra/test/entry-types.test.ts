@@ -44,13 +44,16 @@ test.each<[string, Schema]>([
   ['CanaryHeader', defs.CanaryHeader],
   ['HealthCheck', defs.HealthCheck],
   ['Redirect', defs.Redirect],
+  ['HeaderMatch', defs.HeaderMatch],
+  ['QueryMatch', defs.QueryMatch],
+  ['RewriteTo', defs.RewriteTo],
 ])('interface %s has the schema\'s fields, optional where the schema does', (name, object) => {
   expect(interfaceFields(name)).toEqual(schemaFields(object));
 });
 
 test('every object of the schema has its interface', () => {
   const objects = Object.entries(defs).filter(([, d]) => d.type === 'object').map(([name]) => name).sort();
-  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Cors', 'HeaderChanges', 'HealthCheck', 'Redirect', 'Retries', 'Route']);
+  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route']);
   expect(limit).toHaveLength(2);
 });
 

@@ -118,12 +118,23 @@ pub struct HealthCheck {
     pub interval: String,
 }
 
-/// One route: a path prefix on the team's host, sent to the entry's backend(s).
+/// One route: a path prefix (or one exact path) on the team's host, optionally narrowed by
+/// request headers and query parameters, sent to the entry's backend(s).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Route {
-    /// Segment-aware path prefix, starting with `/`.
+    /// Segment-aware path prefix, starting with `/`. A route has `path` or `exact`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// One exact path (the query string aside), in place of `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact: Option<String>,
+    /// Request headers that must all match too: a value, or present or absent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<HeaderMatch>,
+    /// Query parameters that must all match too: a value, or present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub query: Vec<QueryMatch>,
     /// HTTP methods this route answers; left out, every method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<String>>,
@@ -137,9 +148,11 @@ pub struct Route {
     /// Retries of a failed try (docs/design.md#route-policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<Retries>,
-    /// Replaces the matched prefix, segment by segment (`/invoices/7` → `/v2/invoices/7`).
+    /// The path the backend sees: a string or `{ "prefix" }` replaces the matched prefix
+    /// (`/invoices/7` → `/v2/invoices/7`; `/` strips it: `/strip/three` → `/three`), `{ "path" }`
+    /// the whole path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rewrite: Option<String>,
+    pub rewrite: Option<Rewrite>,
     /// Headers set on or removed from the request before it reaches the backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_headers: Option<HeaderChanges>,
@@ -159,6 +172,81 @@ pub struct Route {
     /// Answers with a redirect instead of proxying to the backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect: Option<Redirect>,
+}
+
+/// A request header a route matches on: `value` exactly, or `present` (true: sent with any
+/// value; false: not sent).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderMatch {
+    /// A lowercase header name.
+    pub name: String,
+    /// The exact value (visible ASCII and inner spaces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// In place of `value`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub present: Option<bool>,
+}
+
+/// A query parameter a route matches on: `value` exactly, or `present: true`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryMatch {
+    /// The parameter's name as sent.
+    pub name: String,
+    /// The exact value as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `true`, in place of `value`: sent with any value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub present: Option<bool>,
+}
+
+/// A route's path rewrite. The string form is the original one and keeps its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Rewrite {
+    /// Replaces the matched prefix (as `{ "prefix" }`).
+    Prefix(String),
+    /// `{ "prefix": "/v2" }` or `{ "path": "/full" }`.
+    To(RewriteTo),
+}
+
+/// The object form of a rewrite: exactly one of its fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RewriteTo {
+    /// Replaces the whole path (the query string is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Replaces the matched prefix, segment by segment; `/` strips it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+}
+
+/// What a rewrite replaces, read off either form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace<'a> {
+    /// The matched prefix.
+    Prefix(&'a str),
+    /// The whole path.
+    Path(&'a str),
+}
+
+impl Rewrite {
+    /// The string form's meaning, `prefix`.
+    pub fn prefix(p: &str) -> Rewrite {
+        Rewrite::Prefix(p.to_string())
+    }
+
+    pub fn replace(&self) -> Replace<'_> {
+        match self {
+            Rewrite::Prefix(p) => Replace::Prefix(p),
+            Rewrite::To(RewriteTo { path: Some(p), .. }) => Replace::Path(p),
+            Rewrite::To(RewriteTo { prefix, .. }) => Replace::Prefix(prefix.as_deref().unwrap_or("/")),
+        }
+    }
 }
 
 /// Where a redirect sends the client: every part left out stays the request's own.
@@ -186,6 +274,21 @@ pub struct Redirect {
 }
 
 impl Route {
+    /// The path the route matches: its prefix, or its exact path.
+    pub fn matched_path(&self) -> &str {
+        self.exact.as_deref().unwrap_or(&self.path)
+    }
+
+    /// Whether the route matches one exact path.
+    pub fn is_exact(&self) -> bool {
+        self.exact.is_some()
+    }
+
+    /// Whether the route matches on anything besides its path and methods.
+    pub fn has_conditions(&self) -> bool {
+        !self.headers.is_empty() || !self.query.is_empty()
+    }
+
     /// A route at `path` answering `methods` (`None`: every method) with `limits`; every other
     /// field its default.
     pub fn new(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {

@@ -42,7 +42,31 @@ pub fn methods_key(route: &Route) -> String {
 /// route's content, not its position, so inserting a route does not rename the others (which
 /// would reset their rate-limit counters).
 pub fn route_key(route: &Route) -> String {
-    format!("{}:{}", methods_key(route), route.path)
+    format!("{}:{}", methods_key(route), match_key(route))
+}
+
+/// What a route matches besides its methods: its prefix (`/invoices`), an exact path after `=`
+/// (`=/healthz`; paths start with `/`, so the two never meet), and with header or query
+/// conditions `~` and the first 8 hex digits of their SHA-256 (`/search~1f2e3d4c`): names and
+/// values may hold any visible character, which a name must not carry into the rate-limit
+/// rules or the access log. The checks keep the conditions sorted, so their order as written
+/// never renames a route.
+pub fn match_key(route: &Route) -> String {
+    let mut key = match &route.exact {
+        Some(exact) => format!("={exact}"),
+        None => route.path.clone(),
+    };
+    if route.has_conditions() {
+        use sha2::{Digest, Sha256};
+        let conditions = serde_json::to_vec(&(&route.headers, &route.query))
+            .expect("header and query matches serialize");
+        let digest = Sha256::digest(conditions);
+        key.push('~');
+        for byte in &digest[..4] {
+            key.push_str(&format!("{byte:02x}"));
+        }
+    }
+    key
 }
 
 /// The Envoy route name: `billing.invoices-api:GET:/invoices`. Shows up in access logs.
@@ -51,10 +75,10 @@ pub fn route_name(entry: &Entry, route: &Route) -> String {
 }
 
 /// The name of the route answering browsers' CORS preflights (`OPTIONS`) on a path of an entry
-/// whose routes there do not take `OPTIONS`: `billing.invoices-api:preflight:/invoices`. Methods
-/// are uppercase, so it never equals a route's name.
-pub fn preflight_route_name(entry: &Entry, path: &str) -> String {
-    format!("{}:preflight:{path}", cluster_name(entry))
+/// whose routes there do not take `OPTIONS`: `billing.invoices-api:preflight:/invoices` (the
+/// stand-in route's [`match_key`]). Methods are uppercase, so it never equals a route's name.
+pub fn preflight_route_name(entry: &Entry, stand_in: &Route) -> String {
+    format!("{}:preflight:{}", cluster_name(entry), match_key(stand_in))
 }
 
 /// The value of the `route` rate-limit descriptor for the limit at `limit_index` in the route's
@@ -121,6 +145,33 @@ mod tests {
             fallback_route_name("invoices.api.example.com"),
             "invoices.api.example.com:not-found"
         );
+    }
+
+    #[test]
+    fn exact_paths_and_conditions_get_names_of_their_own() {
+        use crate::entry::{HeaderMatch, QueryMatch};
+        let exact = Route {
+            exact: Some("/healthz".into()),
+            ..Route::default()
+        };
+        assert_eq!(route_key(&exact), "*:=/healthz");
+        let mut with_header = route("/search", Some(&["GET"]));
+        with_header.headers = vec![HeaderMatch {
+            name: "x-version".into(),
+            value: Some("2#x".into()),
+            present: None,
+        }];
+        let key = route_key(&with_header);
+        assert!(key.starts_with("GET:/search~") && key.len() == "GET:/search~".len() + 8, "{key}");
+        assert!(!key.contains('#'), "{key}");
+        let mut with_query = route("/search", Some(&["GET"]));
+        with_query.query = vec![QueryMatch {
+            name: "x-version".into(),
+            value: Some("2#x".into()),
+            present: None,
+        }];
+        assert_ne!(route_key(&with_query), key, "a header and a query parameter differ");
+        assert_eq!(route_key(&with_header.clone()), key, "stable");
     }
 
     #[test]

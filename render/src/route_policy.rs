@@ -5,8 +5,9 @@
 
 use crate::check::{envoy_duration, parse_duration};
 use crate::contract::CORS_FILTER;
-use crate::entry::{Cors, HeaderChanges, Route};
+use crate::entry::{Cors, HeaderChanges, Replace, Route};
 use crate::config::RenderConfig;
+use crate::value::regex_escape;
 use serde_json::{json, Map, Value};
 
 const CORS_POLICY_TYPE_URL: &str =
@@ -31,10 +32,8 @@ pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>, cfg:
         action.insert("retry_policy".into(), Value::Object(policy));
     }
     if let Some(rewrite) = &route.rewrite {
-        // The match is segment-aware (`path_separated_prefix`, or a prefix ending in `/`), and
-        // the checks keep the rewrite's trailing `/` in step with the path's, so replacing the
-        // matched prefix never joins two segments or doubles a slash.
-        action.insert("prefix_rewrite".into(), json!(rewrite));
+        let (key, value) = path_rewrite(&route.path, rewrite.replace());
+        action.insert(key.into(), value);
     }
     if route.websocket {
         // The listener enables no upgrade: only routes that ask for websockets get them.
@@ -48,6 +47,27 @@ pub(crate) fn extend_action(route: &Route, action: &mut Map<String, Value>, cfg:
             "max_stream_duration".into(),
             json!({ "max_stream_duration": format!("{}s", cfg.max_websocket_seconds) }),
         );
+    }
+}
+
+/// The route action's (or redirect's) key and value that replace `replace` on a request matched
+/// by the prefix `path`. The match is segment-aware (`path_separated_prefix`, or a prefix ending
+/// in `/`), and the checks keep a replacement's trailing `/` in step with the path's, so
+/// `prefix_rewrite` never joins two segments or doubles a slash. Two cases need a regex (RE2,
+/// the whole path without its query): `/` in place of a prefix other than `/` strips it with
+/// the slashes after it (`/strip/three` → `/three`, `/strip` → `/`), and a whole-path
+/// replacement.
+pub(crate) fn path_rewrite(path: &str, replace: Replace<'_>) -> (&'static str, Value) {
+    match replace {
+        Replace::Prefix("/") if path != "/" => {
+            let regex = format!("^{}/*", regex_escape(path.trim_end_matches('/')));
+            ("regex_rewrite", json!({ "pattern": { "regex": regex }, "substitution": "/" }))
+        }
+        Replace::Prefix(prefix) => ("prefix_rewrite", json!(prefix)),
+        Replace::Path(whole) => (
+            "regex_rewrite",
+            json!({ "pattern": { "regex": "^/.*$" }, "substitution": whole }),
+        ),
     }
 }
 

@@ -6,13 +6,13 @@ use crate::contract::{
     CATCH_ALL_VHOST, HEALTH_CHECK_PATH, HEALTH_CHECK_ROUTE, KILL_SWITCH_FILTER,
     LOCAL_RATE_LIMIT_FILTER, ROUTE_CONFIG_NAME, ROUTE_CONFIG_TYPE_URL, ROUTE_METADATA_NAMESPACE,
 };
-use crate::entry::{Entry, Limit, Route};
+use crate::entry::{Entry, Limit, Replace, Route};
 use crate::names;
 use crate::ratelimit;
 use crate::route_policy;
 use crate::config::RenderConfig;
 use crate::error::RenderError;
-use crate::value::object;
+use crate::value::{object, regex_escape};
 use serde_json::{json, Value};
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -191,7 +191,7 @@ fn team_virtual_host(
     }
     let root_claimed = team_routes
         .iter()
-        .any(|(_, r)| r.path == "/" && r.methods.is_none());
+        .any(|(_, r)| r.path == "/" && !r.is_exact() && r.methods.is_none() && !r.has_conditions());
     if !root_claimed {
         rendered.push(json_response_route(
             &names::fallback_route_name(fqdn),
@@ -214,20 +214,26 @@ pub(crate) fn team_host(fqdn: &str, routes: Vec<Value>) -> Value {
     ])
 }
 
-/// Order inside a virtual host: longer prefix first (a nested prefix is always longer than the
-/// one it is nested in, so it is never shadowed), then method-specific before method-less at the
-/// same prefix length, then path, methods and entry id, so the order never depends on input
-/// order. (One path with and without methods overlaps; the checks reject that, and
+/// Order inside a virtual host, Gateway API's precedence: exact paths first, then longer path
+/// first (a nested prefix is always longer than the one it is nested in, so it is never
+/// shadowed), then method-specific before method-less, then more header matches, then more
+/// query matches; then path, methods, conditions and entry id, so the order never depends on
+/// input order. (One path with and without methods overlaps; the checks reject that, and
 /// `refuse_shadowing` too.)
+#[allow(clippy::type_complexity)]
 pub fn specificity_key(
     entry: &Entry,
     route: &Route,
-) -> (Reverse<usize>, bool, String, String, String) {
+) -> (bool, Reverse<usize>, bool, Reverse<usize>, Reverse<usize>, String, String, String, String) {
     (
-        Reverse(route.path.len()),
+        !route.is_exact(),
+        Reverse(route.matched_path().len()),
         route.methods.is_none(),
-        route.path.clone(),
+        Reverse(route.headers.len()),
+        Reverse(route.query.len()),
+        route.matched_path().to_string(),
         names::methods_key(route),
+        names::match_key(route),
         entry.id(),
     )
 }
@@ -235,11 +241,11 @@ pub fn specificity_key(
 /// Two routes on one host with the same path and overlapping methods: whichever came first
 /// would silently take the other's traffic. The registry prevents it; the renderer refuses too.
 fn refuse_shadowing(fqdn: &str, routes: &[(&Entry, &Route)]) -> Result<(), RenderError> {
-    let mut by_path: BTreeMap<&str, Vec<(&Entry, &Route)>> = BTreeMap::new();
+    let mut by_match: BTreeMap<String, Vec<(&Entry, &Route)>> = BTreeMap::new();
     for (e, r) in routes {
-        by_path.entry(r.path.as_str()).or_default().push((e, r));
+        by_match.entry(names::match_key(r)).or_default().push((e, r));
     }
-    for (path, claims) in by_path {
+    for (path, claims) in by_match {
         for (i, (ea, ra)) in claims.iter().enumerate() {
             for (eb, rb) in &claims[i + 1..] {
                 if methods_overlap(ra, rb) {
@@ -263,10 +269,12 @@ fn methods_overlap(a: &Route, b: &Route) -> bool {
     }
 }
 
-/// Segment-aware prefix match plus the method condition.
+/// Segment-aware prefix match (or the exact path) plus the method, header and query conditions.
 pub fn route_match(route: &Route) -> Value {
     let mut m = serde_json::Map::new();
-    if route.path == "/" || route.path.ends_with('/') {
+    if let Some(exact) = &route.exact {
+        m.insert("path".into(), json!(exact));
+    } else if route.path == "/" || route.path.ends_with('/') {
         // Already ends at a segment boundary; `path_separated_prefix` refuses a trailing `/`.
         m.insert("prefix".into(), json!(route.path));
     } else {
@@ -287,19 +295,33 @@ pub fn route_match(route: &Route) -> Value {
         }
         _ => {}
     }
+    if !route.headers.is_empty() {
+        let conditions = route.headers.iter().map(|h| match (&h.value, h.present) {
+            (Some(value), _) => json!({ "name": h.name, "string_match": { "exact": value } }),
+            (None, Some(false)) => json!({ "name": h.name, "present_match": true, "invert_match": true }),
+            (None, _) => json!({ "name": h.name, "present_match": true }),
+        });
+        match m.get_mut("headers").and_then(Value::as_array_mut) {
+            Some(headers) => headers.extend(conditions),
+            None => {
+                m.insert("headers".into(), Value::Array(conditions.collect()));
+            }
+        }
+    }
+    if !route.query.is_empty() {
+        let conditions: Vec<Value> = route
+            .query
+            .iter()
+            .map(|q| match &q.value {
+                Some(value) => json!({ "name": q.name, "string_match": { "exact": value } }),
+                None => json!({ "name": q.name, "present_match": true }),
+            })
+            .collect();
+        m.insert("query_parameters".into(), Value::Array(conditions));
+    }
     Value::Object(m)
 }
 
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// Where an entry's routes send traffic.
 struct Upstream {
@@ -455,7 +477,8 @@ fn redirect_route(entry: &Entry, route: &Route, r: &crate::entry::Redirect) -> V
         redirect.insert("path_redirect".into(), json!(path));
     }
     if let Some(prefix) = &r.prefix {
-        redirect.insert("prefix_rewrite".into(), json!(prefix));
+        let (key, value) = route_policy::path_rewrite(&route.path, Replace::Prefix(prefix));
+        redirect.insert(key.into(), value);
     }
     let code = match r.status.unwrap_or(302) {
         301 => "MOVED_PERMANENTLY",
@@ -505,18 +528,23 @@ fn cohort_route(mut route: Value, cohort: &Cohort) -> Value {
 fn preflight_routes<'a>(entries: &[&'a Entry]) -> Vec<(&'a Entry, Route)> {
     let mut out: Vec<(&Entry, Route)> = Vec::new();
     for entry in entries {
-        let mut paths: BTreeMap<&str, (Option<&crate::entry::Cors>, bool)> = BTreeMap::new();
+        // Keyed by the path (or exact path) alone: a browser's preflight carries none of the
+        // headers a route's conditions name.
+        let mut matches: BTreeMap<String, (&Route, Option<&crate::entry::Cors>, bool)> =
+            BTreeMap::new();
         for r in &entry.routes {
-            let slot = paths.entry(r.path.as_str()).or_insert((None, false));
-            slot.0 = slot.0.or(r.cors.as_ref());
-            slot.1 |= route_policy::answers_options(r);
+            let slot = matches.entry(crate::check::guard_key(r)).or_insert((r, None, false));
+            slot.1 = slot.1.or(r.cors.as_ref());
+            // A route with conditions may not match a preflight, which then needs its own.
+            slot.2 |= route_policy::answers_options(r) && !r.has_conditions();
         }
-        for (path, (cors, answers_options)) in paths {
+        for (_, (r, cors, answers_options)) in matches {
             if let (Some(cors), false) = (cors, answers_options) {
                 out.push((
                     *entry,
                     Route {
-                        path: path.to_string(),
+                        path: r.path.clone(),
+                        exact: r.exact.clone(),
                         methods: Some(vec!["OPTIONS".to_string()]),
                         cors: Some(cors.clone()),
                         ..Route::default()
@@ -541,7 +569,7 @@ fn preflight_route(entry: &Entry, upstream: &Upstream, stand_in: &Route) -> Valu
         headers.push(json!({ "name": "access-control-request-method", "present_match": true }));
     }
     let mut out = object([
-        ("name", json!(names::preflight_route_name(entry, &stand_in.path))),
+        ("name", json!(names::preflight_route_name(entry, stand_in))),
         ("match", m),
         ("metadata", route_metadata(&entry.team, &entry.service)),
         (

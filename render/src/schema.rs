@@ -16,7 +16,8 @@ use crate::check::{
     MAX_CANARY_WEIGHT, MAX_CHANGED_HEADER_NAME_LEN, MAX_CORS_ORIGINS, MAX_FQDN_LEN,
     MAX_HEADER_CHANGES, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_BYTES, MAX_LABEL_LEN,
     MAX_LIMITS_PER_ROUTE, MAX_PATH_BYTES, MAX_REQUESTS, MAX_RETRIED_STATUS_CODES, MAX_ROUTES,
-    METHODS, PATH_CHARSET, RETRIED_STATUSES, RETRY_CONDITIONS,
+    MAX_HEADER_MATCHES, MAX_QUERY_MATCHES, MAX_QUERY_NAME_LEN, MAX_QUERY_VALUE_LEN, METHODS,
+    PATH_CHARSET, QUERY_NAME_CHARSET, QUERY_VALUE_CHARSET, RETRIED_STATUSES, RETRY_CONDITIONS,
 };
 use crate::entry::Entry;
 use schemars::generate::SchemaSettings;
@@ -109,7 +110,55 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
         ),
         ("/$defs/HealthCheck/properties/path", path.clone()),
         ("/$defs/Route/properties/path", path.clone()),
-        ("/$defs/Route/properties/rewrite", path),
+        ("/$defs/Route/properties/exact", path.clone()),
+        (
+            "/$defs/Route",
+            one_of_required(&[("path", "string"), ("exact", "string")]),
+        ),
+        (
+            "/$defs/Route/properties/headers",
+            json!({ "minItems": 1, "maxItems": MAX_HEADER_MATCHES }),
+        ),
+        (
+            "/$defs/Route/properties/query",
+            json!({ "minItems": 1, "maxItems": MAX_QUERY_MATCHES }),
+        ),
+        (
+            "/$defs/HeaderMatch",
+            one_of_required(&[("value", "string"), ("present", "boolean")]),
+        ),
+        (
+            "/$defs/HeaderMatch/properties/name",
+            header_name(MAX_CANARY_HEADER_NAME_LEN),
+        ),
+        (
+            "/$defs/HeaderMatch/properties/value",
+            json!({
+                "minLength": 1,
+                "maxLength": MAX_CANARY_HEADER_VALUE_LEN,
+                "pattern": COHORT_HEADER_VALUE_CHARSET,
+            }),
+        ),
+        (
+            "/$defs/QueryMatch",
+            one_of_required(&[("value", "string"), ("present", "boolean")]),
+        ),
+        (
+            "/$defs/QueryMatch/properties/name",
+            json!({ "minLength": 1, "maxLength": MAX_QUERY_NAME_LEN, "pattern": QUERY_NAME_CHARSET }),
+        ),
+        (
+            "/$defs/QueryMatch/properties/value",
+            json!({ "minLength": 1, "maxLength": MAX_QUERY_VALUE_LEN, "pattern": QUERY_VALUE_CHARSET }),
+        ),
+        ("/$defs/QueryMatch/properties/present", json!({ "const": true })),
+        ("/$defs/Rewrite/anyOf/0", path.clone()),
+        (
+            "/$defs/RewriteTo",
+            one_of_required(&[("path", "string"), ("prefix", "string")]),
+        ),
+        ("/$defs/RewriteTo/properties/path", path.clone()),
+        ("/$defs/RewriteTo/properties/prefix", path),
         ("/$defs/Route/properties/methods", set_of(&METHODS)),
         (
             "/$defs/Route/properties/limits",
@@ -183,6 +232,16 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
             json!({ "minItems": 1, "maxItems": MAX_HEADER_CHANGES, "uniqueItems": true, "items": changed_header }),
         ),
     ]
+}
+
+/// Exactly one of the named fields (each with its type, which strict validators such as ajv's
+/// want beside a `required`).
+fn one_of_required(fields: &[(&str, &str)]) -> Value {
+    let options: Vec<Value> = fields
+        .iter()
+        .map(|(name, kind)| json!({ "type": "object", "required": [name], "properties": { *name: { "type": kind } } }))
+        .collect();
+    json!({ "oneOf": options })
 }
 
 /// Header names and the values a route sets or appends (`add`, `set`, `append`): each at most

@@ -12,3 +12,15 @@ pub(crate) fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
             .collect(),
     )
 }
+
+/// `s` as an RE2 literal: every character but ASCII letters, digits, `-` and `_` escaped.
+pub fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -5,7 +5,7 @@ use super::backend::{authorities, backend_conflict, BackendClaim};
 use super::host::{claim_counters, enclosing_hosts, HostGuard, HostView, ATTR_CLAIMS};
 use super::owner::{Actor, Owner};
 use super::RegistryError;
-use gateway_render::check::{path_prefixes, prefixes_overlap};
+use gateway_render::check::{path_prefixes, same_prefix};
 use gateway_render::{Entry, Problem, Rejection};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -205,7 +205,7 @@ pub(crate) fn path_conflict(fqdn: &str, held: &str, claimed: &str, holder: &str)
     let what = if held == claimed {
         format!("path {held} on {fqdn}")
     } else {
-        format!("path {held} on {fqdn} (overlapping {claimed})")
+        format!("path {held} on {fqdn} (the same prefix as {claimed})")
     };
     RegistryError::Conflict {
         what,
@@ -296,7 +296,7 @@ pub(crate) fn conflict(
     let id = entry.id();
     for claimed in path_prefixes(entry) {
         for (held, holder) in &host.paths {
-            if *holder != id && prefixes_overlap(&claimed, held) {
+            if *holder != id && same_prefix(&claimed, held) {
                 return Some(path_conflict(&host.fqdn, held, &claimed, holder));
             }
         }
@@ -870,21 +870,27 @@ mod tests {
     }
 
     #[test]
-    fn conflicts_name_the_holder_of_the_overlapping_prefix() {
+    fn conflicts_name_the_holder_of_the_same_prefix_and_nested_ones_are_no_conflict() {
         let none = Enclosing::new();
-        let h = host("h.d", "billing", 1, &[("/reports/monthly", "billing/r")]);
+        let h = host("h.d", "billing", 1, &[("/reports/", "billing/r")]);
         let err =
             conflict(&entry("all", "h", &["/reports"]), &h, &none, BASE).map(|e| e.to_string());
         assert_eq!(
             err.as_deref(),
-            Some("path /reports/monthly on h.d (overlapping /reports) is held by billing/r")
+            Some("path /reports/ on h.d (the same prefix as /reports) is held by billing/r")
         );
+        for nested in ["/", "/reports/monthly", "/reports/monthly/2026"] {
+            assert!(
+                conflict(&entry("all", "h", &[nested]), &h, &none, BASE).is_none(),
+                "{nested} nests with /reports/ on the team's own host"
+            );
+        }
         let other_team = host("h.d", "payments", 1, &[]);
         let err = conflict(&entry("all", "h", &["/reports"]), &other_team, &none, BASE)
             .map(|e| e.to_string());
         assert_eq!(err.as_deref(), Some("host h.d is held by payments"));
         assert!(
-            conflict(&entry("r", "h", &["/reports/monthly"]), &h, &none, BASE).is_none(),
+            conflict(&entry("r", "h", &["/reports/"]), &h, &none, BASE).is_none(),
             "its own prefix is no conflict"
         );
     }

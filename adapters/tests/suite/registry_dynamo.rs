@@ -224,45 +224,36 @@ async fn another_service_cannot_take_a_path() {
 }
 
 #[tokio::test]
-async fn nested_prefixes_conflict_in_both_directions() {
+async fn nested_prefixes_of_one_team_coexist_and_the_same_prefix_conflicts() {
     let reg = registry_holding(&entry("billing", "invoices-v1", "invoices", &["/invoices"])).await;
-    let (what, who) = holder(
-        reg.register(&entry(
-            "billing",
-            "export",
-            "invoices",
-            &["/invoices/export"],
-        ))
-        .await,
-    );
-    assert_eq!(who, "billing/invoices-v1");
-    assert!(
-        what.contains("/invoices") && what.contains("/invoices/export"),
-        "{what}"
-    );
-
     reg.register(&entry(
         "billing",
-        "reports",
+        "export",
         "invoices",
-        &["/reports/monthly"],
+        &["/invoices/export"],
     ))
     .await
-    .expect("inner");
+    .expect("a prefix inside another service's");
+    reg.register(&entry("billing", "web", "invoices", &["/"]))
+        .await
+        .expect("the root around every other service's");
+
+    // The same segments with a trailing slash are the same prefix.
     let (what, who) = holder(
-        reg.register(&entry("billing", "all-reports", "invoices", &["/reports"]))
+        reg.register(&entry("billing", "again", "invoices", &["/invoices/"]))
             .await,
     );
-    assert_eq!(who, "billing/reports");
-    assert!(
-        what.starts_with("path /reports/monthly on invoices.api.example.com"),
-        "{what}"
+    assert_eq!(who, "billing/invoices-v1");
+    assert_eq!(
+        what,
+        "path /invoices on invoices.api.example.com (the same prefix as /invoices/)"
     );
-
-    // Segment-aware: /invoicesX is not inside /invoices.
-    reg.register(&entry("billing", "invoicesx", "invoices", &["/invoicesX"]))
-        .await
-        .expect("sibling prefix");
+    let (_, who) = holder(
+        reg.register(&entry("billing", "root-again", "invoices", &["/"]))
+            .await,
+    );
+    assert_eq!(who, "billing/web");
+    assert_eq!(reg.list().await.expect("list").entries.len(), 3);
 }
 
 #[tokio::test]

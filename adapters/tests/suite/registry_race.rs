@@ -7,6 +7,7 @@ use gateway_testkit::registry as registry_support;
 use gateway_adapters::registry::{DynamoRegistry, RegisterOutcome, RegistryError};
 use gateway_render::Entry;
 use registry_support::{entry, holder, registry};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const RACERS: usize = 30;
@@ -276,39 +277,49 @@ async fn a_release_and_an_arrival_on_the_same_host_never_strand_a_service() {
     }
 }
 
-/// Nested prefixes have different guard keys, so only the host guard's claim counter of their
-/// first segment (`seg:n`) stops two of them committing together: every racer's prefix here
-/// overlaps every other's.
+/// Nested prefixes of one team's services coexist; the same prefix (spelled with or without a
+/// trailing `/`, so under two guard keys) has one holder. The racers claim a chain of nested
+/// prefixes, two racers per prefix: only the host guard's claim counter of their first segment
+/// (`seg:n`) stops the two of one prefix committing together. At every depth at most one wins,
+/// its rival names it, and the winners of different depths are all registered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn one_service_wins_a_chain_of_nested_prefixes() {
+async fn nested_prefixes_all_commit_and_each_prefix_has_one_winner() {
     for round in 0..ROUNDS {
         let reg = Arc::new(registry().await);
         // The host guard exists before the race, so its creation cannot be what decides it.
         reg.register(&entry("billing", "anchor", "nested", &["/anchor"]))
             .await
             .expect("anchor");
+        let depth = |i: usize| i / 2;
         let racers = (0..RACERS)
             .map(|i| {
-                let path = format!("/n{}", "/s".repeat(i));
+                let slash = if i % 2 == 1 { "/" } else { "" };
+                let path = format!("/n{}{slash}", "/s".repeat(depth(i)));
                 entry("billing", &format!("svc{i}"), "nested", &[&path])
             })
             .collect();
-        let mut winners = Vec::new();
-        let mut holders = Vec::new();
+        let mut winners: BTreeMap<usize, String> = BTreeMap::new();
+        let mut losers: Vec<(usize, String)> = Vec::new();
         for (i, (_, result)) in race(&reg, racers).await.into_iter().enumerate() {
             match result {
-                Ok(_) => winners.push(format!("billing/svc{i}")),
-                Err(RegistryError::Conflict { holder, .. }) => holders.push(holder),
+                Ok(_) => {
+                    let earlier = winners.insert(depth(i), format!("billing/svc{i}"));
+                    assert!(earlier.is_none(), "round {round}: two winners at depth {}: {earlier:?} and svc{i}", depth(i));
+                }
+                Err(RegistryError::Conflict { holder, .. }) => losers.push((depth(i), holder)),
                 // Racers that kept losing the counter race may run out of rounds.
                 Err(RegistryError::Retryable(_)) => {}
                 Err(other) => panic!("round {round}: racer {i} got {other:?}"),
             }
         }
-        assert_one_winner_named_by_every_loser(round, &winners, &holders);
+        for (d, holder) in &losers {
+            assert_eq!(winners.get(d), Some(holder), "round {round}: a loser at depth {d} names {holder}, winners {winners:?}");
+        }
+        assert!(winners.len() >= 2, "round {round}: nested prefixes commit side by side: {winners:?}");
         assert_eq!(
             reg.list().await.expect("list").entries.len(),
-            2,
-            "the anchor and the winner"
+            1 + winners.len(),
+            "the anchor and the winners"
         );
     }
 }

@@ -94,8 +94,8 @@ fn print_table(entries: &[StoredEntry], base_domain: &str) {
                 .routes
                 .iter()
                 .map(|r| match &r.methods {
-                    Some(m) => format!("{} {}", r.path, m.join(",")),
-                    None => r.path.clone(),
+                    Some(m) => format!("{} {}", gateway_render::names::match_key(r), m.join(",")),
+                    None => gateway_render::names::match_key(r),
                 })
                 .collect::<Vec<_>>()
                 .join("; ");

@@ -170,8 +170,8 @@ fn register_a_directory_reports_each_file_and_never_stops_at_a_bad_one() {
     entry_file(&dir, "a.json", "billing", "invoices-api", "/invoices");
     // Rejected by the checks: the path does not start with "/".
     entry_file(&dir, "b.json", "billing", "broken", "invoices");
-    // A conflict: a.json's service already holds /invoices/export's parent.
-    entry_file(&dir, "d.json", "billing", "exports", "/invoices/export");
+    // A conflict: a.json's service already holds the same prefix (a nested one would be fine).
+    entry_file(&dir, "d.json", "billing", "exports", "/invoices/");
     entry_file(&dir, "e.json", "billing", "payments", "/payments");
     std::fs::write(dir.path().join("notes.txt"), "not an entry").expect("write");
     let path = dir.path().display().to_string();
@@ -195,7 +195,7 @@ fn register_a_directory_reports_each_file_and_never_stops_at_a_bad_one() {
     );
     assert_eq!(
         lines[3],
-        "[4/5] billing/exports (d.json): path /invoices on invoices.api.example.com (overlapping /invoices/export) is held by billing/invoices-api"
+        "[4/5] billing/exports (d.json): path /invoices on invoices.api.example.com (the same prefix as /invoices/) is held by billing/invoices-api"
     );
     assert_eq!(
         lines[4],

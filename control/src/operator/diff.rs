@@ -155,7 +155,7 @@ fn route_key(route: &Route) -> String {
         .as_ref()
         .map(|m| m.join(","))
         .unwrap_or_else(|| "*".into());
-    format!("{methods} {}", route.path)
+    format!("{methods} {}", gateway_render::names::match_key(route))
 }
 
 /// `value`'s leaves as dotted paths under `prefix`; an array is one leaf (its order is the

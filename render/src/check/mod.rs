@@ -17,6 +17,7 @@ mod host;
 mod identifiers;
 mod json;
 mod limits;
+mod matches;
 mod methods;
 mod path;
 mod redirect;
@@ -92,8 +93,12 @@ pub use identifiers::{
     check_dns_label, check_identifier, DNS_NAME_CHARSET, IDENTIFIER_CHARSET, MAX_LABEL_LEN,
 };
 pub use limits::{check_header_name, MAX_BURST, MAX_HEADER_NAME_LEN, MAX_REQUESTS};
+pub use matches::{
+    check_query_name, check_query_value, MAX_HEADER_MATCHES, MAX_QUERY_MATCHES, MAX_QUERY_NAME_LEN,
+    MAX_QUERY_VALUE_LEN, QUERY_NAME_CHARSET, QUERY_VALUE_CHARSET,
+};
 pub use methods::{check_method, METHODS};
-pub use path::{check_path, prefixes_overlap, MAX_PATH_BYTES, PATH_CHARSET};
+pub use path::{check_path, prefixes_overlap, same_prefix, MAX_PATH_BYTES, PATH_CHARSET};
 pub use retries::{
     check_per_try_timeout, check_retry_condition, DEFAULT_MAX_RETRY_ATTEMPTS,
     GRPC_RETRY_CONDITIONS, MAX_RETRIED_STATUS_CODES, RETRIED_STATUSES, RETRY_CONDITIONS,
@@ -304,8 +309,18 @@ fn walked(
 }
 
 /// The distinct path prefixes an entry claims (one guard row each).
+/// The guard keys an entry's routes claim on its host: each prefix, and each exact path after
+/// `=` (`=/healthz`), so an exact path and the same prefix are different claims that nest.
 pub fn path_prefixes(entry: &Entry) -> BTreeSet<String> {
-    entry.routes.iter().map(|r| r.path.clone()).collect()
+    entry.routes.iter().map(guard_key).collect()
+}
+
+/// The guard key of one route: its prefix, or `=` and its exact path.
+pub fn guard_key(route: &crate::entry::Route) -> String {
+    match &route.exact {
+        Some(exact) => format!("={exact}"),
+        None => route.path.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -107,6 +107,17 @@ fn check_percent_escapes(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether two path prefixes name the same segments: equal once a trailing `/` is dropped
+/// (`/a/` ~ `/a`; `/` is only itself). Two services of one team may hold nested prefixes on its
+/// host, never the same one.
+/// Guard keys of exact paths (`=/healthz`) are the same only when equal.
+pub fn same_prefix(a: &str, b: &str) -> bool {
+    if a.starts_with('=') || b.starts_with('=') {
+        return a == b;
+    }
+    a.trim_end_matches('/') == b.trim_end_matches('/')
+}
+
 /// Whether two path prefixes overlap on path segments: equal, or one nested inside the other.
 /// `/invoices` and `/invoices/export` overlap; `/invoices` and `/invoicesX` do not; `/` overlaps
 /// everything; a trailing slash does not change which segments a prefix names (`/a/` ~ `/a`).
@@ -196,6 +207,18 @@ mod tests {
     fn percent_escape_at_a_char_boundary_does_not_panic() {
         assert!(check_path("/a%é").is_err());
         assert!(check_path("/a%1é").is_err());
+    }
+
+    #[test]
+    fn the_same_prefix_ignores_only_a_trailing_slash() {
+        assert!(same_prefix("/a", "/a/"));
+        assert!(same_prefix("/", "/"));
+        assert!(!same_prefix("/", "/a"));
+        assert!(!same_prefix("/a", "/a/b"));
+        assert!(!same_prefix("/a", "/ab"));
+        assert!(same_prefix("=/a", "=/a"));
+        assert!(!same_prefix("=/a", "=/a/"));
+        assert!(!same_prefix("=/a", "/a"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::cors::cors;
 use super::duration::{check_timeout, DEFAULT_ROUTE_TIMEOUT_MS};
 use super::header_changes::{header_changes, Direction};
 use super::retries::{grpc_retry_conditions_allowed, retries, RetryContext};
-use super::rewrite::check_rewrite;
+use super::rewrite::rewrite;
 use super::redirect::{redirect, NOT_WITH_A_REDIRECT};
 use super::fields::{
     as_written, at_most, non_empty_list, object, optional_flag, reject_unknown, required,
@@ -16,11 +16,12 @@ use super::fields::{
 use super::host::check_host;
 use super::identifiers::check_identifier;
 use super::limits::limits;
+use super::matches::{header_matches, query_matches};
 use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
 use super::{Policy, MAX_PATH_PREFIXES, MAX_ROUTES};
-use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Route};
+use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Rewrite, Route};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
@@ -34,8 +35,11 @@ const ENTRY_FIELDS: [&str; 8] = [
     "health_check",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 12] = [
+const ROUTE_FIELDS: [&str; 15] = [
     "path",
+    "exact",
+    "headers",
+    "query",
     "methods",
     "limits",
     "timeout",
@@ -127,7 +131,7 @@ fn routes(
         .collect();
     check_duplicates(&checked, field, problems);
     check_shared_cors(&checked, field, problems);
-    let prefixes: BTreeSet<&str> = checked.iter().flatten().map(|r| r.path.as_str()).collect();
+    let prefixes: BTreeSet<String> = checked.iter().flatten().map(super::guard_key).collect();
     if prefixes.len() > MAX_PATH_PREFIXES {
         problems.push(
             field,
@@ -152,7 +156,15 @@ fn route(
 ) -> Option<Route> {
     let map = object(v, field, "a route", problems)?;
     reject_unknown(map, field, &ROUTE_FIELDS, problems);
-    let path = required_parsed(map, field, "path", problems, as_written(check_path));
+    let (path, exact) = path_or_exact(map, field, problems);
+    let headers = match map.get("headers") {
+        None => Some(Vec::new()),
+        Some(v) => header_matches(v, &child(field, "headers"), problems),
+    };
+    let query = match map.get("query") {
+        None => Some(Vec::new()),
+        Some(v) => query_matches(v, &child(field, "query"), problems),
+    };
     let methods = match map.get("methods") {
         None => Some(None),
         Some(v) => methods(v, &child(field, "methods"), problems).map(Some),
@@ -189,6 +201,9 @@ fn route(
     let (retries, rewrite, request_headers, response_headers, cors, websocket) = policy_fields?;
     Some(Route {
         path: path?,
+        exact: exact?,
+        headers: headers?,
+        query: query?,
         methods: methods?,
         limits: limits?,
         timeout: timeout?,
@@ -201,6 +216,52 @@ fn route(
         host_rewrite: host_rewrite?,
         redirect: redirect?,
     })
+}
+
+/// `path` (a prefix) or `exact` (one path): exactly one. The prefix is `""` on an exact route.
+/// A prefix replacement (a `rewrite` string or `prefix`, a redirect's `prefix`) needs a prefix.
+fn path_or_exact(
+    map: &Map<String, Value>,
+    field: &str,
+    problems: &mut Problems,
+) -> (Option<String>, Option<Option<String>>) {
+    match (map.get("path"), map.get("exact")) {
+        (Some(_), Some(_)) => {
+            problems.push(
+                child(field, "exact"),
+                "a route matches a prefix (path) or one exact path (exact), not both",
+            );
+            (None, None)
+        }
+        (None, Some(v)) => {
+            let at = child(field, "exact");
+            let exact = string(v, &at, problems).and_then(|s| {
+                check_path(s)
+                    .map(|()| s.to_string())
+                    .map_err(|reason| problems.push(&at, reason))
+                    .ok()
+            });
+            let prefix_replaced = matches!(map.get("rewrite"), Some(Value::String(_)))
+                || map.get("rewrite").and_then(|r| r.get("prefix")).is_some()
+                || map.get("redirect").and_then(|r| r.get("prefix")).is_some();
+            if prefix_replaced {
+                problems.push(
+                    at,
+                    "an exact route has no prefix to replace; rewrite or redirect its whole path with { \"path\": … }",
+                );
+                return (None, None);
+            }
+            (Some(String::new()), exact.map(Some))
+        }
+        (Some(_), None) => (
+            required_parsed(map, field, "path", problems, as_written(check_path)),
+            Some(None),
+        ),
+        (None, None) => (
+            required_parsed(map, field, "path", problems, as_written(check_path)),
+            None,
+        ),
+    }
 }
 
 /// A `redirect`, and nothing beside it that only means something for a request the backend
@@ -238,7 +299,7 @@ fn redirect_only(
 
 type PolicyFields = (
     Option<Retries>,
-    Option<String>,
+    Option<Rewrite>,
     Option<HeaderChanges>,
     Option<HeaderChanges>,
     Option<Cors>,
@@ -282,14 +343,9 @@ fn route_policy(
             retries(v, &child(field, "retries"), &cx, problems)
         }
     };
-    let rewrite_field = child(field, "rewrite");
-    let rewrite = map.get("rewrite").and_then(|v| {
-        let r = string(v, &rewrite_field, problems)?;
-        check_rewrite(r, path.as_deref())
-            .map(|()| r.to_string())
-            .map_err(|reason| problems.push(&rewrite_field, reason))
-            .ok()
-    });
+    let rewrite = map
+        .get("rewrite")
+        .and_then(|v| rewrite(v, &child(field, "rewrite"), path.as_deref(), problems));
     let limit_keys: Vec<(usize, String)> = match limits {
         Some(limits) => limits
             .iter()
@@ -350,7 +406,11 @@ fn check_shared_cors(routes: &[Option<Route>], field: &str, problems: &mut Probl
         let first = routes[..j]
             .iter()
             .enumerate()
-            .find_map(|(i, a)| a.as_ref().filter(|a| a.path == b.path).map(|a| (i, a)));
+            .find_map(|(i, a)| {
+                a.as_ref()
+                    .filter(|a| super::guard_key(a) == super::guard_key(b))
+                    .map(|a| (i, a))
+            });
         let Some((i, a)) = first else { continue };
         if a.cors != b.cors {
             problems.push(
@@ -358,7 +418,7 @@ fn check_shared_cors(routes: &[Option<Route>], field: &str, problems: &mut Probl
                 format!(
                     "must be the same as {}.cors: both routes have path {}, and a browser's preflight for a path is answered by one policy",
                     index(field, i),
-                    quote(&b.path)
+                    quote(b.matched_path())
                 ),
             );
         }
@@ -372,7 +432,7 @@ fn check_duplicates(routes: &[Option<Route>], field: &str, problems: &mut Proble
         let Some(b) = b else { continue };
         for (i, a) in routes[..j].iter().enumerate() {
             let Some(a) = a else { continue };
-            if a.path != b.path {
+            if crate::names::match_key(a) != crate::names::match_key(b) {
                 continue;
             }
             let shared = shared_methods(a.methods.as_deref(), b.methods.as_deref());
@@ -382,8 +442,10 @@ fn check_duplicates(routes: &[Option<Route>], field: &str, problems: &mut Proble
             problems.push(
                 index(field, j),
                 format!(
-                    "same path {} as {} with overlapping methods ({}); give each path and method one route",
-                    quote(&b.path),
+                    "same {} {}{} as {} with overlapping methods ({}); give each path and method one route",
+                    if b.is_exact() { "exact path" } else { "path" },
+                    quote(b.matched_path()),
+                    if b.has_conditions() { " and conditions" } else { "" },
                     index(field, i),
                     shared.join(", ")
                 ),
@@ -514,7 +576,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite or redirect (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite or redirect (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",
@@ -639,7 +701,7 @@ mod tests {
         let e = run(v).expect("valid");
         let r = &e.routes[0];
         assert_eq!(r.retries.as_ref().expect("retries").on, ["5xx", "connect-failure", "reset"]);
-        assert_eq!(r.rewrite.as_deref(), Some("/v2/invoices"));
+        assert_eq!(r.rewrite, Some(Rewrite::prefix("/v2/invoices")));
         // The typed entry round-trips through the same checks (the reconciler's re-check).
         assert_eq!(crate::check::check_entry(&e, &Policy::new("api.example.com", false)), Ok(()));
     }

@@ -395,3 +395,57 @@ fn route_timeouts_render_in_envoys_form_and_default_to_15s() {
     assert_eq!(timeout_of("/long"), "60s");
     assert_eq!(timeout_of("/plain"), "15s");
 }
+
+#[test]
+fn nested_services_and_conditions_order_by_precedence_whatever_the_input_order() {
+    use gateway_render::{HeaderMatch, QueryMatch};
+    let web = entry("shop", "web", "shop", vec![route("/", None)]);
+    let mut versioned = route("/api", Some(&["GET"]));
+    versioned.headers = vec![HeaderMatch {
+        name: "x-version".into(),
+        value: Some("2".into()),
+        present: None,
+    }];
+    let mut queried = route("/api", Some(&["GET"]));
+    queried.query = vec![QueryMatch {
+        name: "v".into(),
+        value: Some("2".into()),
+        present: None,
+    }];
+    let exact = Route {
+        exact: Some("/api/health".into()),
+        ..Route::default()
+    };
+    let api = entry(
+        "shop",
+        "api",
+        "shop",
+        vec![queried, route("/api", Some(&["GET"])), versioned, exact],
+    );
+    let one = render(&[web.clone(), api.clone()], &config()).unwrap();
+    let other = render(&[api, web], &config()).unwrap();
+    assert_eq!(one.files, other.files, "byte-stable in either order");
+    let names = route_names(vhost(&one, "shop.api.example.com"));
+    assert_eq!(names[0], "shop.api:*:=/api/health", "{names:?}");
+    assert!(names[1].starts_with("shop.api:GET:/api~"), "{names:?}");
+    assert!(names[2].starts_with("shop.api:GET:/api~"), "{names:?}");
+    assert_eq!(&names[3..], ["shop.api:GET:/api", "shop.web:*:/"], "{names:?}");
+    // The header condition before the query condition.
+    let second = named_route(&one, "shop.api.example.com", &names[1]);
+    assert!(second["match"].get("query_parameters").is_none(), "{second}");
+}
+
+#[test]
+fn the_same_match_from_two_services_is_refused_but_conditions_tell_routes_apart() {
+    let mut beta = route("/api", None);
+    beta.headers = vec![gateway_render::HeaderMatch {
+        name: "x-beta".into(),
+        value: None,
+        present: Some(true),
+    }];
+    let a = entry("shop", "a", "shop", vec![route("/api", None), beta]);
+    assert!(render(&[a.clone()], &config()).is_ok(), "one entry, conditions apart");
+    let b = entry("shop", "b", "shop", vec![route("/api", None)]);
+    let err = render(&[a, b], &config()).unwrap_err().to_string();
+    assert!(err.contains("path /api on shop.api.example.com is claimed twice"), "{err}");
+}

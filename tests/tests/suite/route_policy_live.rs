@@ -56,7 +56,33 @@ fn entry_doc(backend: &str) -> Value {
             { "path": "/burst", "methods": ["GET"], "limits": [{ "burst": 1 }] },
             { "path": "/hosted", "methods": ["GET"], "host_rewrite": "api.internal.example" },
             { "path": "/moved", "methods": ["GET"], "redirect": { "prefix": "/invoices", "status": 301 } },
-            { "path": "/elsewhere", "redirect": { "scheme": "https", "host": "new.example.com", "port": 8443, "path": "/start" } }
+            { "path": "/elsewhere", "redirect": { "scheme": "https", "host": "new.example.com", "port": 8443, "path": "/start" } },
+            { "path": "/strip", "methods": ["GET"], "rewrite": "/" },
+            { "path": "/full", "methods": ["GET"], "rewrite": { "path": "/replaced" } },
+            { "path": "/to-root", "methods": ["GET"], "redirect": { "prefix": "/" } },
+            { "exact": "/match", "methods": ["GET"], "request_headers": { "set": { "x-route": "exact" } } },
+            { "path": "/match", "methods": ["GET"], "request_headers": { "set": { "x-route": "prefix" } } },
+            { "path": "/match", "methods": ["GET"], "headers": [{ "name": "x-version", "value": "2" }],
+              "request_headers": { "set": { "x-route": "header" } } },
+            { "path": "/match", "methods": ["GET"],
+              "headers": [{ "name": "x-version", "value": "2" }, { "name": "x-beta", "present": true }],
+              "request_headers": { "set": { "x-route": "two-headers" } } },
+            { "path": "/match", "methods": ["GET"], "query": [{ "name": "v", "value": "2" }],
+              "request_headers": { "set": { "x-route": "query" } } },
+            { "path": "/absent", "methods": ["GET"], "headers": [{ "name": "x-debug", "present": false }],
+              "request_headers": { "set": { "x-route": "clean" } } },
+            { "path": "/absent", "methods": ["GET"], "request_headers": { "set": { "x-route": "any" } } },
+            { "path": "/nest", "methods": ["GET"], "request_headers": { "set": { "x-route": "web" } } }
+        ]
+    })
+}
+
+/// A second service of the same team on the same host, nested inside the first's `/nest`.
+fn nested_doc(backend: &str) -> Value {
+    json!({
+        "team": "billing", "service": "policy-api", "host": "policy", "backend": backend,
+        "routes": [
+            { "path": "/nest/api", "methods": ["GET"], "request_headers": { "set": { "x-route": "api" } } }
         ]
     })
 }
@@ -70,11 +96,15 @@ struct Stack {
 impl Stack {
     fn start() -> Stack {
         let backend = PolicyBackend::start();
-        let entry = check_entry_value(&entry_doc(&backend.url()), &Policy::new(DOMAIN, true))
-            .unwrap_or_else(|r| panic!("the test entry is refused:\n{r}"));
+        let checked = |doc: Value| {
+            check_entry_value(&doc, &Policy::new(DOMAIN, true))
+                .unwrap_or_else(|r| panic!("the test entry is refused:\n{r}"))
+        };
+        // The nested service comes first: the longer prefix wins whatever the order.
+        let entries = [checked(nested_doc(&backend.url())), checked(entry_doc(&backend.url()))];
         let mut cfg = RenderConfig::new(DOMAIN);
         cfg.max_websocket_seconds = WEBSOCKET_SECONDS;
-        let rendered = render(&[entry], &cfg).expect("renders");
+        let rendered = render(&entries, &cfg).expect("renders");
         let dir = tempfile::tempdir().expect("tempdir");
         let (cds, rds) = (dir.path().join("cds"), dir.path().join("rds"));
         std::fs::create_dir_all(&cds).expect("cds dir");
@@ -125,7 +155,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 13] = [
+    let cases: [Case; 16] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -166,6 +196,15 @@ fn route_policy_through_real_envoy() {
         ),
         ("a redirect route answers with the new URL", redirects),
         ("a host rewrite is the Host the backend sees", host_rewrite),
+        ("a prefix strips to the root and a whole path is replaced", strip_and_full_rewrites),
+        (
+            "the most specific of exact, prefix, header and query matches wins",
+            match_precedence,
+        ),
+        (
+            "a team's nested services each take their longest prefix",
+            nested_services,
+        ),
     ];
     let failed: Vec<&str> = cases
         .iter()
@@ -619,4 +658,62 @@ fn host_rewrite(stack: &Stack) {
     // Without one, the backend sees its own name.
     let r = stack.get("/headers/x");
     assert_ne!(body(&r)["headers"]["host"], "api.internal.example");
+}
+
+fn strip_and_full_rewrites(stack: &Stack) {
+    for (asked, arrives) in [
+        ("/strip/three", "/three"),
+        ("/strip", "/"),
+        ("/strip/", "/"),
+        ("/strip/a/b?x=1", "/a/b?x=1"),
+        ("/full/a/b?q=1", "/replaced?q=1"),
+        ("/full", "/replaced"),
+    ] {
+        let r = stack.get(asked);
+        assert_eq!(r.status, 200, "{asked}: {}", r.body);
+        assert_eq!(body(&r)["path"], arrives, "{asked}");
+    }
+    // Segment-aware still: /stripX is no route's.
+    assert_eq!(stack.get("/stripX").status, 404);
+    let r = stack.get("/to-root/a?k=v");
+    assert_eq!(r.status, 302, "{}", r.head);
+    assert_eq!(r.header("location"), Some(format!("http://{HOST}/a?k=v").as_str()), "{}", r.head);
+}
+
+fn routed(stack: &Stack, path: &str, headers: &[(&str, &str)]) -> String {
+    let r = stack.request("GET", path, headers);
+    assert_eq!(r.status, 200, "{path} {headers:?}: {}", r.body);
+    body(&r)["headers"]["x-route"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: no x-route: {}", r.body))
+        .to_string()
+}
+
+fn match_precedence(stack: &Stack) {
+    for (path, headers, want) in [
+        ("/match", &[][..], "exact"),
+        ("/match", &[("x-version", "2")][..], "exact"),
+        ("/match?v=2", &[][..], "exact"),
+        ("/match/1", &[][..], "prefix"),
+        ("/match/1", &[("x-version", "3")][..], "prefix"),
+        ("/match/1", &[("x-version", "2")][..], "header"),
+        ("/match/1", &[("x-version", "2"), ("x-beta", "yes")][..], "two-headers"),
+        ("/match/1?v=2", &[][..], "query"),
+        ("/match/1?v=22", &[][..], "prefix"),
+        ("/match/1?v=2", &[("x-version", "2")][..], "header"),
+        ("/absent/1", &[][..], "clean"),
+        ("/absent/1", &[("x-debug", "1")][..], "any"),
+    ] {
+        assert_eq!(routed(stack, path, headers), want, "{path} {headers:?}");
+    }
+    // An exact path is only itself.
+    assert_eq!(routed(stack, "/match/", &[]), "prefix");
+}
+
+fn nested_services(stack: &Stack) {
+    assert_eq!(routed(stack, "/nest/api/7", &[]), "api");
+    assert_eq!(routed(stack, "/nest/api", &[]), "api");
+    assert_eq!(routed(stack, "/nest/apix", &[]), "web");
+    assert_eq!(routed(stack, "/nest", &[]), "web");
+    assert_eq!(routed(stack, "/nest/other", &[]), "web");
 }

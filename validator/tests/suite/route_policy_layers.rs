@@ -64,6 +64,7 @@ fn route_policy_renders_pass_all_layers() {
         "route-policy-design-example.json",
         "route-policy-shared-path-and-bounds.json",
         "route-policy-cross-tenant-bounds.json",
+        "route-matches-and-rewrites.json",
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let entry = check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
@@ -88,7 +89,7 @@ fn route_policy_renders_pass_all_layers() {
         assert!(report.envoy.is_some(), "{file}: Envoy judged it");
         checked += 1;
     }
-    assert_eq!(checked, 3);
+    assert_eq!(checked, 4);
 }
 
 #[test]
