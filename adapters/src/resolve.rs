@@ -190,8 +190,9 @@ impl BackendLookup {
 }
 
 /// The names an entry sends traffic to, with the field each came from (`Entry::upstreams`:
-/// `backend` and, with a canary, `canary.backend`, judged by the same rule).
-fn backend_names(entry: &Entry) -> Vec<(&'static str, String)> {
+/// `backend`, with a canary `canary.backend`, and each route's `mirror.backend`, judged by the
+/// same rule).
+fn backend_names(entry: &Entry) -> Vec<(String, String)> {
     entry
         .upstreams()
         .into_iter()
@@ -287,6 +288,24 @@ mod tests {
             .1
             .reason
             .contains("canary.internal.example resolves to 169.254.169.254"));
+    }
+
+    #[tokio::test]
+    async fn a_mirror_name_is_judged_by_what_it_resolves_to_like_the_backend() {
+        let lookup = BackendLookup::new(
+            FixedResolver::new()
+                .answer("good.internal.example", &["10.0.0.5"])
+                .answer("shadow.internal.example", &["127.0.0.1"]),
+        );
+        let doc = serde_json::json!({"team": "t", "service": "s", "host": "h",
+            "backend": "http://good.internal.example",
+            "routes": [{"path": "/a"},
+                       {"path": "/s", "mirror": {"backend": "http://shadow.internal.example", "percent": 50}}]});
+        let e = check_entry_bytes(doc.to_string().as_bytes(), &strict()).expect("valid entry");
+        let problems = lookup.problems(&[e], &strict()).await;
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].1.field, "routes[1].mirror.backend");
+        assert!(problems[0].1.reason.contains("shadow.internal.example resolves to 127.0.0.1"), "{problems:?}");
     }
 
     #[tokio::test]

@@ -89,6 +89,16 @@ export interface Route {
   /** Answers with a redirect instead of proxying (then no timeout, retries, rewrite, header
    * changes, cors, websocket or global limit). */
   readonly redirect?: Redirect;
+  /** Copies `percent` of the route's requests to `backend` (judged and claimed like the entry's
+   * backend); its answers are ignored. */
+  readonly mirror?: Mirror;
+}
+
+/** A route's request mirror. */
+export interface Mirror {
+  readonly backend: string;
+  /** 0–100. */
+  readonly percent: number;
 }
 
 /** A request header condition: `value` exactly, or `present` (true: sent; false: not sent). */
@@ -124,6 +134,12 @@ export interface Redirect {
   readonly status?: 301 | 302 | 303 | 307 | 308;
 }
 
+/** One of an entry's `backends`: `weight` (0–100) parts of the traffic go to `url`. */
+export interface WeightedBackend {
+  readonly url: string;
+  readonly weight: number;
+}
+
 export interface Entry {
   /** Owns the hostname. */
   readonly team: string;
@@ -132,13 +148,17 @@ export interface Entry {
   /** DNS labels in front of the gateway's base domain (`invoices` → `invoices.api.example.com`). */
   readonly host: string;
   /** `http://` or `https://` URL with host and optional port; https means TLS with SNI to that host. */
-  readonly backend: string;
+  readonly backend?: string;
+  /** 2–8 backends sharing the traffic by weight, in place of `backend`. */
+  readonly backends?: WeightedBackend[];
   /** Upstream protocol: `http1` (default), `http2` (h2 over TLS, h2c over http) or `grpc`. */
   readonly protocol?: Protocol;
   /** A second backend taking `weight` percent of the traffic and a header cohort. */
   readonly canary?: Canary;
   /** Active HTTP health checking of the backend(s). */
   readonly health_check?: HealthCheck;
+  /** The backend sees the client's Host instead of its own name (TLS SNI stays the backend's). */
+  readonly preserve_host?: boolean;
   readonly routes: Route[];
 }
 

@@ -94,10 +94,12 @@ export class ExposeOnGateway extends Construct {
       team: props.team,
       service: props.service,
       host: props.host,
-      backend: props.backend,
+      ...(props.backend !== undefined ? { backend: props.backend } : {}),
+      ...(props.backends !== undefined ? { backends: props.backends } : {}),
       ...(props.protocol !== undefined ? { protocol: props.protocol } : {}),
       ...(props.canary !== undefined ? { canary: props.canary } : {}),
       ...(props.healthCheck !== undefined ? { health_check: props.healthCheck } : {}),
+      ...(props.preserve_host !== undefined ? { preserve_host: props.preserve_host } : {}),
       routes: props.routes,
     };
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the

@@ -27,6 +27,8 @@ const DECIDED_AT_DEPLOY: [RegExp, string][] = [
   [/^(retries-(attempts-over-max|every-method-on-reset|grpc-status-without-protocol|patch-on-gateway-error|post-on-5xx|status-codes-missing)|grpc-retries-5xx-on-post)\./, 'retries against the operators’ maximum, the methods and the protocol'],
   [/^cors-(base-domain-pattern|differs-on-one-path|origin-with-path-and-null|pattern-too-long|public-suffix-pattern|star-with-credentials|top-level-domain-pattern)\./, 'CORS origins'],
   [/^(duplicate-key-|global-duplicate-|burst-twice|routes-duplicate-|routes-too-many-prefixes|websocket-on-a-post-route)/, 'duplicates and rules across values (JSON.parse also keeps only the last of a repeated key)'],
+  [/^backends-(duplicate-url|all-zero|url-metadata|canary-same-url)\./, 'weighted backends, judged as backend, each once, one taking traffic'],
+  [/^mirror-(backend-metadata|three-backends|with-redirect)\./, 'the mirror backend, judged as backend, and what a redirect route may carry'],
   [/^match-(header-host|header-twice|exact-prefix-rewrite|exact-dot-dot|exact-twice)\./, 'header names the gateway sets, a condition twice, and what an exact route may replace'],
   [/^requests-(exponent|float-integral)\./, '1e3 and 10.0 are integers to JavaScript, floats to the register function'],
 ];
@@ -123,7 +125,7 @@ describe('reasons', () => {
     ]);
     expect(lines(entry({}, { protocol: 'h2c', owner: 'x' }))).toEqual([
       'protocol: unknown value "h2c"; expected http1, http2 or grpc',
-      'owner: unknown field; expected backend, canary, health_check, host, protocol, routes, service or team',
+      'owner: unknown field; expected backend, backends, canary, health_check, host, preserve_host, protocol, routes, service or team',
     ]);
     expect(lines(entry({ path: 'x'.repeat(1025) }))).toEqual(['routes[0].path: is 1025 characters long; at most 1024']);
     expect(lines(undefined)).toEqual(['entry: empty document; expected a JSON object']);
@@ -132,7 +134,7 @@ describe('reasons', () => {
   test('problems come in document order, one per field, one line each whatever the entry holds', () => {
     const hostile = { 'b\nc': 1, team: 'a\nteam: ok', service: '', host: 'x', backend: 'http://b', routes: [] };
     expect(lines(hostile)).toEqual([
-      '["b\\nc"]: unknown field; expected backend, canary, health_check, host, protocol, routes, service or team',
+      '["b\\nc"]: unknown field; expected backend, backends, canary, health_check, host, preserve_host, protocol, routes, service or team',
       'team: "a\\nteam: ok": character "\\n" is not allowed; expected only [a-z0-9-]',
       'service: must not be empty',
       'routes: must not be empty',

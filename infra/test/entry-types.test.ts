@@ -47,13 +47,15 @@ test.each<[string, Schema]>([
   ['HeaderMatch', defs.HeaderMatch],
   ['QueryMatch', defs.QueryMatch],
   ['RewriteTo', defs.RewriteTo],
+  ['Mirror', defs.Mirror],
+  ['WeightedBackend', defs.WeightedBackend],
 ])('interface %s has the schema\'s fields, optional where the schema does', (name, object) => {
   expect(interfaceFields(name)).toEqual(schemaFields(object));
 });
 
 test('every object of the schema has its interface', () => {
   const objects = Object.entries(defs).filter(([, d]) => d.type === 'object').map(([name]) => name).sort();
-  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route']);
+  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'WeightedBackend']);
   expect(limit).toHaveLength(2);
 });
 

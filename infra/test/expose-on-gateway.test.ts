@@ -4,6 +4,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { sampleEntry } from '../lib/example-team-stack';
 import { EntryRejected, ExposeOnGateway, ExposeOnGatewayProps } from '../lib/expose-on-gateway';
+import { ENTRY_SCHEMA } from '../lib/entry-schema';
 import { testApp } from './helpers';
 
 const FUNCTION_ARN = 'arn:aws:lambda:eu-west-1:111111111111:function:Gateway-RegisterFunction';
@@ -174,6 +175,28 @@ describe('the construct carries the entry-level fields', () => {
     routes: [{ path: '/invoices', methods: ['GET'] }],
     serviceToken: FUNCTION_ARN,
   };
+
+  test('every entry-level field of the schema travels in the entry document', () => {
+    const stack = new Stack(testApp(), 'Team');
+    const exposed = new ExposeOnGateway(stack, 'Invoices', {
+      ...props,
+      protocol: 'http2',
+      canary: { backend: 'https://invoices-canary.internal.example:8443', weight: 10 },
+      healthCheck: { path: '/healthz', interval: '10s' },
+      preserve_host: true,
+    });
+    const schemaFields = Object.keys((ENTRY_SCHEMA as unknown as { properties: Record<string, unknown> }).properties).sort();
+    const sent = Object.keys(exposed.entry).sort();
+    // `backends` stands in for `backend` (one of the two).
+    expect(sent).toEqual(schemaFields.filter((f) => f !== 'backends'));
+    const split = new ExposeOnGateway(new Stack(testApp(), 'Split'), 'Invoices', {
+      ...props,
+      backend: undefined,
+      backends: [{ url: 'https://a.internal.example', weight: 80 }, { url: 'https://b.internal.example', weight: 20 }],
+    });
+    expect(Object.keys(split.entry)).toEqual(['team', 'service', 'host', 'backends', 'routes']);
+    expect(exposed.entry.preserve_host).toBe(true);
+  });
 
   test('protocol, canary and health_check travel in the entry document', () => {
     const stack = new Stack(testApp(), 'Team');

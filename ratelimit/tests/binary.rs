@@ -25,6 +25,8 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes: vec![
             Route {
                 path: "/limited".into(),

@@ -226,7 +226,7 @@ impl Totals {
 pub fn clusters(entries: &[Entry]) -> usize {
     entries
         .iter()
-        .map(|e| if e.canary.is_some() { 4 } else { 1 })
+        .map(crate::clusters::cluster_count)
         .sum()
 }
 
@@ -255,6 +255,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: (0..routes)
                 .map(|i| Route {
                     path: format!("/{service}/{i}"),

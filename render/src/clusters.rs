@@ -109,6 +109,87 @@ pub fn canary_backend_of(entry: &Entry, canary: &Canary) -> Result<Backend, Rend
 /// always had), and with a canary the canary's and the two failover pairs the routes split
 /// between (docs/design.md#traffic-policy).
 pub fn clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let mut out = own_clusters(entry, cfg)?;
+    out.extend(mirror_clusters(entry, cfg)?);
+    Ok(out)
+}
+
+/// One cluster per distinct mirror backend, after the entry's own, in name order: a backend
+/// cluster like any other, without a health check (nothing waits on a mirror's answers).
+fn mirror_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for url in entry.mirror_backends() {
+        let backend = named_backend(entry, url)?;
+        let name = names::mirror_cluster_name(entry, url);
+        let mut cluster = backend_cluster(entry, &name, &backend, false, cfg);
+        if let Some(obj) = cluster.as_object_mut() {
+            obj.remove("health_checks");
+        }
+        out.push((name, cluster));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out.into_iter().map(|(_, c)| c).collect())
+}
+
+/// How many clusters `entry` renders (the registry bound counts them with this).
+pub fn cluster_count(entry: &Entry) -> usize {
+    let own = match (entry.backends.len(), entry.canary.is_some()) {
+        (0, false) => 1,
+        (0, true) => 4,
+        (n, false) => n,
+        (n, true) => n + 2,
+    };
+    own + entry.mirror_backends().len()
+}
+
+/// Parses one of the backends an entry names (`backends[i].url`, a mirror's), naming the
+/// entry when it cannot.
+fn named_backend(entry: &Entry, url: &str) -> Result<Backend, RenderError> {
+    Backend::parse(url).map_err(|reason| RenderError::Backend {
+        entry: entry.id(),
+        backend: url.to_string(),
+        reason,
+    })
+}
+
+/// With `backends`: one cluster each (named by URL, endpoints named for `auto_host_rewrite`), in
+/// name order whatever the list's, and with a canary its cluster and `canary-first`, which fails
+/// over to the backend of the largest weight (the first by name of equals). The main share is
+/// split over the backends' own clusters with no failover between them: while one fails its
+/// health check, its share of requests fails (503) until it recovers or the weights change, as
+/// with Gateway API's weighted backends (docs/design.md#traffic-policy).
+fn weighted_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let mut named: Vec<(String, &crate::entry::WeightedBackend)> = entry
+        .backends
+        .iter()
+        .map(|b| (names::weighted_backend_cluster_name(entry, &b.url), b))
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = Vec::new();
+    for (name, b) in &named {
+        out.push(backend_cluster(entry, name, &named_backend(entry, &b.url)?, true, cfg));
+    }
+    if let Some(canary) = &entry.canary {
+        let canary_name = names::canary_cluster_name(entry);
+        out.push(backend_cluster(entry, &canary_name, &canary_backend_of(entry, canary)?, true, cfg));
+        let fallback = named
+            .iter()
+            .max_by(|a, b| a.1.weight.cmp(&b.1.weight).then(b.0.cmp(&a.0)))
+            .map(|(name, _)| name.clone())
+            .unwrap_or_default();
+        out.push(failover_cluster(
+            &names::canary_first_cluster_name(entry),
+            &canary_name,
+            &fallback,
+        ));
+    }
+    Ok(out)
+}
+
+fn own_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    if !entry.backends.is_empty() {
+        return weighted_clusters(entry, cfg);
+    }
     let main_name = names::cluster_name(entry);
     let main = backend_of(entry)?;
     let Some(canary) = &entry.canary else {
@@ -374,6 +455,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: vec![],
         }
     }

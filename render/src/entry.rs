@@ -23,8 +23,12 @@ pub struct Entry {
     /// DNS labels placed in front of the gateway's base domain (`invoices` → `invoices.api.example.com`).
         pub host: String,
     /// `http://` or `https://` URL with host and optional port, judged by where it leads
-    /// (docs/design.md#backend-policy).
+    /// (docs/design.md#backend-policy). An entry has `backend` or `backends`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub backend: String,
+    /// 2–8 backends sharing the traffic by weight, in place of `backend`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<WeightedBackend>,
     /// How the gateway speaks to the backend(s); `http1` when left out.
     #[serde(default, skip_serializing_if = "Protocol::is_default")]
     pub protocol: Protocol,
@@ -34,8 +38,22 @@ pub struct Entry {
     /// Active HTTP health checking of the backend(s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
+    /// The backend sees the client's Host (the team's own hostname) instead of its own name;
+    /// TLS SNI stays the backend's name. A route's `host_rewrite` still wins on that route.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preserve_host: bool,
     /// The service's routes.
     pub routes: Vec<Route>,
+}
+
+/// One of an entry's `backends`: `weight` parts of the traffic (0–100) go to `url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightedBackend {
+    /// Same rules as the entry's `backend`.
+    pub url: String,
+    /// 0–100: this backend's share is its weight over the sum of the weights.
+    pub weight: u32,
 }
 
 /// The upstream protocol (docs/design.md#traffic-policy).
@@ -172,6 +190,19 @@ pub struct Route {
     /// Answers with a redirect instead of proxying to the backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect: Option<Redirect>,
+    /// Copies a share of the route's requests to another backend; its answers are ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mirror: Option<Mirror>,
+}
+
+/// A route's request mirror: `percent` of its requests are also sent to `backend`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mirror {
+    /// Same rules as the entry's `backend` (and claimed like it).
+    pub backend: String,
+    /// 0–100.
+    pub percent: u32,
 }
 
 /// A request header a route matches on: `value` exactly, or `present` (true: sent with any
@@ -449,13 +480,32 @@ impl Entry {
     /// and, with a canary, `canary.backend`. A later field naming an upstream joins here, and so
     /// joins the name lookups at registration (`adapters/src/resolve.rs`) and the backend claims
     /// (docs/design.md#ownership-and-conflicts).
-    pub fn upstreams(&self) -> Vec<(&'static str, &str)> {
-        std::iter::once(("backend", self.backend.as_str()))
+    pub fn upstreams(&self) -> Vec<(String, &str)> {
+        let own = (!self.backend.is_empty()).then(|| ("backend".to_string(), self.backend.as_str()));
+        own.into_iter()
+            .chain(
+                self.backends
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| (format!("backends[{i}].url"), b.url.as_str())),
+            )
             .chain(
                 self.canary
                     .as_ref()
-                    .map(|c| ("canary.backend", c.backend.as_str())),
+                    .map(|c| ("canary.backend".to_string(), c.backend.as_str())),
             )
+            .chain(self.routes.iter().enumerate().filter_map(|(i, r)| {
+                let m = r.mirror.as_ref()?;
+                Some((format!("routes[{i}].mirror.backend"), m.backend.as_str()))
+            }))
+            .collect()
+    }
+
+    /// The distinct backends the entry's routes mirror to, sorted: one cluster each.
+    pub fn mirror_backends(&self) -> std::collections::BTreeSet<&str> {
+        self.routes
+            .iter()
+            .filter_map(|r| r.mirror.as_ref().map(|m| m.backend.as_str()))
             .collect()
     }
 }

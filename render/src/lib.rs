@@ -25,8 +25,8 @@ pub use bundle::{compute_hash, Bundle};
 pub use check::{Policy, Problem, Rejection};
 pub use config::RenderConfig;
 pub use entry::{
-    Canary, CanaryHeader, Cors, Entry, HeaderChanges, HeaderMatch, HealthCheck, Limit, Per, Protocol,
-    QueryMatch, Replace, Retries, Rewrite, RewriteTo, Route, Unit,
+    Canary, CanaryHeader, Cors, Entry, HeaderChanges, HeaderMatch, HealthCheck, Limit, Mirror, Per,
+    Protocol, QueryMatch, Replace, Retries, Rewrite, RewriteTo, Route, Unit, WeightedBackend,
 };
 pub use error::{BundleError, RenderError};
 pub use kill_switch::{render_kill_switch, render_kill_switch_for};

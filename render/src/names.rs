@@ -16,6 +16,28 @@ pub fn canary_cluster_name(entry: &Entry) -> String {
     format!("{}.canary", cluster_name(entry))
 }
 
+/// The cluster a route mirrors to: `billing.invoices-api.mirror-1a2b3c4d`, the first 8 hex digits
+/// of the backend URL's SHA-256, so adding or removing another mirror never renames it. Three
+/// labels, like the canary's.
+pub fn mirror_cluster_name(entry: &Entry, backend: &str) -> String {
+    format!("{}.mirror-{}", cluster_name(entry), short_digest(backend.as_bytes()))
+}
+
+/// The cluster of one of an entry's `backends`: `billing.invoices-api.backend-1a2b3c4d`, named by
+/// its URL as a mirror's is, so reordering or reweighting the list renames nothing.
+pub fn weighted_backend_cluster_name(entry: &Entry, url: &str) -> String {
+    format!("{}.backend-{}", cluster_name(entry), short_digest(url.as_bytes()))
+}
+
+/// The first 8 hex digits of `bytes`' SHA-256: a stable, character-safe part of a name.
+fn short_digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)[..4]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The failover pair for the main share: the backend while it is healthy, else the canary.
 pub fn main_first_cluster_name(entry: &Entry) -> String {
     format!("{}.main-first", cluster_name(entry))
@@ -57,14 +79,10 @@ pub fn match_key(route: &Route) -> String {
         None => route.path.clone(),
     };
     if route.has_conditions() {
-        use sha2::{Digest, Sha256};
         let conditions = serde_json::to_vec(&(&route.headers, &route.query))
             .expect("header and query matches serialize");
-        let digest = Sha256::digest(conditions);
         key.push('~');
-        for byte in &digest[..4] {
-            key.push_str(&format!("{byte:02x}"));
-        }
+        key.push_str(&short_digest(&conditions));
     }
     key
 }
@@ -117,6 +135,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: vec![],
         }
     }

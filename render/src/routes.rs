@@ -331,6 +331,8 @@ struct Upstream {
     /// `None` when a request may land on either of two backends: Host then comes from the
     /// chosen endpoint's hostname (`auto_host_rewrite`).
     host_rewrite: Option<String>,
+    /// `preserve_host`: no rewrite at all, the backend sees the client's Host.
+    preserve_host: bool,
     /// With a canary cohort header: the route copy that sends the cohort to the canary.
     cohort: Option<Cohort>,
 }
@@ -338,12 +340,9 @@ struct Upstream {
 /// Where a route sends its requests.
 enum Destination {
     Cluster(String),
-    /// The service's traffic split by weight (percent) between the two failover pairs.
-    Split {
-        main: String,
-        canary: String,
-        canary_weight: u32,
-    },
+    /// The service's traffic split by weight between clusters: a canary's two failover pairs
+    /// (percent), or `backends` and a canary's pair.
+    Split(Vec<(String, u32)>),
 }
 
 struct Cohort {
@@ -360,22 +359,17 @@ impl Upstream {
             Destination::Cluster(name) => {
                 action.insert("cluster".into(), json!(name));
             }
-            Destination::Split {
-                main,
-                canary,
-                canary_weight,
-            } => {
-                action.insert(
-                    "weighted_clusters".into(),
-                    json!({ "clusters": [
-                        { "name": main, "weight": 100 - canary_weight },
-                        { "name": canary, "weight": canary_weight }
-                    ] }),
-                );
+            Destination::Split(shares) => {
+                let clusters: Vec<Value> = shares
+                    .iter()
+                    .map(|(name, weight)| json!({ "name": name, "weight": weight }))
+                    .collect();
+                action.insert("weighted_clusters".into(), json!({ "clusters": clusters }));
             }
         }
         action.insert("timeout".into(), json!(timeout));
         match &self.host_rewrite {
+            _ if self.preserve_host => None,
             Some(host) => action.insert("host_rewrite_literal".into(), json!(host)),
             None => action.insert("auto_host_rewrite".into(), json!(true)),
         };
@@ -383,11 +377,15 @@ impl Upstream {
     }
 
     fn of(entry: &Entry) -> Result<Upstream, RenderError> {
+        if !entry.backends.is_empty() {
+            return Ok(Upstream::weighted(entry));
+        }
         let host_rewrite = backend_of(entry)?.authority();
         let Some(canary) = &entry.canary else {
             return Ok(Upstream {
                 target: Destination::Cluster(names::cluster_name(entry)),
                 host_rewrite: Some(host_rewrite),
+                preserve_host: entry.preserve_host,
                 cohort: None,
             });
         };
@@ -397,21 +395,53 @@ impl Upstream {
         let target = match canary.weight {
             0 => Destination::Cluster(main),
             100 => Destination::Cluster(canary_first.clone()),
-            w => Destination::Split {
-                main,
-                canary: canary_first.clone(),
-                canary_weight: w,
-            },
+            w => Destination::Split(vec![(main, 100 - w), (canary_first.clone(), w)]),
         };
         Ok(Upstream {
             target,
             host_rewrite: None,
+            preserve_host: entry.preserve_host,
             cohort: canary.header.as_ref().map(|h| Cohort {
                 header: h.name.clone(),
                 value: h.value.clone(),
                 cluster: canary_first,
             }),
         })
+    }
+}
+
+impl Upstream {
+    /// `backends`: each backend with a weight gets weight parts of the main share, and a canary
+    /// its percent of the whole (backend `i` weighs `(100 - canary) × weight_i`, the canary's pair
+    /// `canary × Σ weights`). Host comes from the chosen endpoint's name.
+    fn weighted(entry: &Entry) -> Upstream {
+        let canary_weight = entry.canary.as_ref().map_or(0, |c| c.weight);
+        let total: u32 = entry.backends.iter().map(|b| b.weight).sum();
+        let canary_first = names::canary_first_cluster_name(entry);
+        let mut shares: Vec<(String, u32)> = entry
+            .backends
+            .iter()
+            .filter(|b| b.weight > 0 && canary_weight < 100)
+            .map(|b| (names::weighted_backend_cluster_name(entry, &b.url), (100 - canary_weight) * b.weight))
+            .collect();
+        shares.sort();
+        if canary_weight > 0 {
+            shares.push((canary_first.clone(), canary_weight * total));
+        }
+        let target = match shares.len() {
+            1 => Destination::Cluster(shares.remove(0).0),
+            _ => Destination::Split(shares),
+        };
+        Upstream {
+            target,
+            host_rewrite: None,
+            preserve_host: entry.preserve_host,
+            cohort: entry.canary.as_ref().and_then(|c| c.header.as_ref()).map(|h| Cohort {
+                header: h.name.clone(),
+                value: h.value.clone(),
+                cluster: canary_first,
+            }),
+        }
     }
 }
 
@@ -440,6 +470,17 @@ fn team_route(
         action.insert("host_rewrite_literal".into(), json!(host));
     }
     action.insert("append_x_forwarded_host".into(), json!(true));
+    if let Some(m) = &route.mirror {
+        // Envoy sends the copy without waiting for it and drops its answer; the copy's Host
+        // gets Envoy's `-shadow` suffix, so a backend can tell copies apart.
+        action.insert(
+            "request_mirror_policies".into(),
+            json!([{
+                "cluster": names::mirror_cluster_name(entry, &m.backend),
+                "runtime_fraction": { "default_value": { "numerator": m.percent, "denominator": "HUNDRED" } }
+            }]),
+        );
+    }
     let rate_limits = ratelimit::route_rate_limits(entry, route, cfg.client_ipv6_prefix)?;
     if !rate_limits.is_empty() {
         action.insert("rate_limits".into(), Value::Array(rate_limits));

@@ -12,11 +12,11 @@
 
 use crate::check::{
     COHORT_HEADER_VALUE_CHARSET, DNS_NAME_CHARSET, HEADER_NAME_CHARSET, HEADER_VALUE_CHARSET,
-    IDENTIFIER_CHARSET, MAX_BURST, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
+    IDENTIFIER_CHARSET, MAX_BACKENDS, MAX_BURST, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_CANARY_WEIGHT, MAX_CHANGED_HEADER_NAME_LEN, MAX_CORS_ORIGINS, MAX_FQDN_LEN,
     MAX_HEADER_CHANGES, MAX_HEADER_NAME_LEN, MAX_HEADER_VALUE_BYTES, MAX_LABEL_LEN,
     MAX_LIMITS_PER_ROUTE, MAX_PATH_BYTES, MAX_REQUESTS, MAX_RETRIED_STATUS_CODES, MAX_ROUTES,
-    MAX_HEADER_MATCHES, MAX_QUERY_MATCHES, MAX_QUERY_NAME_LEN, MAX_QUERY_VALUE_LEN, METHODS,
+    MAX_HEADER_MATCHES, MAX_MIRROR_PERCENT, MAX_QUERY_MATCHES, MAX_QUERY_NAME_LEN, MAX_QUERY_VALUE_LEN, METHODS,
     PATH_CHARSET, QUERY_NAME_CHARSET, QUERY_VALUE_CHARSET, RETRIED_STATUSES, RETRY_CONDITIONS,
 };
 use crate::entry::Entry;
@@ -80,6 +80,15 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
     let changed_header = header_name(MAX_CHANGED_HEADER_NAME_LEN);
     let set_of = |values: &[&str]| json!({ "minItems": 1, "uniqueItems": true, "items": { "type": "string", "enum": values } });
     vec![
+        ("", one_of_required(&[("backend", "string"), ("backends", "array")])),
+        (
+            "/properties/backends",
+            json!({ "minItems": 2, "maxItems": MAX_BACKENDS }),
+        ),
+        (
+            "/$defs/WeightedBackend/properties/weight",
+            json!({ "maximum": MAX_CANARY_WEIGHT }),
+        ),
         ("/properties/team", identifier.clone()),
         ("/properties/service", identifier),
         // `host.<base domain>` fits MAX_FQDN_LEN; the base domain is the operators', so what
@@ -152,6 +161,10 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
             json!({ "minLength": 1, "maxLength": MAX_QUERY_VALUE_LEN, "pattern": QUERY_VALUE_CHARSET }),
         ),
         ("/$defs/QueryMatch/properties/present", json!({ "const": true })),
+        (
+            "/$defs/Mirror/properties/percent",
+            json!({ "maximum": MAX_MIRROR_PERCENT }),
+        ),
         ("/$defs/Rewrite/anyOf/0", path.clone()),
         (
             "/$defs/RewriteTo",
@@ -401,7 +414,9 @@ mod tests {
     fn objects<'v>(v: &'v Value, at: String, out: &mut Vec<(String, &'v Map<String, Value>)>) {
         match v {
             Value::Object(map) => {
-                if map.get("type") == Some(&json!("object")) {
+                // A `oneOf` option only says which of an object's fields is required; the
+                // object it constrains is the one that refuses unknown fields.
+                if map.get("type") == Some(&json!("object")) && !at.contains("/oneOf/") {
                     out.push((at.clone(), map));
                 }
                 for (k, child) in map {

@@ -80,6 +80,8 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes: paths
             .iter()
             .map(|p| Route {

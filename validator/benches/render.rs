@@ -59,6 +59,8 @@ fn registry(routes: usize) -> Vec<Entry> {
                 protocol: Default::default(),
                 canary: None,
                 health_check: None,
+                preserve_host: false,
+                backends: vec![],
                 routes,
             }
         })

@@ -141,6 +141,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: vec![Route {
                 path: format!("/{service}"),
                 ..Default::default()

@@ -360,7 +360,7 @@ pub(crate) fn check_size(actions: &[Action]) -> Result<(), RegistryError> {
         return Ok(());
     }
     let reason = format!(
-        "this change needs {} writes in one DynamoDB transaction, more than the {MAX_TRANSACTION_ACTIONS} it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes",
+        "this change needs {} writes in one DynamoDB transaction, more than the {MAX_TRANSACTION_ACTIONS} it allows: it changes backends while changing many path prefixes or the host. Register it in two steps: first the new backends (backend, canary.backend, mirror backends) with the current host and routes, then the new host and routes",
         actions.len()
     );
     Err(RegistryError::Rejected(Rejection {
@@ -634,6 +634,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: paths
                 .iter()
                 .map(|p| Route {
@@ -1325,7 +1327,7 @@ mod tests {
         assert_eq!(err.kind(), "rejected");
         assert_eq!(
             err.to_string(),
-            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes"
+            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes backends while changing many path prefixes or the host. Register it in two steps: first the new backends (backend, canary.backend, mirror backends) with the current host and routes, then the new host and routes"
         );
         // Its first half: the backends alone.
         let first = Entry {

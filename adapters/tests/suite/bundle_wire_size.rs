@@ -21,6 +21,8 @@ fn entries() -> Vec<Entry> {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: (0..ROUTES_PER_ENTRY)
                 .map(|r| Route {
                     path: format!("/api/v1/resource{r}"),

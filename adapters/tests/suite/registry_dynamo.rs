@@ -556,7 +556,7 @@ async fn a_move_that_also_changes_backends_past_100_actions_is_refused_and_fits_
     match reg.register_as(&moved, &stack).await {
         Err(RegistryError::Rejected(r)) => assert_eq!(
             r.to_string(),
-            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes the backend while moving to another host and changing path prefixes. Register it in two steps: first the new backend (and canary.backend) with the current host and routes, then the new host and routes"
+            "backend: this change needs 104 writes in one DynamoDB transaction, more than the 100 it allows: it changes backends while changing many path prefixes or the host. Register it in two steps: first the new backends (backend, canary.backend, mirror backends) with the current host and routes, then the new host and routes"
         ),
         other => panic!("expected the refusal, got {other:?}"),
     }

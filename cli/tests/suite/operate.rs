@@ -441,7 +441,7 @@ fn preview_matches_the_next_publish_byte_for_byte_and_writes_nothing() {
     let overlap = write(
         "overlap.json",
         serde_json::json!({"team": "billing", "service": "receipts", "host": "billing",
-            "backend": "http://127.0.0.1:9", "routes": [{"path": "/invoices/old"}]}),
+            "backend": "http://127.0.0.1:9", "routes": [{"path": "/invoices/"}]}),
     );
     for conflict in [&thief, &overlap] {
         let previewed = g.ctl(&["preview", conflict]);

@@ -27,6 +27,8 @@ fn limited_entry(team: &str, backend: &Backend, limits: Vec<gateway_render::Limi
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes: ["/ok", FAILING_PREFIX]
             .iter()
             .map(|p| Route {

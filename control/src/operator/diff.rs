@@ -311,6 +311,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes,
         }
     }

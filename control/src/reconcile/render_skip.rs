@@ -187,6 +187,8 @@ mod tests {
             protocol: Default::default(),
             canary: None,
             health_check: None,
+            preserve_host: false,
+            backends: vec![],
             routes: vec![gateway_render::Route {
                 path: "/invoices".into(),
                 ..Default::default()

@@ -1,5 +1,5 @@
-//! The entry-level traffic fields (docs/design.md#traffic-policy): `protocol`, `canary` and
-//! `health_check`. They shape the service's clusters, so they sit on the entry, not on a route.
+//! The entry-level traffic fields (docs/design.md#traffic-policy): `backends`, `protocol`,
+//! `canary` and `health_check`. They shape the service's clusters, so they sit on the entry, not on a route.
 //!
 //! The canary's backend goes through `check_backend`, the very rule the entry's `backend` meets
 //! (address kinds, operator domains and CIDRs, reserved ports, loopback), so a canary can never
@@ -7,15 +7,18 @@
 
 use super::backend::check_backend;
 use super::duration::{envoy_duration, parse_duration};
-use super::fields::{as_written, object, reject_unknown, required, required_parsed, string};
+use super::fields::{as_written, list, object, reject_unknown, required, required_parsed, string};
 use super::header_changes::header_shape;
 use super::path::check_path;
-use super::report::{child, describe, quote, Problems};
+use super::report::{child, describe, index, quote, Problems};
 use super::Policy;
-use crate::entry::{Canary, CanaryHeader, HealthCheck, Protocol};
+use crate::entry::{Canary, CanaryHeader, HealthCheck, Protocol, WeightedBackend};
 use serde_json::Value;
 
 const CANARY_FIELDS: [&str; 3] = ["backend", "weight", "header"];
+const WEIGHTED_BACKEND_FIELDS: [&str; 2] = ["url", "weight"];
+/// The most `backends` an entry may split its traffic between (each is a cluster).
+pub const MAX_BACKENDS: usize = 8;
 const HEADER_FIELDS: [&str; 2] = ["name", "value"];
 const HEALTH_CHECK_FIELDS: [&str; 2] = ["path", "interval"];
 
@@ -56,7 +59,7 @@ pub(crate) fn protocol(v: &Value, field: &str, problems: &mut Problems) -> Optio
 pub(crate) fn canary(
     v: &Value,
     field: &str,
-    main_backend: Option<&str>,
+    main_backends: &[&str],
     policy: &Policy,
     problems: &mut Problems,
 ) -> Option<Canary> {
@@ -65,7 +68,7 @@ pub(crate) fn canary(
     // Judged exactly like the entry's own backend, and never the same one.
     let second_backend = |b: &str| {
         check_backend(b, policy)?;
-        if main_backend == Some(b) {
+        if main_backends.contains(&b) {
             return Err(format!(
                 "{} is the entry's own backend; a canary is a second backend",
                 quote(b)
@@ -86,6 +89,45 @@ pub(crate) fn canary(
         weight: weight?,
         header: header?,
     })
+}
+
+/// `backends`: 2–[`MAX_BACKENDS`] of `{ "url", "weight" }`, each URL judged exactly like
+/// `backend` and listed once, at least one weight above 0.
+pub(crate) fn backends(
+    v: &Value,
+    field: &str,
+    policy: &Policy,
+    problems: &mut Problems,
+) -> Option<Vec<WeightedBackend>> {
+    let items = list(v, field, "weighted backends", problems)?;
+    let before = problems.0.len();
+    if items.len() < 2 || items.len() > MAX_BACKENDS {
+        problems.push(
+            field,
+            format!("has {} backends; 2 to {MAX_BACKENDS} (one backend is `backend`)", items.len()),
+        );
+    }
+    let mut out: Vec<WeightedBackend> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = index(field, i);
+        let Some(map) = object(item, &at, "a weighted backend", problems) else { continue };
+        reject_unknown(map, &at, &WEIGHTED_BACKEND_FIELDS, problems);
+        let url = required_parsed(map, &at, "url", problems, as_written(|b: &str| check_backend(b, policy).map(|_| ())));
+        let weight = required(map, &at, "weight", problems)
+            .and_then(|w| percent(w, &child(&at, "weight"), problems));
+        if let Some(url) = &url {
+            if let Some(j) = out.iter().position(|b| &b.url == url) {
+                problems.push(child(&at, "url"), format!("{} is already {}", quote(url), child(&index(field, j), "url")));
+            }
+        }
+        if let (Some(url), Some(weight)) = (url, weight) {
+            out.push(WeightedBackend { url, weight });
+        }
+    }
+    if problems.0.len() == before && out.iter().all(|b| b.weight == 0) {
+        problems.push(field, "every weight is 0; at least one backend must take traffic");
+    }
+    (problems.0.len() == before).then_some(out)
 }
 
 /// A whole percentage, 0–[`MAX_CANARY_WEIGHT`].
@@ -287,7 +329,7 @@ mod tests {
                 canary(
                     &v,
                     "canary",
-                    Some("http://main.internal.example"),
+                    &["http://main.internal.example"],
                     policy,
                     p,
                 );
@@ -340,7 +382,7 @@ mod tests {
     fn weights_and_shape() {
         let run = |v: Value| {
             problems_of(|p| {
-                canary(&v, "canary", None, &policy(), p);
+                canary(&v, "canary", &[], &policy(), p);
             })
         };
         for w in [0, 1, 50, 100] {

@@ -31,18 +31,8 @@ pub(crate) fn header_matches(
     field: &str,
     problems: &mut Problems,
 ) -> Option<Vec<HeaderMatch>> {
-    let checked = conditions(v, field, MAX_HEADER_MATCHES, "header", problems, |map, at, problems| {
-        let name = named(map, at, problems, check_cohort_header_name);
-        let (value, present) = value_or_presence(map, at, true, problems, check_header_value)?;
-        Some(HeaderMatch {
-            name: name?,
-            value,
-            present,
-        })
-    })?;
-    let mut sorted = checked;
-    sorted.sort();
-    Some(sorted)
+    let kind = Kind { name: "header", max: MAX_HEADER_MATCHES, absence: true, name_rule: check_cohort_header_name, value_rule: check_header_value };
+    conditions(v, field, &kind, problems, |name, value, present| HeaderMatch { name, value, present })
 }
 
 /// `query`: `[{ "name", "value" } | { "name", "present": true }]`.
@@ -51,42 +41,42 @@ pub(crate) fn query_matches(
     field: &str,
     problems: &mut Problems,
 ) -> Option<Vec<QueryMatch>> {
-    let checked = conditions(v, field, MAX_QUERY_MATCHES, "query", problems, |map, at, problems| {
-        let name = named(map, at, problems, check_query_name);
-        let (value, present) = value_or_presence(map, at, false, problems, check_query_value)?;
-        Some(QueryMatch {
-            name: name?,
-            value,
-            present,
-        })
-    })?;
-    let mut sorted = checked;
-    sorted.sort();
-    Some(sorted)
+    let kind = Kind { name: "query", max: MAX_QUERY_MATCHES, absence: false, name_rule: check_query_name, value_rule: check_query_value };
+    conditions(v, field, &kind, problems, |name, value, present| QueryMatch { name, value, present })
 }
 
-/// The list walk both kinds share: at most `max` objects, each name once.
-fn conditions<T>(
+/// What tells header conditions and query conditions apart.
+struct Kind {
+    name: &'static str,
+    max: usize,
+    /// Whether `present: false` can be matched.
+    absence: bool,
+    name_rule: fn(&str) -> Result<(), String>,
+    value_rule: fn(&str) -> Result<(), String>,
+}
+
+/// The list walk both kinds share: at most `kind.max` objects, each name once, sorted by name.
+fn conditions<T: Ord>(
     v: &Value,
     field: &str,
-    max: usize,
-    kind: &str,
+    kind: &Kind,
     problems: &mut Problems,
-    each: impl Fn(&Map<String, Value>, &str, &mut Problems) -> Option<T>,
+    build: impl Fn(String, Option<String>, Option<bool>) -> T,
 ) -> Option<Vec<T>> {
-    let items = list(v, field, &format!("{kind} conditions"), problems)?;
+    let what = kind.name;
+    let items = list(v, field, &format!("{what} conditions"), problems)?;
     let before = problems.0.len();
     if items.is_empty() {
-        problems.push(field, format!("an empty list matches nothing more; leave {kind} conditions out"));
+        problems.push(field, format!("an empty list matches nothing more; leave {what} conditions out"));
     }
-    if items.len() > max {
-        problems.push(field, format!("has {} {kind} conditions; at most {max} per route", items.len()));
+    if items.len() > kind.max {
+        problems.push(field, format!("has {} {what} conditions; at most {} per route", items.len(), kind.max));
     }
     let mut out = Vec::with_capacity(items.len());
     let mut seen: Vec<(&str, String)> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let at = index(field, i);
-        let Some(map) = object(item, &at, &format!("a {kind} condition"), problems) else {
+        let Some(map) = object(item, &at, &format!("a {what} condition"), problems) else {
             continue;
         };
         reject_unknown(map, &at, &MATCH_FIELDS, problems);
@@ -94,15 +84,19 @@ fn conditions<T>(
             if let Some((_, earlier)) = seen.iter().find(|(n, _)| *n == name) {
                 problems.push(
                     &at,
-                    format!("{} is matched twice (also {earlier}); give each {kind} one condition", quote(name)),
+                    format!("{} is matched twice (also {earlier}); give each {what} one condition", quote(name)),
                 );
             }
             seen.push((name, at.clone()));
         }
-        if let Some(c) = each(map, &at, problems) {
-            out.push(c);
+        let name = named(map, &at, problems, kind.name_rule);
+        if let (Some(name), Some((value, present))) =
+            (name, value_or_presence(map, &at, kind.absence, problems, kind.value_rule))
+        {
+            out.push(build(name, value, present));
         }
     }
+    out.sort();
     (problems.0.len() == before).then_some(out)
 }
 

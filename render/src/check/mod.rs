@@ -19,6 +19,7 @@ mod json;
 mod limits;
 mod matches;
 mod methods;
+mod mirror;
 mod path;
 mod redirect;
 mod report;
@@ -78,7 +79,7 @@ pub use entry_policy::{
     check_cohort_header_name, check_cohort_header_value, check_health_check_interval,
     min_health_check_interval_from_value, COHORT_HEADER_VALUE_CHARSET,
     DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
-    MAX_CANARY_WEIGHT, MAX_HEALTH_CHECK_INTERVAL_MS,
+    MAX_BACKENDS, MAX_CANARY_WEIGHT, MAX_HEALTH_CHECK_INTERVAL_MS,
 };
 pub use cors::{
     check_max_age, check_origin, MAX_CORS_MAX_AGE_SECONDS, MAX_CORS_ORIGINS, MAX_CORS_PATTERN_DOMAIN_LEN,
@@ -98,6 +99,7 @@ pub use matches::{
     MAX_QUERY_VALUE_LEN, QUERY_NAME_CHARSET, QUERY_VALUE_CHARSET,
 };
 pub use methods::{check_method, METHODS};
+pub use mirror::{MAX_MIRROR_BACKENDS, MAX_MIRROR_PERCENT};
 pub use path::{check_path, prefixes_overlap, same_prefix, MAX_PATH_BYTES, PATH_CHARSET};
 pub use retries::{
     check_per_try_timeout, check_retry_condition, DEFAULT_MAX_RETRY_ATTEMPTS,

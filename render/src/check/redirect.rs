@@ -14,8 +14,9 @@ const REDIRECT_FIELDS: [&str; 6] = ["scheme", "host", "port", "path", "prefix", 
 pub const REDIRECT_STATUSES: [u16; 5] = [301, 302, 303, 307, 308];
 /// Route fields that act on the request sent to the backend or on its answer: a redirect sends
 /// none, so none of them may be written beside it.
-pub const NOT_WITH_A_REDIRECT: [&str; 8] = [
+pub const NOT_WITH_A_REDIRECT: [&str; 9] = [
     "timeout",
+    "mirror",
     "host_rewrite",
     "retries",
     "rewrite",

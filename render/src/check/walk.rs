@@ -17,6 +17,7 @@ use super::host::check_host;
 use super::identifiers::check_identifier;
 use super::limits::limits;
 use super::matches::{header_matches, query_matches};
+use super::mirror::{mirror, MAX_MIRROR_BACKENDS};
 use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
@@ -25,17 +26,19 @@ use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Rewrite
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-const ENTRY_FIELDS: [&str; 8] = [
+const ENTRY_FIELDS: [&str; 10] = [
     "team",
     "service",
     "host",
     "backend",
+    "backends",
     "protocol",
     "canary",
     "health_check",
+    "preserve_host",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 15] = [
+const ROUTE_FIELDS: [&str; 16] = [
     "path",
     "exact",
     "headers",
@@ -51,6 +54,7 @@ const ROUTE_FIELDS: [&str; 15] = [
     "websocket",
     "host_rewrite",
     "redirect",
+    "mirror",
 ];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
@@ -70,25 +74,42 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         |h| check_host(h, &policy.base_domain),
         problems,
     );
-    let backend = checked_string(
-        map,
-        "backend",
-        |b| check_backend(b, policy).map(|_| ()),
-        problems,
-    );
+    let (backend, backends) = match (map.get("backend"), map.get("backends")) {
+        (Some(_), Some(_)) => {
+            problems.push("backends", "either backend (one) or backends (2 to 8, weighted), not both");
+            (None, None)
+        }
+        (None, Some(v)) => (Some(String::new()), entry_policy::backends(v, "backends", policy, problems)),
+        _ => (
+            checked_string(map, "backend", |b| check_backend(b, policy).map(|_| ()), problems),
+            Some(Vec::new()),
+        ),
+    };
     let protocol = match map.get("protocol") {
         None => Some(Protocol::default()),
         Some(v) => entry_policy::protocol(v, "protocol", problems),
     };
-    let main_backend = map.get("backend").and_then(Value::as_str);
+    let main_backends: Vec<&str> = map
+        .get("backend")
+        .and_then(Value::as_str)
+        .into_iter()
+        .chain(
+            map.get("backends")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.get("url").and_then(Value::as_str)),
+        )
+        .collect();
     let canary = match map.get("canary") {
         None => Some(None),
-        Some(v) => entry_policy::canary(v, "canary", main_backend, policy, problems).map(Some),
+        Some(v) => entry_policy::canary(v, "canary", &main_backends, policy, problems).map(Some),
     };
     let health_check = match map.get("health_check") {
         None => Some(None),
         Some(v) => entry_policy::health_check(v, "health_check", policy, problems).map(Some),
     };
+    let preserve_host = optional_flag(map, "", "preserve_host", problems);
     let grpc = grpc_retry_conditions_allowed(map);
     let routes = required(map, "", "routes", problems)
         .and_then(|v| routes(v, "routes", policy, grpc, problems));
@@ -97,9 +118,11 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         service: service?,
         host: host?,
         backend: backend?,
+        backends: backends?,
         protocol: protocol?,
         canary: canary?,
         health_check: health_check?,
+        preserve_host,
         routes: routes?,
     })
 }
@@ -130,6 +153,7 @@ fn routes(
         .map(|(i, item)| route(item, &index(field, i), policy, grpc, problems))
         .collect();
     check_duplicates(&checked, field, problems);
+    check_mirror_backends(&checked, field, problems);
     check_shared_cors(&checked, field, problems);
     let prefixes: BTreeSet<String> = checked.iter().flatten().map(super::guard_key).collect();
     if prefixes.len() > MAX_PATH_PREFIXES {
@@ -194,6 +218,10 @@ fn route(
                 .ok()
         }),
     };
+    let mirror = match map.get("mirror") {
+        None => Some(None),
+        Some(v) => mirror(v, &child(field, "mirror"), policy, problems).map(Some),
+    };
     let redirect = match map.get("redirect") {
         None => Some(None),
         Some(v) => redirect_only(map, v, field, path.as_deref(), &limits, problems).map(Some),
@@ -215,6 +243,7 @@ fn route(
         websocket,
         host_rewrite: host_rewrite?,
         redirect: redirect?,
+        mirror: mirror?,
     })
 }
 
@@ -425,6 +454,27 @@ fn check_shared_cors(routes: &[Option<Route>], field: &str, problems: &mut Probl
     }
 }
 
+/// At most [`MAX_MIRROR_BACKENDS`] distinct mirror backends per entry, named at the first route
+/// past them.
+fn check_mirror_backends(routes: &[Option<Route>], field: &str, problems: &mut Problems) {
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, r) in routes.iter().enumerate() {
+        let Some(m) = r.as_ref().and_then(|r| r.mirror.as_ref()) else { continue };
+        if seen.contains(&m.backend.as_str()) {
+            continue;
+        }
+        seen.push(&m.backend);
+        if seen.len() > MAX_MIRROR_BACKENDS {
+            problems.push(
+                child(&child(&index(field, i), "mirror"), "backend"),
+                format!(
+                    "a mirror backend past the {MAX_MIRROR_BACKENDS} distinct ones an entry may have (each is a cluster in every proxy)"
+                ),
+            );
+        }
+    }
+}
+
 /// Two routes with one path and a method in common: Envoy would only ever use the first, so
 /// the second one's limits would silently never apply.
 fn check_duplicates(routes: &[Option<Route>], field: &str, problems: &mut Problems) {
@@ -495,7 +545,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "teem: unknown field; expected team, service, host, backend, protocol, canary, health_check or routes (did you mean \"team\"?)",
+                "teem: unknown field; expected team, service, host, backend, backends, protocol, canary, health_check, preserve_host or routes (did you mean \"team\"?)",
                 "team: required field is missing",
                 "service: required field is missing",
                 "host: required field is missing",
@@ -576,7 +626,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite or redirect (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect or mirror (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",

@@ -52,6 +52,14 @@ fn the_schema_names_itself_and_its_draft() {
     assert_eq!(schema["additionalProperties"], false);
     assert_eq!(
         schema["required"],
-        serde_json::json!(["team", "service", "host", "backend", "routes"])
+        serde_json::json!(["team", "service", "host", "routes"])
     );
+    // And `backend` or `backends`, exactly one.
+    let one_of: Vec<&serde_json::Value> = schema["oneOf"]
+        .as_array()
+        .expect("oneOf")
+        .iter()
+        .map(|o| &o["required"])
+        .collect();
+    assert_eq!(one_of, [&serde_json::json!(["backend"]), &serde_json::json!(["backends"])]);
 }

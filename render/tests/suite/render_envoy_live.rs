@@ -76,6 +76,8 @@ fn entry(service: &str, backend: &Backend, routes: Vec<Route>) -> Entry {
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes,
     }
 }

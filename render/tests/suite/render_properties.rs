@@ -113,6 +113,8 @@ fn registry() -> impl Strategy<Value = Vec<Entry>> {
                     protocol: Default::default(),
                     canary: None,
                     health_check: None,
+                    preserve_host: false,
+                    backends: vec![],
                     routes,
                 }));
             }
@@ -143,6 +145,8 @@ fn shuffled(entries: Vec<Entry>) -> impl Strategy<Value = (Vec<Entry>, Vec<Entry
                     protocol: Default::default(),
                     canary: None,
                     health_check: None,
+                    preserve_host: false,
+                    backends: vec![],
                     routes,
                 })
             })

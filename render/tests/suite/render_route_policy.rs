@@ -221,6 +221,9 @@ fn route_policy_renders_to_the_golden_bytes() {
         corpus_entry("route-policy-design-example.json"),
         corpus_entry("route-policy-shared-path-and-bounds.json"),
         corpus_entry("route-matches-and-rewrites.json"),
+        corpus_entry("route-mirror.json"),
+        corpus_entry("entry-backends.json"),
+        corpus_entry("entry-backends-canary.json"),
     ];
     // Two entries of one team on one host would conflict on /invoices; render each alone.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/route-policy");

@@ -123,6 +123,8 @@ fn entry(team: &str, service: &str, host: &str, routes: Vec<Route>) -> Entry {
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes,
     }
 }
@@ -448,4 +450,21 @@ fn the_same_match_from_two_services_is_refused_but_conditions_tell_routes_apart(
     let b = entry("shop", "b", "shop", vec![route("/api", None)]);
     let err = render(&[a, b], &config()).unwrap_err().to_string();
     assert!(err.contains("path /api on shop.api.example.com is claimed twice"), "{err}");
+}
+
+#[test]
+fn preserve_host_leaves_the_clients_host_and_a_routes_host_rewrite_still_wins() {
+    let mut rewritten = route("/other", None);
+    rewritten.host_rewrite = Some("api.internal.example".into());
+    let mut e = entry("shop", "web", "shop", vec![route("/web", None), rewritten]);
+    e.preserve_host = true;
+    let rendered = render(std::slice::from_ref(&e), &config()).unwrap();
+    let action = &named_route(&rendered, "shop.api.example.com", "shop.web:*:/web")["route"];
+    assert!(action.get("host_rewrite_literal").is_none() && action.get("auto_host_rewrite").is_none(), "{action}");
+    let action = &named_route(&rendered, "shop.api.example.com", "shop.web:*:/other")["route"];
+    assert_eq!(action["host_rewrite_literal"], "api.internal.example", "{action}");
+    // The cluster (and so its TLS SNI) is the same with or without it.
+    e.preserve_host = false;
+    let before = render(&[e], &config()).unwrap();
+    assert_eq!(before.clusters, rendered.clusters);
 }

@@ -41,6 +41,8 @@ pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<R
         protocol: Default::default(),
         canary: None,
         health_check: None,
+        preserve_host: false,
+        backends: vec![],
         routes,
     }
 }

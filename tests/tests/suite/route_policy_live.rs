@@ -29,7 +29,7 @@ const HOST: &str = "policy.api.example.com";
 /// GATEWAY_MAX_WEBSOCKET_DURATION for this stack: short, so the case can watch Envoy end one.
 const WEBSOCKET_SECONDS: u64 = 2;
 
-fn entry_doc(backend: &str) -> Value {
+fn entry_doc(backend: &str, shadow: &str) -> Value {
     json!({
         "team": "billing", "service": "policy", "host": "policy", "backend": backend,
         "routes": [
@@ -72,36 +72,56 @@ fn entry_doc(backend: &str) -> Value {
             { "path": "/absent", "methods": ["GET"], "headers": [{ "name": "x-debug", "present": false }],
               "request_headers": { "set": { "x-route": "clean" } } },
             { "path": "/absent", "methods": ["GET"], "request_headers": { "set": { "x-route": "any" } } },
-            { "path": "/nest", "methods": ["GET"], "request_headers": { "set": { "x-route": "web" } } }
+            { "path": "/nest", "methods": ["GET"], "request_headers": { "set": { "x-route": "web" } } },
+            { "path": "/mirrored", "methods": ["GET"], "mirror": { "backend": shadow, "percent": 100 } },
+            { "path": "/unmirrored", "methods": ["GET"], "mirror": { "backend": shadow, "percent": 0 } }
         ]
     })
 }
 
-/// A second service of the same team on the same host, nested inside the first's `/nest`.
+/// A second service of the same team on the same host, nested inside the first's `/nest`; its
+/// backend sees the client's Host.
 fn nested_doc(backend: &str) -> Value {
     json!({
         "team": "billing", "service": "policy-api", "host": "policy", "backend": backend,
+        "preserve_host": true,
         "routes": [
             { "path": "/nest/api", "methods": ["GET"], "request_headers": { "set": { "x-route": "api" } } }
         ]
     })
 }
 
+/// A third service splitting its traffic 3:1 between the two backends.
+fn split_doc(backend: &str, shadow: &str) -> Value {
+    json!({
+        "team": "billing", "service": "policy-split", "host": "policy",
+        "backends": [{ "url": backend, "weight": 75 }, { "url": shadow, "weight": 25 }],
+        "routes": [{ "path": "/split", "methods": ["GET"] }]
+    })
+}
+
 struct Stack {
     envoy: EnvoyProcess,
     backend: PolicyBackend,
+    /// The mirror backend of `/mirrored` and `/unmirrored`.
+    shadow: PolicyBackend,
     _dir: tempfile::TempDir,
 }
 
 impl Stack {
     fn start() -> Stack {
         let backend = PolicyBackend::start();
+        let shadow = PolicyBackend::start();
         let checked = |doc: Value| {
             check_entry_value(&doc, &Policy::new(DOMAIN, true))
                 .unwrap_or_else(|r| panic!("the test entry is refused:\n{r}"))
         };
         // The nested service comes first: the longer prefix wins whatever the order.
-        let entries = [checked(nested_doc(&backend.url())), checked(entry_doc(&backend.url()))];
+        let entries = [
+            checked(nested_doc(&backend.url())),
+            checked(entry_doc(&backend.url(), &shadow.url())),
+            checked(split_doc(&backend.url(), &shadow.url())),
+        ];
         let mut cfg = RenderConfig::new(DOMAIN);
         cfg.max_websocket_seconds = WEBSOCKET_SECONDS;
         let rendered = render(&entries, &cfg).expect("renders");
@@ -131,6 +151,7 @@ impl Stack {
         Stack {
             envoy,
             backend,
+            shadow,
             _dir: dir,
         }
     }
@@ -155,7 +176,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 16] = [
+    let cases: [Case; 19] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -205,6 +226,12 @@ fn route_policy_through_real_envoy() {
             "a team's nested services each take their longest prefix",
             nested_services,
         ),
+        ("preserve_host shows the backend the client's Host", preserve_host),
+        (
+            "a mirror gets its share of copies and the client only the backend's answer",
+            mirror,
+        ),
+        ("weighted backends share the traffic by weight", weighted_backends),
     ];
     let failed: Vec<&str> = cases
         .iter()
@@ -258,7 +285,7 @@ fn retries_hide_failures(stack: &Stack) {
 }
 
 fn post_retries_refused(stack: &Stack) {
-    let mut doc = entry_doc(&stack.backend.url());
+    let mut doc = entry_doc(&stack.backend.url(), &stack.shadow.url());
     doc["routes"] = json!([{ "path": "/orders", "methods": ["POST"],
                              "retries": { "attempts": 2, "on": ["connect-failure", "5xx"] } }]);
     let r = check_entry_value(&doc, &Policy::new(DOMAIN, true)).expect_err("refused");
@@ -716,4 +743,59 @@ fn nested_services(stack: &Stack) {
     assert_eq!(routed(stack, "/nest/apix", &[]), "web");
     assert_eq!(routed(stack, "/nest", &[]), "web");
     assert_eq!(routed(stack, "/nest/other", &[]), "web");
+}
+
+fn preserve_host(stack: &Stack) {
+    let r = stack.get("/nest/api/1");
+    let seen = &body(&r)["headers"];
+    assert_eq!(seen["host"], HOST, "the client's Host: {seen}");
+    assert!(seen.get("x-forwarded-host").is_none(), "no rewrite, nothing to forward: {seen}");
+    // A client's own x-forwarded-host is still removed on arrival.
+    let r = stack.request("GET", "/nest/api/1", &[("x-forwarded-host", "evil.example.com")]);
+    assert!(body(&r)["headers"].get("x-forwarded-host").is_none(), "{}", r.body);
+    // The other service of the host keeps the backend's own name.
+    let r = stack.get("/nest/1");
+    assert_ne!(body(&r)["headers"]["host"], HOST, "{}", r.body);
+}
+
+fn mirror(stack: &Stack) {
+    for i in 0..5 {
+        let r = stack.get(&format!("/mirrored/{i}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(body(&r)["path"], format!("/mirrored/{i}"), "the backend's own answer");
+        let r = stack.get(&format!("/unmirrored/{i}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(stack.backend.seen_under("/mirrored").len(), 5);
+    // Envoy sends the copies without waiting for them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stack.shadow.seen_under("/mirrored").len() < 5 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let copies = stack.shadow.seen_under("/mirrored");
+    assert_eq!(copies.len(), 5, "100 %: every request copied");
+    for copy in &copies {
+        let host = &copy.headers["host"];
+        // Envoy marks the name, before any port: `127.0.0.1-shadow:PORT`.
+        let name = host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name);
+        assert!(name.ends_with("-shadow"), "a copy's Host is marked: {host}");
+    }
+    assert!(stack.shadow.seen_under("/unmirrored").is_empty(), "0 %: none copied");
+}
+
+fn weighted_backends(stack: &Stack) {
+    const REQUESTS: usize = 400;
+    for i in 0..REQUESTS {
+        let r = stack.get(&format!("/split/{i}"));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let to_shadow = stack.shadow.seen_under("/split").len();
+    let to_backend = stack.backend.seen_under("/split").len();
+    assert_eq!(to_shadow + to_backend, REQUESTS, "every request reached one of the two");
+    // Envoy picks each request's cluster at random by weight: 25 % of 400 is 100, and its
+    // standard deviation about 8.7, so 100 ± 40 fails only at 4.6 deviations.
+    assert!((60..=140).contains(&to_shadow), "the 25 % backend got {to_shadow} of {REQUESTS}");
+    // Each backend sees its own name, as a split's endpoints do.
+    let host = &stack.shadow.seen_under("/split")[0].headers["host"];
+    assert_eq!(host, &stack.shadow.url().trim_start_matches("http://"), "{host}");
 }

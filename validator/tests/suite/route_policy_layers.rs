@@ -65,6 +65,10 @@ fn route_policy_renders_pass_all_layers() {
         "route-policy-shared-path-and-bounds.json",
         "route-policy-cross-tenant-bounds.json",
         "route-matches-and-rewrites.json",
+        "route-mirror.json",
+        "entry-backends.json",
+        "entry-backends-canary.json",
+        "entry-preserve-host.json",
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let entry = check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
@@ -89,7 +93,7 @@ fn route_policy_renders_pass_all_layers() {
         assert!(report.envoy.is_some(), "{file}: Envoy judged it");
         checked += 1;
     }
-    assert_eq!(checked, 4);
+    assert_eq!(checked, 8);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use gateway_adapters::registry::{
     BackendClaim, DynamoRegistry, Expect, Migration, RegisterOutcome,
 };
-use gateway_render::{Canary, Entry};
+use gateway_render::{Canary, Entry, Mirror};
 use gateway_testkit::registry::{entry, holder, registry, registry_holding, row, rows};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -141,6 +141,44 @@ async fn a_released_backend_can_be_claimed_by_another_team() {
     reg.deregister("beta/api").await.expect("deregister");
     reg.register(&alpha_invoices()).await.expect("free again");
     assert_eq!(claim(&reg, AUTHORITY).await.team, "alpha");
+}
+
+fn with_mirror(mut e: Entry, backend: &str) -> Entry {
+    e.routes[0].mirror = Some(Mirror {
+        backend: backend.into(),
+        percent: 10,
+    });
+    e
+}
+
+/// Mirroring copies requests, so reaching another team's backend that way is reaching it.
+#[tokio::test]
+async fn a_mirror_backend_is_claimed_like_the_backend() {
+    const SHADOW: &str = "https://invoices-shadow.internal.example";
+    const SHADOW_AUTHORITY: &str = "invoices-shadow.internal.example:443";
+    let reg = registry_holding(&with_mirror(alpha_invoices(), SHADOW)).await;
+    assert_eq!(
+        claim(&reg, SHADOW_AUTHORITY).await.users,
+        set(&["alpha/invoices"])
+    );
+    // Another team may neither mirror to alpha's backend nor take alpha's mirror backend.
+    let mirrors_alpha = with_mirror(
+        on_backend("intruder", "api", "https://api.intruder.internal.example"),
+        ALPHA_BACKEND,
+    );
+    let err = reg.register(&mirrors_alpha).await.expect_err("alpha's backend");
+    assert_eq!(err.to_string(), held_by_alpha(AUTHORITY, "intruder"));
+    let err = reg
+        .register(&on_backend("intruder", "api", SHADOW))
+        .await
+        .expect_err("alpha's mirror");
+    assert_eq!(err.to_string(), held_by_alpha(SHADOW_AUTHORITY, "intruder"));
+    // Dropping the mirror releases it.
+    reg.register(&alpha_invoices()).await.expect("no mirror");
+    assert!(claim(&reg, SHADOW_AUTHORITY).await.is_stale());
+    reg.register(&on_backend("intruder", "api", SHADOW))
+        .await
+        .expect("the released one is free");
 }
 
 #[tokio::test]
