@@ -27,7 +27,7 @@ pub fn gateway_bootstrap(params: &BootstrapParams) -> Result<Value, BootstrapErr
 mod tests {
     use super::*;
     use gateway_render::contract::{
-        CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
+        CLIENT_ACCESS_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
         LOCAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, ROUTE_CONFIG_NAME, COOKIE_SCOPE_FILTER,
     };
 
@@ -51,6 +51,7 @@ mod tests {
                 COOKIE_SCOPE_FILTER,
                 KILL_SWITCH_FILTER,
                 PATH_GUARD_FILTER,
+                CLIENT_ACCESS_FILTER,
                 CORS_FILTER,
                 LOCAL_RATE_LIMIT_FILTER,
                 GLOBAL_RATE_LIMIT_FILTER,

@@ -5,7 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
-    COOKIE_SCOPE_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    CLIENT_ACCESS_FILTER, COOKIE_SCOPE_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
 };
@@ -283,10 +283,25 @@ end
 /// What the gateway's limits answer (local replies only: a backend's own 429 passes as it is):
 /// the same JSON shape as its 404s and 503s, for the burst bucket and the global limiter alike.
 pub const RATE_LIMITED_MESSAGE: &str = "rate limit exceeded";
+/// What the gateway's own 403s say (a route's `clients`, the path guard).
+pub const FORBIDDEN_MESSAGE: &str = "forbidden";
 
 fn local_replies() -> Value {
     json!({
         "mappers": [ {
+            // The gateway's own refusals (a route's `clients`, the path guard); a backend's own
+            // 403 is no local reply and passes unchanged.
+            "filter": { "status_code_filter": { "comparison": {
+                "op": "EQ",
+                "value": { "default_value": 403, "runtime_key": "gateway.local_reply.forbidden" }
+            } } },
+            "body_format_override": {
+                "text_format_source": {
+                    "inline_string": gateway_render::routes::json_error_body(FORBIDDEN_MESSAGE)
+                },
+                "content_type": "application/json"
+            }
+        }, {
             "filter": { "status_code_filter": { "comparison": {
                 "op": "EQ",
                 "value": { "default_value": 429, "runtime_key": "gateway.local_reply.rate_limited" }
@@ -383,6 +398,12 @@ fn http_filters() -> Value {
                     } }
                 }
             }
+        },
+        {
+            // No rules here: pass-through unless a route carries RBACPerRoute (a route's
+            // `clients`), judged on the address past the trusted hops.
+            "name": CLIENT_ACCESS_FILTER,
+            "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC" }
         },
         {
             // Pass-through unless the route carries a CorsPolicy (an entry's `cors`).

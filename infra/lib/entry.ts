@@ -92,6 +92,15 @@ export interface Route {
   /** Copies `percent` of the route's requests to `backend` (judged and claimed like the entry's
    * backend); its answers are ignored. */
   readonly mirror?: Mirror;
+  /** Client addresses (past the trusted hops) the route admits (`allow`) or refuses (`deny`);
+   * others get 403. */
+  readonly clients?: Clients;
+}
+
+/** CIDR blocks in canonical form, at most 16 per list. */
+export interface Clients {
+  readonly allow?: string[];
+  readonly deny?: string[];
 }
 
 /** A route's request mirror. */

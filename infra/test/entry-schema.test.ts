@@ -27,6 +27,7 @@ const DECIDED_AT_DEPLOY: [RegExp, string][] = [
   [/^(retries-(attempts-over-max|every-method-on-reset|grpc-status-without-protocol|patch-on-gateway-error|post-on-5xx|status-codes-missing)|grpc-retries-5xx-on-post)\./, 'retries against the operators’ maximum, the methods and the protocol'],
   [/^cors-(base-domain-pattern|differs-on-one-path|origin-with-path-and-null|pattern-too-long|public-suffix-pattern|star-with-credentials|top-level-domain-pattern)\./, 'CORS origins'],
   [/^(duplicate-key-|global-duplicate-|burst-twice|routes-duplicate-|routes-too-many-prefixes|websocket-on-a-post-route)/, 'duplicates and rules across values (JSON.parse also keeps only the last of a repeated key)'],
+  [/^clients-(not-canonical|prefix-over)\./, 'what a CIDR block says: its prefix length and its own spelling'],
   [/^backends-(duplicate-url|all-zero|url-metadata|canary-same-url)\./, 'weighted backends, judged as backend, each once, one taking traffic'],
   [/^mirror-(backend-metadata|three-backends|with-redirect)\./, 'the mirror backend, judged as backend, and what a redirect route may carry'],
   [/^match-(header-host|header-twice|exact-prefix-rewrite|exact-dot-dot|exact-twice)\./, 'header names the gateway sets, a condition twice, and what an exact route may replace'],

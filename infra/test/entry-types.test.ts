@@ -49,13 +49,14 @@ test.each<[string, Schema]>([
   ['RewriteTo', defs.RewriteTo],
   ['Mirror', defs.Mirror],
   ['WeightedBackend', defs.WeightedBackend],
+  ['Clients', defs.Clients],
 ])('interface %s has the schema\'s fields, optional where the schema does', (name, object) => {
   expect(interfaceFields(name)).toEqual(schemaFields(object));
 });
 
 test('every object of the schema has its interface', () => {
   const objects = Object.entries(defs).filter(([, d]) => d.type === 'object').map(([name]) => name).sort();
-  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'WeightedBackend']);
+  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Clients', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'WeightedBackend']);
   expect(limit).toHaveLength(2);
 });
 

@@ -126,7 +126,7 @@ describe('rejected at synth, by the entry schema', () => {
     rejects({ canary: { backend: 'https://canary.internal.example', weight: 101 } }, 'canary.weight', /is 101; at most 100/));
   test('a cohort header value with a line break', () =>
     rejects({ canary: { backend: 'https://canary.internal.example', weight: 5, header: { name: 'x-canary', value: 'a\r\nb' } } }, 'canary.header.value', /character "\\r"/));
-  test('an unknown field in a route', () => rejects(route({ prefix: true }), 'routes[0].prefix', /unknown field; expected cors, exact, headers, host_rewrite, limits/));
+  test('an unknown field in a route', () => rejects(route({ prefix: true }), 'routes[0].prefix', /unknown field; expected clients, cors, exact, headers, host_rewrite, limits/));
   test('null for an optional field', () => rejects(route({ methods: null }), 'routes[0].methods', /expected a list, got null/));
 
   test('every problem is reported at once, in document order, each naming its field', () => {

@@ -53,6 +53,10 @@ pub const ROUTE_CONFIG_TYPE_URL: &str =
 /// keyed by these names, so the renderer and the bootstrap must agree on them.
 pub const LOCAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.local_ratelimit";
 pub const GLOBAL_RATE_LIMIT_FILTER: &str = "envoy.filters.http.ratelimit";
+/// The client-access RBAC filter: pass-through unless a route carries its per-route rules (a
+/// route's `clients`). Routes may configure it, so it is not one of the gateway's own filters
+/// (the path guard is an RBAC filter of another name).
+pub const CLIENT_ACCESS_FILTER: &str = "envoy.filters.http.rbac";
 /// Envoy's CORS filter: pass-through unless a route carries a policy (an entry's `cors`).
 pub const CORS_FILTER: &str = "envoy.filters.http.cors";
 /// The kill switch's fault filter has a name of its own so no route config can override it.

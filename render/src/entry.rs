@@ -193,6 +193,22 @@ pub struct Route {
     /// Copies a share of the route's requests to another backend; its answers are ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<Mirror>,
+    /// Which client addresses the route admits: `allow` (only these) and `deny` (never these).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<Clients>,
+}
+
+/// CIDR blocks of the trusted client address (past the trusted hops). With `allow`, only those;
+/// `deny` refuses its blocks even inside an allowed one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Clients {
+    /// At most 16 CIDR blocks in canonical form (`10.0.0.0/8`, `2001:db8::/32`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+    /// At most 16 CIDR blocks in canonical form.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
 }
 
 /// A route's request mirror: `percent` of its requests are also sent to `backend`.

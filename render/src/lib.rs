@@ -25,7 +25,7 @@ pub use bundle::{compute_hash, Bundle};
 pub use check::{Policy, Problem, Rejection};
 pub use config::RenderConfig;
 pub use entry::{
-    Canary, CanaryHeader, Cors, Entry, HeaderChanges, HeaderMatch, HealthCheck, Limit, Mirror, Per,
+    Canary, CanaryHeader, Clients, Cors, Entry, HeaderChanges, HeaderMatch, HealthCheck, Limit, Mirror, Per,
     Protocol, QueryMatch, Replace, Retries, Rewrite, RewriteTo, Route, Unit, WeightedBackend,
 };
 pub use error::{BundleError, RenderError};

@@ -4,7 +4,7 @@
 //! `OPTIONS` a preflight route, so the browser's `OPTIONS` reaches the policy at all.
 
 use crate::check::{envoy_duration, parse_duration};
-use crate::contract::CORS_FILTER;
+use crate::contract::{CLIENT_ACCESS_FILTER, CORS_FILTER};
 use crate::entry::{Cors, HeaderChanges, Replace, Route};
 use crate::config::RenderConfig;
 use crate::value::regex_escape;
@@ -82,6 +82,48 @@ pub(crate) fn extend_route(route: &Route, out: &mut Map<String, Value>) {
     if let Some(c) = &route.cors {
         per_filter_config(out).insert(CORS_FILTER.into(), cors_policy(c));
     }
+    client_access(route, out);
+}
+
+const RBAC_PER_ROUTE_TYPE_URL: &str =
+    "type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBACPerRoute";
+
+/// `clients` as the client-access RBAC filter's per-route config. `remote_ip` is the address
+/// past the trusted hops (the listener's `xff_num_trusted_hops`), never a header the client
+/// wrote. One ALLOW policy: inside an allowed block (any address without `allow`) and in no
+/// denied one; everything else gets Envoy's 403.
+pub(crate) fn client_access(route: &Route, out: &mut Map<String, Value>) {
+    let Some(c) = &route.clients else { return };
+    let blocks = |list: &[String]| -> Value {
+        let ids: Vec<Value> = list
+            .iter()
+            .map(|cidr| {
+                let (address, prefix) = cidr.split_once('/').unwrap_or((cidr, "0"));
+                let prefix: u32 = prefix.parse().unwrap_or(0);
+                json!({ "remote_ip": { "address_prefix": address, "prefix_len": prefix } })
+            })
+            .collect();
+        json!({ "or_ids": { "ids": ids } })
+    };
+    let mut principal = Vec::new();
+    if !c.allow.is_empty() {
+        principal.push(blocks(&c.allow));
+    }
+    if !c.deny.is_empty() {
+        principal.push(json!({ "not_id": blocks(&c.deny) }));
+    }
+    let principal = match principal.len() {
+        1 => principal.remove(0),
+        _ => json!({ "and_ids": { "ids": principal } }),
+    };
+    let config = json!({
+        "@type": RBAC_PER_ROUTE_TYPE_URL,
+        "rbac": { "rules": {
+            "action": "ALLOW",
+            "policies": { "clients": { "permissions": [{ "any": true }], "principals": [principal] } }
+        } }
+    });
+    per_filter_config(out).insert(CLIENT_ACCESS_FILTER.into(), config);
 }
 
 /// The route's `typed_per_filter_config`, created when absent.

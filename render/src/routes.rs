@@ -535,11 +535,12 @@ fn redirect_route(entry: &Entry, route: &Route, r: &crate::entry::Redirect) -> V
         ("redirect", Value::Object(redirect)),
         ("metadata", route_metadata(&entry.team, &entry.service)),
     ]);
+    let members = out.as_object_mut().expect("object of members");
     if let Some(tokens) = burst_tokens(route) {
-        let members = out.as_object_mut().expect("object of members");
         route_policy::per_filter_config(members)
             .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
     }
+    route_policy::client_access(route, members);
     out
 }
 

@@ -11,6 +11,7 @@
 //! a value's shape (addresses, CIDRs, public suffixes, duplicate routes, what a duration says).
 
 use crate::check::{
+    CIDR_CHARSET, MAX_CLIENT_CIDRS,
     COHORT_HEADER_VALUE_CHARSET, DNS_NAME_CHARSET, HEADER_NAME_CHARSET, HEADER_VALUE_CHARSET,
     IDENTIFIER_CHARSET, MAX_BACKENDS, MAX_BURST, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_CANARY_WEIGHT, MAX_CHANGED_HEADER_NAME_LEN, MAX_CORS_ORIGINS, MAX_FQDN_LEN,
@@ -78,6 +79,7 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
     let path = json!({ "minLength": 1, "maxLength": MAX_PATH_BYTES, "pattern": PATH_CHARSET });
     let header_name = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": HEADER_NAME_CHARSET });
     let changed_header = header_name(MAX_CHANGED_HEADER_NAME_LEN);
+    let cidrs = json!({ "minItems": 1, "maxItems": MAX_CLIENT_CIDRS, "uniqueItems": true, "items": { "type": "string", "pattern": CIDR_CHARSET } });
     let set_of = |values: &[&str]| json!({ "minItems": 1, "uniqueItems": true, "items": { "type": "string", "enum": values } });
     vec![
         ("", one_of_required(&[("backend", "string"), ("backends", "array")])),
@@ -161,6 +163,9 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
             json!({ "minLength": 1, "maxLength": MAX_QUERY_VALUE_LEN, "pattern": QUERY_VALUE_CHARSET }),
         ),
         ("/$defs/QueryMatch/properties/present", json!({ "const": true })),
+        ("/$defs/Clients", json!({ "minProperties": 1 })),
+        ("/$defs/Clients/properties/allow", cidrs.clone()),
+        ("/$defs/Clients/properties/deny", cidrs),
         (
             "/$defs/Mirror/properties/percent",
             json!({ "maximum": MAX_MIRROR_PERCENT }),

@@ -8,6 +8,7 @@
 mod address;
 mod backend;
 mod cidr;
+mod clients;
 mod cors;
 mod duration;
 mod entry_policy;
@@ -98,6 +99,7 @@ pub use matches::{
     check_query_name, check_query_value, MAX_HEADER_MATCHES, MAX_QUERY_MATCHES, MAX_QUERY_NAME_LEN,
     MAX_QUERY_VALUE_LEN, QUERY_NAME_CHARSET, QUERY_VALUE_CHARSET,
 };
+pub use clients::{canonical_cidr, CIDR_CHARSET, MAX_CLIENT_CIDRS};
 pub use methods::{check_method, METHODS};
 pub use mirror::{MAX_MIRROR_BACKENDS, MAX_MIRROR_PERCENT};
 pub use path::{check_path, prefixes_overlap, same_prefix, MAX_PATH_BYTES, PATH_CHARSET};

@@ -18,6 +18,7 @@ use super::identifiers::check_identifier;
 use super::limits::limits;
 use super::matches::{header_matches, query_matches};
 use super::mirror::{mirror, MAX_MIRROR_BACKENDS};
+use super::clients::clients;
 use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
@@ -38,7 +39,7 @@ const ENTRY_FIELDS: [&str; 10] = [
     "preserve_host",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 16] = [
+const ROUTE_FIELDS: [&str; 17] = [
     "path",
     "exact",
     "headers",
@@ -55,6 +56,7 @@ const ROUTE_FIELDS: [&str; 16] = [
     "host_rewrite",
     "redirect",
     "mirror",
+    "clients",
 ];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
@@ -218,6 +220,10 @@ fn route(
                 .ok()
         }),
     };
+    let clients = match map.get("clients") {
+        None => Some(None),
+        Some(v) => clients(v, &child(field, "clients"), problems).map(Some),
+    };
     let mirror = match map.get("mirror") {
         None => Some(None),
         Some(v) => mirror(v, &child(field, "mirror"), policy, problems).map(Some),
@@ -244,6 +250,7 @@ fn route(
         host_rewrite: host_rewrite?,
         redirect: redirect?,
         mirror: mirror?,
+        clients: clients?,
     })
 }
 
@@ -626,7 +633,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect or mirror (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect, mirror or clients (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",

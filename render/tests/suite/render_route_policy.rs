@@ -224,6 +224,7 @@ fn route_policy_renders_to_the_golden_bytes() {
         corpus_entry("route-mirror.json"),
         corpus_entry("entry-backends.json"),
         corpus_entry("entry-backends-canary.json"),
+        corpus_entry("route-clients.json"),
     ];
     // Two entries of one team on one host would conflict on /invoices; render each alone.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/route-policy");

@@ -74,7 +74,10 @@ fn entry_doc(backend: &str, shadow: &str) -> Value {
             { "path": "/absent", "methods": ["GET"], "request_headers": { "set": { "x-route": "any" } } },
             { "path": "/nest", "methods": ["GET"], "request_headers": { "set": { "x-route": "web" } } },
             { "path": "/mirrored", "methods": ["GET"], "mirror": { "backend": shadow, "percent": 100 } },
-            { "path": "/unmirrored", "methods": ["GET"], "mirror": { "backend": shadow, "percent": 0 } }
+            { "path": "/unmirrored", "methods": ["GET"], "mirror": { "backend": shadow, "percent": 0 } },
+            { "path": "/lan-only", "methods": ["GET"], "clients": { "allow": ["10.0.0.0/8"] } },
+            { "path": "/local-ok", "methods": ["GET"], "clients": { "allow": ["127.0.0.0/8"], "deny": ["127.0.0.2/32"] } },
+            { "path": "/local-denied", "methods": ["GET"], "clients": { "allow": ["127.0.0.0/8"], "deny": ["127.0.0.1/32"] } }
         ]
     })
 }
@@ -176,7 +179,7 @@ type Case = (&'static str, fn(&Stack));
 #[test]
 fn route_policy_through_real_envoy() {
     let stack = Stack::start();
-    let cases: [Case; 19] = [
+    let cases: [Case; 20] = [
         (
             "a slow backend past a short timeout answers 504 in time",
             timeout_504,
@@ -232,6 +235,10 @@ fn route_policy_through_real_envoy() {
             mirror,
         ),
         ("weighted backends share the traffic by weight", weighted_backends),
+        (
+            "client allow and deny lists answer 403 by the peer's address, never a forged header",
+            client_lists,
+        ),
     ];
     let failed: Vec<&str> = cases
         .iter()
@@ -798,4 +805,22 @@ fn weighted_backends(stack: &Stack) {
     // Each backend sees its own name, as a split's endpoints do.
     let host = &stack.shadow.seen_under("/split")[0].headers["host"];
     assert_eq!(host, &stack.shadow.url().trim_start_matches("http://"), "{host}");
+}
+
+fn client_lists(stack: &Stack) {
+    // No trusted hops in this stack: the client is the peer, 127.0.0.1.
+    for (path, headers, want) in [
+        ("/lan-only/1", &[][..], 403),
+        ("/lan-only/1", &[("x-forwarded-for", "10.1.2.3")][..], 403),
+        ("/local-ok/1", &[][..], 200),
+        ("/local-denied/1", &[][..], 403),
+    ] {
+        let r = stack.request("GET", path, headers);
+        assert_eq!(r.status, want, "{path} {headers:?}: {}", r.body);
+        if want == 403 {
+            assert_eq!(body(&r), json!({ "error": "forbidden" }), "the gateway's JSON: {}", r.body);
+        }
+    }
+    assert!(stack.backend.seen_under("/lan-only").is_empty(), "nothing refused reached the backend");
+    assert!(stack.backend.seen_under("/local-denied").is_empty());
 }

@@ -69,6 +69,7 @@ fn route_policy_renders_pass_all_layers() {
         "entry-backends.json",
         "entry-backends-canary.json",
         "entry-preserve-host.json",
+        "route-clients.json",
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let entry = check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
@@ -93,7 +94,7 @@ fn route_policy_renders_pass_all_layers() {
         assert!(report.envoy.is_some(), "{file}: Envoy judged it");
         checked += 1;
     }
-    assert_eq!(checked, 8);
+    assert_eq!(checked, 9);
 }
 
 #[test]
