@@ -14,7 +14,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Whole-run budget for the lookups of one check: a name without an answer by then counts as
 /// unresolved (refused only where backends must resolve).
@@ -103,19 +103,53 @@ impl Resolver for FixedResolver {
     }
 }
 
+/// How long an answer is used without asking again, how long past that it still stands in for
+/// a refresh that does not come in time, and how fast the resolver is asked
+/// (docs/design.md#backend-policy). `gatewayctl` runs once, so only a process that lives across
+/// runs (a warm reconcile Lambda, the register function) keeps answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolveCaching {
+    /// An answer younger than this is used as it is (0: every run asks again).
+    pub fresh_for: Duration,
+    /// An older answer, up to this age, is asked again within `refresh_budget` and used when no
+    /// answer comes by then.
+    pub stale_for: Duration,
+    /// What a run waits for the refresh of names it already has answers for; new names get the
+    /// whole budget.
+    pub refresh_budget: Duration,
+    /// Queries started per second at most: a VPC resolver answers at most 1,024 packets per
+    /// second per network interface.
+    pub queries_per_second: u32,
+}
+
+impl Default for ResolveCaching {
+    fn default() -> Self {
+        ResolveCaching {
+            fresh_for: Duration::from_secs(300),
+            stale_for: Duration::from_secs(3600),
+            refresh_budget: Duration::from_secs(1),
+            queries_per_second: 800,
+        }
+    }
+}
+
+/// Answers kept between runs: name → (addresses, when they were asked for). Only answers with
+/// addresses are kept; an error is asked again next time.
+#[derive(Debug, Default)]
+struct AnswerCache(std::sync::Mutex<BTreeMap<String, (Vec<IpAddr>, Instant)>>);
+
 /// How backend names are resolved and how long a check may wait for them.
 #[derive(Debug, Clone)]
 pub struct BackendLookup {
     pub resolver: Arc<dyn Resolver>,
     pub budget: Duration,
+    pub caching: ResolveCaching,
+    cache: Arc<AnswerCache>,
 }
 
 impl Default for BackendLookup {
     fn default() -> Self {
-        BackendLookup {
-            resolver: Arc::new(SystemResolver),
-            budget: DEFAULT_RESOLVE_BUDGET,
-        }
+        BackendLookup::new(SystemResolver)
     }
 }
 
@@ -124,7 +158,14 @@ impl BackendLookup {
         BackendLookup {
             resolver: Arc::new(resolver),
             budget: DEFAULT_RESOLVE_BUDGET,
+            caching: ResolveCaching::default(),
+            cache: Arc::default(),
         }
+    }
+
+    pub fn with_caching(mut self, caching: ResolveCaching) -> Self {
+        self.caching = caching;
+        self
     }
 
     pub fn with_budget(mut self, budget: Duration) -> Self {
@@ -141,7 +182,7 @@ impl BackendLookup {
             .flat_map(backend_names)
             .map(|(_, name)| name)
             .collect();
-        let answers = self.resolve_all(names).await;
+        let answers = self.answers(names).await;
         let mut problems = Vec::new();
         for entry in entries {
             for (field, name) in backend_names(entry) {
@@ -165,20 +206,75 @@ impl BackendLookup {
         problems
     }
 
-    async fn resolve_all(&self, names: BTreeSet<String>) -> BTreeMap<String, Answer> {
+    /// Every name's answer: a fresh cached one as it is; new names asked first with the whole
+    /// budget, then stale ones within the refresh budget, each falling back to its cached
+    /// answer; every answer with addresses kept for the next run.
+    async fn answers(&self, names: BTreeSet<String>) -> BTreeMap<String, Answer> {
+        let now = Instant::now();
+        let c = self.caching;
+        let (mut answers, mut stale, mut new) = (BTreeMap::new(), BTreeMap::new(), Vec::new());
+        {
+            let cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
+            for name in names {
+                match cache.get(&name) {
+                    Some((addrs, at)) if now.duration_since(*at) < c.fresh_for => {
+                        answers.insert(name, Ok(addrs.clone()));
+                    }
+                    Some((addrs, at)) if now.duration_since(*at) < c.stale_for => {
+                        stale.insert(name, addrs.clone());
+                    }
+                    _ => new.push(name),
+                }
+            }
+        }
+        let refresh_budget = c.refresh_budget.min(self.budget);
+        let deadlines = new
+            .into_iter()
+            .map(|n| (n, self.budget))
+            .chain(stale.keys().map(|n| (n.clone(), refresh_budget)));
+        let asked = self.resolve_all(deadlines.collect()).await;
+        let mut cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, answer) in asked {
+            if let Ok(addrs) = &answer {
+                cache.insert(name.clone(), (addrs.clone(), Instant::now()));
+            }
+            answers.insert(name, answer);
+        }
+        for (name, addrs) in stale {
+            // No answer in time: the last one stands in (its age is bounded by `stale_for`).
+            if !matches!(answers.get(&name), Some(Ok(_)) | Some(Err(LookupError::System(_)))) {
+                answers.insert(name, Ok(addrs));
+            }
+        }
+        answers
+    }
+
+    /// Asks for each name, in the order given, at most `queries_per_second` started per second
+    /// and `CONCURRENT_LOOKUPS` at once, each within its own budget from now.
+    async fn resolve_all(&self, names: Vec<(String, Duration)>) -> BTreeMap<String, Answer> {
         let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_LOOKUPS));
+        let start = tokio::time::Instant::now();
+        let gap = Duration::from_secs(1) / self.caching.queries_per_second.max(1);
         let mut lookups = tokio::task::JoinSet::new();
-        for name in names {
+        for (i, (name, budget)) in names.into_iter().enumerate() {
             let resolver = self.resolver.clone();
             let permits = permits.clone();
+            let slot = start + gap * u32::try_from(i).unwrap_or(u32::MAX);
+            let deadline = start + budget;
             lookups.spawn(async move {
-                let _permit = permits.acquire_owned().await;
-                let answer = resolver.lookup(&name).await;
+                let asked = async {
+                    tokio::time::sleep_until(slot).await;
+                    let _permit = permits.acquire_owned().await;
+                    resolver.lookup(&name).await
+                };
+                let answer = tokio::time::timeout_at(deadline, asked)
+                    .await
+                    .unwrap_or(Err(LookupError::Timeout(budget)));
                 (name, answer)
             });
         }
         let mut answers = BTreeMap::new();
-        let deadline = tokio::time::Instant::now() + self.budget;
+        let deadline = start + self.budget;
         while let Ok(Some(done)) = tokio::time::timeout_at(deadline, lookups.join_next()).await {
             if let Ok((name, answer)) = done {
                 answers.insert(name, answer);
@@ -332,6 +428,72 @@ mod tests {
             problems[0].1.reason.contains("no answer within"),
             "{problems:?}"
         );
+    }
+
+    /// Answers every name with `10.0.0.5` (or never, once `hang` is set), recording each ask.
+    #[derive(Debug, Default)]
+    struct Recording {
+        asked: std::sync::Mutex<Vec<String>>,
+        hang: std::sync::atomic::AtomicBool,
+    }
+
+    impl Resolver for Arc<Recording> {
+        fn lookup<'a>(&'a self, name: &'a str) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+            Box::pin(async move {
+                self.asked.lock().expect("lock").push(name.to_string());
+                if self.hang.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                Ok(vec!["10.0.0.5".parse().expect("address")])
+            })
+        }
+    }
+
+    fn asked(r: &Recording) -> Vec<String> {
+        r.asked.lock().expect("lock").clone()
+    }
+
+    #[tokio::test]
+    async fn a_fresh_answer_is_not_asked_for_again() {
+        let r = Arc::new(Recording::default());
+        let lookup = BackendLookup::new(r.clone());
+        let e = entry("s", "http://a.internal.example");
+        for _ in 0..3 {
+            assert!(lookup.problems(std::slice::from_ref(&e), &strict()).await.is_empty());
+        }
+        assert_eq!(asked(&r), ["a.internal.example"], "asked once, then answered from the cache");
+        // A clone shares the answers (the reconcile config is cloned into each run).
+        assert!(lookup.clone().problems(&[e], &strict()).await.is_empty());
+        assert_eq!(asked(&r).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stale_answer_stands_in_for_a_refresh_that_does_not_come_and_new_names_go_first() {
+        let r = Arc::new(Recording::default());
+        let caching = ResolveCaching {
+            fresh_for: Duration::ZERO,
+            stale_for: Duration::from_secs(3600),
+            refresh_budget: Duration::from_millis(300),
+            queries_per_second: 1,
+        };
+        let lookup = BackendLookup::new(r.clone()).with_caching(caching);
+        let old = entry("old", "http://old.internal.example");
+        assert!(lookup.problems(std::slice::from_ref(&old), &strict()).await.is_empty());
+        // Now the resolver never answers, and a new name arrives: the new name is asked first
+        // (one query a second), the old name's refresh slot falls past its 300 ms and its last
+        // answer stands in, so the run does not wait out the 10 s budget on it.
+        r.hang.store(true, std::sync::atomic::Ordering::SeqCst);
+        let new = entry("new", "http://new.internal.example");
+        let lookup = lookup.with_budget(Duration::from_secs(2));
+        // Where names must resolve, an unanswered one is refused: so the report shows which
+        // names had an answer.
+        let mut must = strict();
+        must.require_resolvable_backends = true;
+        let problems = lookup.problems(&[old, new], &must).await;
+        assert_eq!(asked(&r), ["old.internal.example", "new.internal.example"]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0, "t/new", "only the new name, which never answered: {problems:?}");
+        assert!(problems[0].1.reason.contains("no answer within 2s"), "{problems:?}");
     }
 
     #[tokio::test]

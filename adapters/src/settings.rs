@@ -105,6 +105,43 @@ pub fn publish_wait() -> Result<std::time::Duration, InvalidSetting> {
     }
 }
 
+/// How backend names' answers are kept and asked for (`crate::resolve::ResolveCaching`):
+/// `GATEWAY_RESOLVE_CACHE_SECONDS` (how long an answer is used as it is, default 300; 0 asks
+/// every run) and `GATEWAY_RESOLVE_QUERIES_PER_SECOND` (1–1000, default 800, below a VPC
+/// resolver's 1,024 packets per second per interface).
+pub fn resolve_caching() -> Result<crate::resolve::ResolveCaching, InvalidSetting> {
+    resolve_caching_from(&|name| std::env::var(name).ok())
+}
+
+fn resolve_caching_from(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::resolve::ResolveCaching, InvalidSetting> {
+    let mut c = crate::resolve::ResolveCaching::default();
+    let whole = |name: &str, max: u64| -> Result<Option<u64>, InvalidSetting> {
+        match env(name).filter(|v| !v.trim().is_empty()) {
+            None => Ok(None),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(n) if n <= max => Ok(Some(n)),
+                _ => Err(InvalidSetting(format!("{name}: {v:?} is not a whole number from 0 to {max}"))),
+            },
+        }
+    };
+    if let Some(secs) = whole("GATEWAY_RESOLVE_CACHE_SECONDS", 86_400)? {
+        c.fresh_for = std::time::Duration::from_secs(secs);
+        c.stale_for = c.stale_for.max(c.fresh_for);
+    }
+    match whole("GATEWAY_RESOLVE_QUERIES_PER_SECOND", 1000)? {
+        Some(0) => {
+            return Err(InvalidSetting(
+                "GATEWAY_RESOLVE_QUERIES_PER_SECOND: 0 would never ask; 1 to 1000".into(),
+            ))
+        }
+        Some(qps) => c.queries_per_second = qps as u32,
+        None => {}
+    }
+    Ok(c)
+}
+
 /// A setting whose value cannot be used; the message names it.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -276,6 +313,27 @@ mod tests {
             let pairs: &'static [(&'static str, &'static str)] =
                 Box::leak(vec![(name, bad)].into_boxed_slice());
             let e = render_config_from("x.example", &env(pairs)).expect_err(bad);
+            assert!(e.0.starts_with(name), "{e}");
+        }
+    }
+
+    #[test]
+    fn resolve_caching_takes_its_two_settings_and_names_a_bad_one() {
+        use super::resolve_caching_from;
+        let d = resolve_caching_from(&env(&[])).expect("defaults");
+        assert_eq!(d, crate::resolve::ResolveCaching::default());
+        let c = resolve_caching_from(&env(&[
+            ("GATEWAY_RESOLVE_CACHE_SECONDS", "0"),
+            ("GATEWAY_RESOLVE_QUERIES_PER_SECOND", "50"),
+        ]))
+        .expect("valid");
+        assert_eq!((c.fresh_for.as_secs(), c.queries_per_second), (0, 50));
+        for (bad, name) in [
+            (&[("GATEWAY_RESOLVE_QUERIES_PER_SECOND", "0")], "GATEWAY_RESOLVE_QUERIES_PER_SECOND"),
+            (&[("GATEWAY_RESOLVE_QUERIES_PER_SECOND", "5000")], "GATEWAY_RESOLVE_QUERIES_PER_SECOND"),
+            (&[("GATEWAY_RESOLVE_CACHE_SECONDS", "-1")], "GATEWAY_RESOLVE_CACHE_SECONDS"),
+        ] {
+            let e = resolve_caching_from(&env(bad)).expect_err("refused");
             assert!(e.0.starts_with(name), "{e}");
         }
     }

@@ -8,11 +8,13 @@ use crate::{AdminClient, AdminError};
 use gateway_render::contract::RATE_LIMIT_CLUSTER;
 use std::collections::BTreeMap;
 
-/// Only the stats this module reads, of clusters named `team.service` (two labels: the
-/// rate-limit cluster and Envoy's `external.`/`internal.` sub-stats do not match), and only the
+/// Only the stats this module reads, of clusters named `team.service` and its other backend
+/// clusters `team.service.canary` and `team.service.backend-HASH` (the rate-limit cluster and
+/// Envoy's `external.`/`internal.` sub-stats do not match; a mirror's and the failover pairs'
+/// do not either), and only the
 /// ones in use. `histogram_buckets=detailed` gives the latency histogram's cumulative buckets,
 /// so a window's percentiles come from the difference of two readings.
-pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5E(cluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time%7Cratelimit%5C.over_limit)%7Cburst%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.http_local_rate_limit%5C.rate_limited)%24";
+pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5E(cluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(canary%5C.%7Cbackend-%5B0-9a-f%5D%2B%5C.)%3F(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time%7Cratelimit%5C.over_limit)%7Cburst%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.http_local_rate_limit%5C.rate_limited)%24";
 
 /// One cluster's counters since Envoy started.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -116,9 +118,10 @@ impl TrafficSnapshot {
                         let width = bucket.get("width").and_then(|v| v.as_f64());
                         let count = bucket.get("count").and_then(|v| v.as_u64());
                         if let (Some(lower), Some(width), Some(count)) = (lower, width, count) {
-                            counters
+                            *counters
                                 .latency
-                                .insert((lower.to_bits(), width.to_bits()), count);
+                                .entry((lower.to_bits(), width.to_bits()))
+                                .or_insert(0) += count;
                         }
                     }
                 }
@@ -135,10 +138,11 @@ impl TrafficSnapshot {
             };
             let counters = snapshot.services.entry(service).or_default();
             match leaf {
-                "upstream_rq_total" => counters.requests = value,
-                "upstream_rq_4xx" => counters.responses_4xx = value,
-                "upstream_rq_5xx" => counters.responses_5xx = value,
-                "upstream_cx_connect_fail" => counters.connect_failures = value,
+                // Summed: a service's share of backends (`backends`, a canary) is one cluster each.
+                "upstream_rq_total" => counters.requests += value,
+                "upstream_rq_4xx" => counters.responses_4xx += value,
+                "upstream_rq_5xx" => counters.responses_5xx += value,
+                "upstream_cx_connect_fail" => counters.connect_failures += value,
                 "ratelimit.over_limit" | "http_local_rate_limit.rate_limited" => {
                     counters.limited += value
                 }
@@ -149,7 +153,8 @@ impl TrafficSnapshot {
     }
 }
 
-/// `cluster.team.service.leaf` or `burst.team.service.leaf` → (team/service, leaf). Team and
+/// `cluster.team.service[.canary|.backend-HASH].leaf` or `burst.team.service.leaf` →
+/// (team/service, leaf). Team and
 /// service names never hold a dot (docs/design.md#registration-entry), so the cluster is exactly
 /// two labels; the leaf is one label, or the limits' two. The rate-limit service's own cluster
 /// (one label, `ratelimit`) is not a team's: its `internal.` request counters would otherwise
@@ -162,7 +167,16 @@ fn split_stat(name: &str) -> Option<(Service, &str)> {
     let mut parts = rest.splitn(3, '.');
     let team = parts.next()?;
     let service = parts.next()?;
-    let leaf = parts.next()?;
+    let mut leaf = parts.next()?;
+    // The service's other backend clusters (`.canary`, `.backend-HASH`) count for it; a mirror's
+    // copies and the failover pairs (which route to those clusters) do not.
+    if !burst {
+        if let Some((label, rest)) = leaf.split_once('.') {
+            if label == "canary" || label.starts_with("backend-") {
+                leaf = rest;
+            }
+        }
+    }
     let allowed = if burst {
         leaf == "http_local_rate_limit.rate_limited"
     } else {
@@ -287,6 +301,27 @@ mod tests {
         );
         assert_eq!((counters.requests, counters.responses_5xx), (10, 2));
         assert_eq!(counters.limited, 3, "over-limit and burst 429s");
+    }
+
+    #[test]
+    fn a_services_weighted_backends_and_canary_add_up_and_its_mirror_does_not() {
+        let body = r#"{"stats":[
+          {"name":"cluster.billing.split.backend-0a1b2c3d.upstream_rq_total","value":30},
+          {"name":"cluster.billing.split.backend-4e5f6a7b.upstream_rq_total","value":10},
+          {"name":"cluster.billing.split.backend-4e5f6a7b.upstream_rq_5xx","value":4},
+          {"name":"cluster.billing.split.canary.upstream_rq_total","value":5},
+          {"name":"cluster.billing.split.mirror-99999999.upstream_rq_total","value":45},
+          {"name":"cluster.billing.split.canary-first.upstream_rq_total","value":5},
+          {"histograms":{"details":[
+            {"name":"cluster.billing.split.backend-0a1b2c3d.upstream_rq_time","totals":[{"lower_bound":1,"width":1,"count":30}]},
+            {"name":"cluster.billing.split.backend-4e5f6a7b.upstream_rq_time","totals":[{"lower_bound":1,"width":1,"count":10}]}
+          ]}}
+        ]}"#;
+        let s = TrafficSnapshot::parse(body.as_bytes()).expect("parses");
+        assert_eq!(s.services.len(), 1, "{s:?}");
+        let counters = s.services.values().next().expect("one");
+        assert_eq!((counters.requests, counters.responses_5xx), (45, 4));
+        assert_eq!(counters.latency.values().sum::<u64>(), 40);
     }
 
     #[test]

@@ -74,10 +74,7 @@ pub fn route_key(route: &Route) -> String {
 /// rules or the access log. The checks keep the conditions sorted, so their order as written
 /// never renames a route.
 pub fn match_key(route: &Route) -> String {
-    let mut key = match &route.exact {
-        Some(exact) => format!("={exact}"),
-        None => route.path.clone(),
-    };
+    let mut key = crate::check::path_key(route);
     if route.has_conditions() {
         let conditions = serde_json::to_vec(&(&route.headers, &route.query))
             .expect("header and query matches serialize");

@@ -575,7 +575,7 @@ fn preflight_routes<'a>(entries: &[&'a Entry]) -> Vec<(&'a Entry, Route)> {
         let mut matches: BTreeMap<String, (&Route, Option<&crate::entry::Cors>, bool)> =
             BTreeMap::new();
         for r in &entry.routes {
-            let slot = matches.entry(crate::check::guard_key(r)).or_insert((r, None, false));
+            let slot = matches.entry(crate::check::path_key(r)).or_insert((r, None, false));
             slot.1 = slot.1.or(r.cors.as_ref());
             // A route with conditions may not match a preflight, which then needs its own.
             slot.2 |= route_policy::answers_options(r) && !r.has_conditions();

@@ -55,9 +55,11 @@ pub(crate) const SEGMENT_PREFIX: &str = "seg:";
 /// So of two overlapping claims the one committing second always finds a counter it required
 /// moved, re-reads and sees the other; claims in different first segments touch no counter the
 /// other requires.
-/// An exact path's guard key (`=/healthz`) counts in its path's first segment.
+/// An exact path's guard key (`=/healthz`) and a key with conditions (`/a~1a2b3c4d`) count in
+/// their path's first segment.
 pub(crate) fn claim_counters(prefix: &str) -> (Vec<String>, Vec<String>) {
-    let segment = prefix
+    let path = prefix.split_once('~').map_or(prefix, |(path, _)| path);
+    let segment = path
         .trim_start_matches('=')
         .trim_start_matches('/')
         .split('/')

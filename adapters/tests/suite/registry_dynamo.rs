@@ -254,6 +254,23 @@ async fn nested_prefixes_of_one_team_coexist_and_the_same_prefix_conflicts() {
     );
     assert_eq!(who, "billing/web");
     assert_eq!(reg.list().await.expect("list").entries.len(), 3);
+
+    // Conditions tell two services' routes on one path apart; the same conditions do not.
+    let versioned = |service: &str| {
+        let mut e = entry("billing", service, "invoices", &["/invoices"]);
+        e.routes[0].headers = vec![gateway_render::HeaderMatch {
+            name: "x-version".into(),
+            value: Some("2".into()),
+            present: None,
+        }];
+        e
+    };
+    reg.register(&versioned("invoices-v2"))
+        .await
+        .expect("the same path with a header condition");
+    let (what, who) = holder(reg.register(&versioned("invoices-v3")).await);
+    assert_eq!(who, "billing/invoices-v2");
+    assert!(what.starts_with("path /invoices~"), "{what}");
 }
 
 #[tokio::test]

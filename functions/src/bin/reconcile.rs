@@ -38,7 +38,9 @@ async fn run() -> Result<(), Error> {
             envoy: EnvoyOptions::new(lookup_envoy(None, None).path()),
             skip_envoy: false,
         },
-        backends: Default::default(),
+        // One lookup for the container's life: warm runs reuse its answers.
+        backends: gateway_adapters::resolve::BackendLookup::default()
+            .with_caching(settings::resolve_caching()?),
         bounds,
         quarantine: QuarantineLimits::from_env()?,
         // Hashed here, at the cold start, rather than in the first run.

@@ -313,14 +313,23 @@ fn walked(
 }
 
 /// The distinct path prefixes an entry claims (one guard row each).
-/// The guard keys an entry's routes claim on its host: each prefix, and each exact path after
-/// `=` (`=/healthz`), so an exact path and the same prefix are different claims that nest.
+/// The guard keys an entry's routes claim on its host ([`guard_key`]): each prefix, each exact
+/// path after `=` (`=/healthz`), so an exact path and the same prefix are different claims that
+/// nest, and either with `~` and a digest when the route has header or query conditions.
 pub fn path_prefixes(entry: &Entry) -> BTreeSet<String> {
     entry.routes.iter().map(guard_key).collect()
 }
 
-/// The guard key of one route: its prefix, or `=` and its exact path.
+/// The guard key of one route: its prefix, or `=` and its exact path, and with header or query
+/// conditions `~` and their digest (the route name's, `names::match_key`): services of a team
+/// may share a path when their conditions differ, as Gateway API's routes may.
 pub fn guard_key(route: &crate::entry::Route) -> String {
+    crate::names::match_key(route)
+}
+
+/// A route's path as a key: its prefix, or `=` and its exact path (what a browser's preflight
+/// matches, which carries none of a route's header conditions).
+pub fn path_key(route: &crate::entry::Route) -> String {
     match &route.exact {
         Some(exact) => format!("={exact}"),
         None => route.path.clone(),

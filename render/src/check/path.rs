@@ -110,8 +110,14 @@ fn check_percent_escapes(path: &str) -> Result<(), String> {
 /// Whether two path prefixes name the same segments: equal once a trailing `/` is dropped
 /// (`/a/` ~ `/a`; `/` is only itself). Two services of one team may hold nested prefixes on its
 /// host, never the same one.
-/// Guard keys of exact paths (`=/healthz`) are the same only when equal.
+/// Guard keys (`check::guard_key`) of exact paths (`=/healthz`) are the same only when equal,
+/// and keys with conditions (`/search~1a2b3c4d`) only when their conditions are too.
 pub fn same_prefix(a: &str, b: &str) -> bool {
+    let (a, a_conditions) = a.split_once('~').unwrap_or((a, ""));
+    let (b, b_conditions) = b.split_once('~').unwrap_or((b, ""));
+    if a_conditions != b_conditions {
+        return false;
+    }
     if a.starts_with('=') || b.starts_with('=') {
         return a == b;
     }
@@ -219,6 +225,9 @@ mod tests {
         assert!(same_prefix("=/a", "=/a"));
         assert!(!same_prefix("=/a", "=/a/"));
         assert!(!same_prefix("=/a", "/a"));
+        assert!(same_prefix("/a~0a1b2c3d", "/a/~0a1b2c3d"));
+        assert!(!same_prefix("/a~0a1b2c3d", "/a"));
+        assert!(!same_prefix("/a~0a1b2c3d", "/a~4e5f6a7b"));
     }
 
     #[test]

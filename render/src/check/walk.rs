@@ -444,7 +444,7 @@ fn check_shared_cors(routes: &[Option<Route>], field: &str, problems: &mut Probl
             .enumerate()
             .find_map(|(i, a)| {
                 a.as_ref()
-                    .filter(|a| super::guard_key(a) == super::guard_key(b))
+                    .filter(|a| super::path_key(a) == super::path_key(b))
                     .map(|a| (i, a))
             });
         let Some((i, a)) = first else { continue };

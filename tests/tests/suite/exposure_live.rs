@@ -326,3 +326,30 @@ fn control_a_tcp_admin_is_one_route_away() {
     ports.sort_unstable();
     assert!(ports.contains(&envoy.ports().admin.port()));
 }
+
+/// A route's `clients` judges the address past the trusted hops, as every per-client rule does:
+/// behind one trusted hop (the load balancer, which appends the peer it saw), the client is the
+/// last `x-forwarded-for` entry, and anything a client wrote before it counts for nothing.
+#[test]
+fn client_lists_judge_the_address_past_the_trusted_hops() {
+    let billing = Backend::start("billing");
+    let stack = start(1, |_| {
+        let doc = serde_json::json!({
+            "team": "billing", "service": "api", "host": "invoices", "backend": billing.url(),
+            "routes": [{ "path": "/internal", "clients": { "allow": ["10.0.0.0/8"], "deny": ["10.9.0.0/16"] } },
+                       { "path": "/" }]
+        });
+        vec![check_entry_bytes(doc.to_string().as_bytes(), &Policy::new(DOMAIN, true))
+            .unwrap_or_else(|r| panic!("{r}"))]
+    });
+    let status = |xff: &str| {
+        http::request_with_headers(stack.listener(), "GET", BILLING, "/internal/x", &[("x-forwarded-for", xff)])
+            .unwrap_or_else(|| panic!("no answer for {xff}"))
+            .status
+    };
+    assert_eq!(status("10.1.2.3"), 200, "the load balancer saw 10.1.2.3");
+    assert_eq!(status("10.9.0.1"), 403, "denied inside the allowed block");
+    assert_eq!(status("192.0.2.1"), 403, "outside every allowed block");
+    assert_eq!(status("10.1.2.3, 192.0.2.1"), 403, "a forged entry before the hop's own is not the client");
+    assert_eq!(stack.get(BILLING, "/other").status, 200, "the entry's other routes admit anyone");
+}

@@ -89,7 +89,9 @@ fn nested_doc(backend: &str) -> Value {
         "team": "billing", "service": "policy-api", "host": "policy", "backend": backend,
         "preserve_host": true,
         "routes": [
-            { "path": "/nest/api", "methods": ["GET"], "request_headers": { "set": { "x-route": "api" } } }
+            { "path": "/nest/api", "methods": ["GET"], "request_headers": { "set": { "x-route": "api" } } },
+            { "path": "/nest", "methods": ["GET"], "headers": [{ "name": "x-api", "value": "yes" }],
+              "request_headers": { "set": { "x-route": "api-by-header" } } }
         ]
     })
 }
@@ -750,6 +752,9 @@ fn nested_services(stack: &Stack) {
     assert_eq!(routed(stack, "/nest/apix", &[]), "web");
     assert_eq!(routed(stack, "/nest", &[]), "web");
     assert_eq!(routed(stack, "/nest/other", &[]), "web");
+    // The other service's route on the same path, told apart by a header condition.
+    assert_eq!(routed(stack, "/nest/other", &[("x-api", "yes")]), "api-by-header");
+    assert_eq!(routed(stack, "/nest/api/1", &[("x-api", "yes")]), "api", "the longer prefix still first");
 }
 
 fn preserve_host(stack: &Stack) {
