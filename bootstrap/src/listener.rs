@@ -286,33 +286,29 @@ pub const RATE_LIMITED_MESSAGE: &str = "rate limit exceeded";
 /// What the gateway's own 403s say (a route's `clients`, the path guard).
 pub const FORBIDDEN_MESSAGE: &str = "forbidden";
 
+/// The gateway's own answers as JSON: its refusals (403: a route's `clients`, the path guard, a
+/// refused upgrade) and its limits' 429s. Only local replies are mapped, so a backend's own 403
+/// or 429 passes unchanged.
 fn local_replies() -> Value {
+    let json_reply = |status: u16, runtime_key: &str, message: &str| {
+        json!({
+            "filter": { "status_code_filter": { "comparison": {
+                "op": "EQ",
+                "value": { "default_value": status, "runtime_key": runtime_key }
+            } } },
+            "body_format_override": {
+                "text_format_source": {
+                    "inline_string": gateway_render::routes::json_error_body(message)
+                },
+                "content_type": "application/json"
+            }
+        })
+    };
     json!({
-        "mappers": [ {
-            // The gateway's own refusals (a route's `clients`, the path guard); a backend's own
-            // 403 is no local reply and passes unchanged.
-            "filter": { "status_code_filter": { "comparison": {
-                "op": "EQ",
-                "value": { "default_value": 403, "runtime_key": "gateway.local_reply.forbidden" }
-            } } },
-            "body_format_override": {
-                "text_format_source": {
-                    "inline_string": gateway_render::routes::json_error_body(FORBIDDEN_MESSAGE)
-                },
-                "content_type": "application/json"
-            }
-        }, {
-            "filter": { "status_code_filter": { "comparison": {
-                "op": "EQ",
-                "value": { "default_value": 429, "runtime_key": "gateway.local_reply.rate_limited" }
-            } } },
-            "body_format_override": {
-                "text_format_source": {
-                    "inline_string": gateway_render::routes::json_error_body(RATE_LIMITED_MESSAGE)
-                },
-                "content_type": "application/json"
-            }
-        } ]
+        "mappers": [
+            json_reply(403, "gateway.local_reply.forbidden", FORBIDDEN_MESSAGE),
+            json_reply(429, "gateway.local_reply.rate_limited", RATE_LIMITED_MESSAGE),
+        ]
     })
 }
 
