@@ -67,6 +67,15 @@ pub fn route_key(route: &Route) -> String {
     format!("{}:{}", methods_key(route), match_key(route))
 }
 
+/// A route's path as a key: its prefix, or `=` and its exact path (what a browser's preflight
+/// matches, which carries none of a route's header conditions).
+pub fn path_key(route: &Route) -> String {
+    match &route.exact {
+        Some(exact) => format!("={exact}"),
+        None => route.path.clone(),
+    }
+}
+
 /// What a route matches besides its methods: its prefix (`/invoices`), an exact path after `=`
 /// (`=/healthz`; paths start with `/`, so the two never meet), and with header or query
 /// conditions `~` and the first 8 hex digits of their SHA-256 (`/search~1f2e3d4c`): names and
@@ -74,7 +83,7 @@ pub fn route_key(route: &Route) -> String {
 /// rules or the access log. The checks keep the conditions sorted, so their order as written
 /// never renames a route.
 pub fn match_key(route: &Route) -> String {
-    let mut key = crate::check::path_key(route);
+    let mut key = path_key(route);
     if route.has_conditions() {
         let conditions = serde_json::to_vec(&(&route.headers, &route.query))
             .expect("header and query matches serialize");

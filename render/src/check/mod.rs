@@ -327,14 +327,7 @@ pub fn guard_key(route: &crate::entry::Route) -> String {
     crate::names::match_key(route)
 }
 
-/// A route's path as a key: its prefix, or `=` and its exact path (what a browser's preflight
-/// matches, which carries none of a route's header conditions).
-pub fn path_key(route: &crate::entry::Route) -> String {
-    match &route.exact {
-        Some(exact) => format!("={exact}"),
-        None => route.path.clone(),
-    }
-}
+pub use crate::names::path_key;
 
 #[cfg(test)]
 mod tests {
