@@ -359,15 +359,17 @@ async fn a_limit_changed_by_a_publish_applies_without_a_restart() {
     let limited = |n: u32| {
         billing(
             &backend,
-            vec![route(
-                "/change",
-                None,
-                vec![global(Per::Route, None, n, Unit::Minute)],
-            )],
+            vec![
+                route("/change", None, vec![global(Per::Route, None, n, Unit::Minute)]),
+                // Its own count: opens Envoy's connection to the limiter without spending
+                // /change's one request.
+                route("/warm", None, vec![global(Per::Route, None, 1000, Unit::Minute)]),
+            ],
         )
     };
     let (gw, rl_sidecar, _limiter) = start_stack(moto, &limited(1)).await;
     let envoy_pid = gw.envoy.pid();
+    warm_up(&gw, "/warm").await;
     clear_of_minute_boundary(40).await;
     assert_eq!(codes(&gw, "/change", &[], 2).await, [200, 429]);
 
@@ -391,13 +393,13 @@ async fn the_limiter_going_away_fails_open_and_is_reported() {
     let backend = Backend::start("billing");
     let entries = billing(
         &backend,
-        vec![route(
-            "/limited",
-            None,
-            vec![global(Per::Route, None, 1, Unit::Minute)],
-        )],
+        vec![
+            route("/limited", None, vec![global(Per::Route, None, 1, Unit::Minute)]),
+            route("/warm", None, vec![global(Per::Route, None, 1000, Unit::Minute)]),
+        ],
     );
     let (gw, _rl_sidecar, limiter) = start_stack(&moto, &entries).await;
+    warm_up(&gw, "/warm").await;
     clear_of_minute_boundary(20).await;
     assert_eq!(
         codes(&gw, "/limited", &[], 2).await,
