@@ -89,20 +89,12 @@ impl Backend {
 
 /// Parses an entry's backend, naming the entry when it cannot.
 pub fn backend_of(entry: &Entry) -> Result<Backend, RenderError> {
-    Backend::parse(&entry.backend).map_err(|reason| RenderError::Backend {
-        entry: entry.id(),
-        backend: entry.backend.clone(),
-        reason,
-    })
+    named_backend(entry, &entry.backend)
 }
 
 /// Parses an entry's canary backend, naming the entry when it cannot.
 pub fn canary_backend_of(entry: &Entry, canary: &Canary) -> Result<Backend, RenderError> {
-    Backend::parse(&canary.backend).map_err(|reason| RenderError::Backend {
-        entry: entry.id(),
-        backend: canary.backend.clone(),
-        reason,
-    })
+    named_backend(entry, &canary.backend)
 }
 
 /// Every cluster of an entry, in a fixed order: the backend's (`team.service`, the name it has
@@ -142,8 +134,8 @@ pub fn cluster_count(entry: &Entry) -> usize {
     own + entry.mirror_backends().len()
 }
 
-/// Parses one of the backends an entry names (`backends[i].url`, a mirror's), naming the
-/// entry when it cannot.
+/// Parses any backend URL an entry names (`backend`, `backends[i].url`, `canary.backend`, a
+/// mirror's), naming the entry when it cannot.
 fn named_backend(entry: &Entry, url: &str) -> Result<Backend, RenderError> {
     Backend::parse(url).map_err(|reason| RenderError::Backend {
         entry: entry.id(),

@@ -52,6 +52,20 @@ const METADATA_NAMES: [&str; 3] = [
 /// are refused whatever the address.
 pub const PROXY_RESERVED_PORTS: std::ops::RangeInclusive<u16> = 15000..=15019;
 
+/// A required backend URL field `key` of `map` (`backend`, `backends[i].url`, a mirror's
+/// `backend`), judged by [`check_backend`], with its problem at the field.
+pub(crate) fn required_backend(
+    map: &serde_json::Map<String, serde_json::Value>,
+    field: &str,
+    key: &str,
+    policy: &Policy,
+    problems: &mut super::report::Problems,
+) -> Option<String> {
+    super::fields::required_parsed(map, field, key, problems, |b: &str| {
+        check_backend(b, policy).map(|_| b.to_string())
+    })
+}
+
 /// Parses and judges a backend URL against the policy.
 pub fn check_backend(url: &str, policy: &Policy) -> Result<Backend, String> {
     let backend = parse_backend(url)?;

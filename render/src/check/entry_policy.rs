@@ -112,7 +112,7 @@ pub(crate) fn backends(
         let at = index(field, i);
         let Some(map) = object(item, &at, "a weighted backend", problems) else { continue };
         reject_unknown(map, &at, &WEIGHTED_BACKEND_FIELDS, problems);
-        let url = required_parsed(map, &at, "url", problems, as_written(|b: &str| check_backend(b, policy).map(|_| ())));
+        let url = super::backend::required_backend(map, &at, "url", policy, problems);
         let weight = required(map, &at, "weight", problems)
             .and_then(|w| percent(w, &child(&at, "weight"), problems));
         if let Some(url) = &url {

@@ -2,8 +2,8 @@
 //! judged exactly like the entry's own, whose answers Envoy drops. Each distinct mirror backend
 //! is a cluster, and claimed like `backend` (`Entry::upstreams`).
 
-use super::backend::check_backend;
-use super::fields::{object, reject_unknown, required, required_parsed, as_written};
+use super::backend::required_backend;
+use super::fields::{object, reject_unknown, required};
 use super::report::{child, describe, Problems};
 use super::Policy;
 use crate::entry::Mirror;
@@ -26,13 +26,7 @@ pub(crate) fn mirror(
     let map = object(v, field, "a mirror", problems)?;
     let before = problems.0.len();
     reject_unknown(map, field, &MIRROR_FIELDS, problems);
-    let backend = required_parsed(
-        map,
-        field,
-        "backend",
-        problems,
-        as_written(|b: &str| check_backend(b, policy).map(|_| ())),
-    );
+    let backend = required_backend(map, field, "backend", policy, problems);
     let percent = required(map, field, "percent", problems).and_then(|v| {
         let at = child(field, "percent");
         match v.as_u64() {

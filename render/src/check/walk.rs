@@ -1,7 +1,7 @@
 //! The walk over an entry document: every field checked at its path, every problem kept, and
 //! the typed `Entry` built only when there were none.
 
-use super::backend::check_backend;
+use super::backend::required_backend;
 use super::entry_policy;
 use super::cors::cors;
 use super::duration::{check_timeout, DEFAULT_ROUTE_TIMEOUT_MS};
@@ -83,7 +83,7 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         }
         (None, Some(v)) => (Some(String::new()), entry_policy::backends(v, "backends", policy, problems)),
         _ => (
-            checked_string(map, "backend", |b| check_backend(b, policy).map(|_| ()), problems),
+            required_backend(map, "", "backend", policy, problems),
             Some(Vec::new()),
         ),
     };
@@ -485,11 +485,13 @@ fn check_mirror_backends(routes: &[Option<Route>], field: &str, problems: &mut P
 /// Two routes with one path and a method in common: Envoy would only ever use the first, so
 /// the second one's limits would silently never apply.
 fn check_duplicates(routes: &[Option<Route>], field: &str, problems: &mut Problems) {
+    // Each route's key once (a route with conditions hashes them), not once per pair.
+    let keys: Vec<Option<String>> = routes.iter().map(|r| r.as_ref().map(crate::names::match_key)).collect();
     for (j, b) in routes.iter().enumerate() {
         let Some(b) = b else { continue };
         for (i, a) in routes[..j].iter().enumerate() {
             let Some(a) = a else { continue };
-            if crate::names::match_key(a) != crate::names::match_key(b) {
+            if keys[i] != keys[j] {
                 continue;
             }
             let shared = shared_methods(a.methods.as_deref(), b.methods.as_deref());
