@@ -287,11 +287,17 @@ impl BackendLookup {
 
 /// The names an entry sends traffic to, with the field each came from (`Entry::upstreams`:
 /// `backend`, with a canary `canary.backend`, and each route's `mirror.backend`, judged by the
-/// same rule).
+/// same rule), and the origins of its `jwt` providers' key sets (Envoy fetches them too).
 fn backend_names(entry: &Entry) -> Vec<(String, String)> {
+    let jwks = entry.jwks_uris().into_iter().map(|(field, uri)| {
+        let after = uri.find("://").map_or(0, |i| i + 3);
+        let end = uri[after..].find('/').map_or(uri.len(), |i| after + i);
+        (field, &uri[..end])
+    });
     entry
         .upstreams()
         .into_iter()
+        .chain(jwks)
         .filter_map(|(field, url)| match parse_backend(url).ok()?.host {
             BackendHost::Name(name) => Some((field, name)),
             BackendHost::V4(_) | BackendHost::V6(_) => None,

@@ -65,12 +65,33 @@ fn policy_from(
         })
         .map_err(InvalidSetting)?;
     policy.require_resolvable_backends = flag("GATEWAY_REQUIRE_RESOLVABLE_BACKENDS")?;
+    policy.jwt = jwt_policy_from(var)?;
     if let Some(min) = var("GATEWAY_MIN_HEALTH_CHECK_INTERVAL") {
         policy.min_health_check_interval_ms =
             gateway_render::check::min_health_check_interval_from_value(&min)
                 .map_err(InvalidSetting)?;
     }
     Ok(policy)
+}
+
+/// The operators' JWT settings: `GATEWAY_JWT_ISSUERS` (issuers whose keys Envoy may fetch, each
+/// `ISSUER` or `ISSUER|JWKS_URL_PREFIX`, comma-separated), `GATEWAY_MAX_JWT_PROVIDERS`,
+/// `GATEWAY_MAX_JWKS_KEYS`, `GATEWAY_MAX_CLAIM_HEADERS`.
+pub fn jwt_policy() -> Result<gateway_render::check::JwtPolicy, InvalidSetting> {
+    let var = |name: &str| std::env::var(name).ok();
+    jwt_policy_from(&var)
+}
+
+fn jwt_policy_from(
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<gateway_render::check::JwtPolicy, InvalidSetting> {
+    gateway_render::check::JwtPolicy::from_values(
+        var("GATEWAY_JWT_ISSUERS").as_deref(),
+        var("GATEWAY_MAX_JWT_PROVIDERS").as_deref(),
+        var("GATEWAY_MAX_JWKS_KEYS").as_deref(),
+        var("GATEWAY_MAX_CLAIM_HEADERS").as_deref(),
+    )
+    .map_err(InvalidSetting)
 }
 
 /// `GATEWAY_MAX_ENTRIES_PER_TEAM`, `GATEWAY_MAX_ROUTES`, `GATEWAY_MAX_CLUSTERS`,
@@ -252,6 +273,27 @@ mod tests {
         )
         .expect_err("bad");
         assert!(e.to_string().starts_with("GATEWAY_BACKEND_CIDRS:"), "{e}");
+    }
+
+    #[test]
+    fn jwt_settings_come_from_the_environment_and_bad_values_name_the_setting() {
+        let p = policy_from(
+            "api.example.com",
+            &env(&[("GATEWAY_JWT_ISSUERS", "https://id.example.com/, https://other.example.com|https://keys.example.com/"), ("GATEWAY_MAX_JWKS_KEYS", "3")]),
+        )
+        .expect("valid");
+        assert_eq!(p.jwt.issuers.len(), 2);
+        assert_eq!(p.jwt.issuers[0].jwks_prefix, "https://id.example.com/");
+        assert_eq!(p.jwt.max_keys, 3);
+        for (name, value) in [
+            ("GATEWAY_JWT_ISSUERS", "id.example.com"),
+            ("GATEWAY_MAX_JWT_PROVIDERS", "0"),
+            ("GATEWAY_MAX_CLAIM_HEADERS", "lots"),
+        ] {
+            let pairs: &'static [(&'static str, &'static str)] = Box::leak(Box::new([(name, value)]));
+            let err = policy_from("api.example.com", &env(pairs)).expect_err(value);
+            assert!(err.to_string().contains(name), "{err}");
+        }
     }
 
     #[test]

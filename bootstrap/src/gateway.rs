@@ -29,6 +29,7 @@ mod tests {
     use gateway_render::contract::{
         CLIENT_ACCESS_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY,
         LOCAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, ROUTE_CONFIG_NAME, COOKIE_SCOPE_FILTER,
+        JWT_FILTER,
     };
 
     fn hcm(b: &Value) -> &Value {
@@ -53,6 +54,7 @@ mod tests {
                 PATH_GUARD_FILTER,
                 CLIENT_ACCESS_FILTER,
                 CORS_FILTER,
+                JWT_FILTER,
                 LOCAL_RATE_LIMIT_FILTER,
                 GLOBAL_RATE_LIMIT_FILTER,
                 "envoy.filters.http.router"

@@ -5,7 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
-    CLIENT_ACCESS_FILTER, COOKIE_SCOPE_FILTER, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    CLIENT_ACCESS_FILTER, COOKIE_SCOPE_FILTER, JWT_FILE, JWT_FILTER, JWT_AUTHN_TYPE_URL, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
 };
@@ -147,7 +147,7 @@ pub(crate) fn gateway_listener(
         "early_header_mutation_extensions": [client_forwarding_headers_removed()],
         "access_log": [access_log()],
         "local_reply_config": local_replies(),
-        "http_filters": http_filters()
+        "http_filters": http_filters(jwt_filter(&routes)?)
     });
     let route_field = match routes {
         RouteSource::Rds { routes_dir } => (
@@ -174,6 +174,31 @@ pub(crate) fn gateway_listener(
             "typed_config": hcm
         } ] } ]
     }))
+}
+
+/// Envoy's JWT filter, off on every route but those whose `FilterConfig` enables it (a route
+/// that requires a token). Running, its providers come by extension config discovery from
+/// `jwt.json` beside `routes.json` (the routes' watched directory: the sidecar moves both in, and
+/// a move of either makes Envoy re-read both), starting from no provider until the file is read,
+/// so the listener never waits on it; validating, the rendered providers are inlined.
+fn jwt_filter(routes: &RouteSource<'_>) -> Result<Value, BootstrapError> {
+    Ok(match routes {
+        RouteSource::Rds { routes_dir } => json!({
+            "name": JWT_FILTER,
+            "disabled": true,
+            "config_discovery": {
+                "config_source": path_config_source("routes_dir", routes_dir, JWT_FILE)?,
+                "default_config": { "@type": JWT_AUTHN_TYPE_URL },
+                "apply_default_config_without_warming": true,
+                "type_urls": [JWT_AUTHN_TYPE_URL]
+            }
+        }),
+        RouteSource::Inline => json!({
+            "name": JWT_FILTER,
+            "disabled": true,
+            "typed_config": { "@type": JWT_AUTHN_TYPE_URL }
+        }),
+    })
 }
 
 /// Headers a client may write that backends (and the frameworks they run) read as facts about
@@ -285,6 +310,9 @@ end
 pub const RATE_LIMITED_MESSAGE: &str = "rate limit exceeded";
 /// What the gateway's own 403s say (a route's `clients`, the path guard).
 pub const FORBIDDEN_MESSAGE: &str = "forbidden";
+/// What the gateway's own 401s say (a route that requires a token, without a valid one; Envoy's
+/// `www-authenticate` header says why).
+pub const UNAUTHORIZED_MESSAGE: &str = "unauthorized";
 
 /// The gateway's own answers as JSON: its refusals (403: a route's `clients`, the path guard, a
 /// refused upgrade) and its limits' 429s. Only local replies are mapped, so a backend's own 403
@@ -306,6 +334,7 @@ fn local_replies() -> Value {
     };
     json!({
         "mappers": [
+            json_reply(401, "gateway.local_reply.unauthorized", UNAUTHORIZED_MESSAGE),
             json_reply(403, "gateway.local_reply.forbidden", FORBIDDEN_MESSAGE),
             json_reply(429, "gateway.local_reply.rate_limited", RATE_LIMITED_MESSAGE),
         ]
@@ -359,9 +388,11 @@ fn access_log() -> Value {
 /// last), then the kill switch (it must stop traffic before anything else spends effort on it), then the
 /// path guard (a traversal is refused before any route's policy applies), then CORS
 /// (a browser's preflight is answered locally, before it costs a token or a limiter call; on
-/// other requests it only adds headers, and only on routes with a `cors` policy), then the local
+/// other requests it only adds headers, and only on routes with a `cors` policy), then the JWT
+/// filter (on routes that require a token: a request without a valid one is refused before it
+/// costs a token of the limits, and the limits count what the token says), then the local
 /// bucket (cheap, per task) before the global limiter (a network call), then the router.
-fn http_filters() -> Value {
+fn http_filters(jwt: Value) -> Value {
     json!([
         {
             // First, so it sees every answer last, whoever wrote it (the backend, a route's
@@ -406,6 +437,7 @@ fn http_filters() -> Value {
             "name": CORS_FILTER,
             "typed_config": { "@type": "type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors" }
         },
+        jwt,
         {
             // No token bucket here: pass-through unless a route sets one in
             // typed_per_filter_config (an entry's `burst`).

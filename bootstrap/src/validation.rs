@@ -41,6 +41,24 @@ impl<'a> ValidationBootstrap<'a> {
         })
     }
 
+    /// The JWT filter's rendered configuration (`Rendered::jwt`, a `TypedExtensionConfig`)
+    /// inlined, as the proxies get it from `jwt.json`; `None` leaves the filter without providers.
+    pub fn with_jwt(mut self, jwt: Option<&Value>) -> Self {
+        let Some(config) = jwt.and_then(|j| j.get("typed_config")) else {
+            return self;
+        };
+        let filters = self
+            .skeleton
+            .pointer_mut("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config/http_filters")
+            .and_then(Value::as_array_mut);
+        for filter in filters.into_iter().flatten() {
+            if filter.get("name").and_then(Value::as_str) == Some(gateway_render::contract::JWT_FILTER) {
+                filter["typed_config"] = config.clone();
+            }
+        }
+        self
+    }
+
     /// Compact JSON, the fastest form for Envoy to parse.
     pub fn to_writer<W: Write>(&self, writer: W) -> serde_json::Result<()> {
         serde_json::to_writer(writer, self)
@@ -93,16 +111,33 @@ mod tests {
         let v = validation_bootstrap(&params, &clusters, &rc).expect("valid");
         let g = gateway_bootstrap(&params).expect("valid");
         let (mut lv, mut lg) = (listener(&v), listener(&g));
+        // The JWT filter: discovered from jwt.json when running, inlined when validating.
+        let jwt_at = |l: &Value| {
+            l["filter_chains"][0]["filters"][0]["typed_config"]["http_filters"]
+                .as_array()
+                .expect("filters")
+                .iter()
+                .position(|f| f["name"] == gateway_render::contract::JWT_FILTER)
+                .expect("the JWT filter")
+        };
+        let (iv, ig) = (jwt_at(&lv), jwt_at(&lg));
+        assert_eq!(iv, ig);
         let hv = &mut lv["filter_chains"][0]["filters"][0]["typed_config"];
         assert_eq!(
             hv["route_config"],
             json!({"name": "gateway", "virtual_hosts": []})
         );
         hv.as_object_mut().expect("hcm").remove("route_config");
-        lg["filter_chains"][0]["filters"][0]["typed_config"]
-            .as_object_mut()
-            .expect("hcm")
-            .remove("rds");
+        let fv = hv["http_filters"][iv].take();
+        assert_eq!(fv["typed_config"]["@type"], gateway_render::contract::JWT_AUTHN_TYPE_URL);
+        assert_eq!(fv["disabled"], true);
+        let hg = &mut lg["filter_chains"][0]["filters"][0]["typed_config"];
+        let fg = hg["http_filters"][ig].take();
+        assert!(fg["config_discovery"]["config_source"]["path_config_source"]["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/rds/jwt.json")));
+        assert_eq!(fg["disabled"], true);
+        hg.as_object_mut().expect("hcm").remove("rds");
         assert_eq!(lv, lg);
         assert!(v.get("dynamic_resources").is_none());
         let names: Vec<&str> = v["static_resources"]["clusters"]

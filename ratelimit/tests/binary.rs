@@ -26,6 +26,7 @@ fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes: vec![
             Route {

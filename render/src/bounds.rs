@@ -256,6 +256,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: (0..routes)
                 .map(|i| Route {

@@ -4,7 +4,7 @@
 //! through `canonical`'s writer; the config hash is `hash`'s.
 
 pub use crate::canonical::to_json_bytes;
-use crate::contract::{CLUSTERS_FILE, ENTRIES_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
+use crate::contract::{CLUSTERS_FILE, ENTRIES_FILE, JWT_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use crate::entry::Entry;
 pub use crate::error::BundleError;
 pub use crate::hash::compute_hash;
@@ -23,6 +23,10 @@ pub use signature::{Signature, SignatureError, Signer, Trust, TrustedKey};
 /// The files a format-2 bundle carries, in archive (name) order.
 pub(crate) const REQUIRED_FILES: [&str; 4] =
     [CLUSTERS_FILE, ENTRIES_FILE, RATE_LIMIT_FILE, ROUTES_FILE];
+/// Files a format-2 bundle carries only when it has something to say: `jwt.json` when an entry
+/// declares `jwt`. A reader from before it refuses a bundle that carries it, naming it, so a
+/// proxy that cannot apply it keeps its config instead of serving routes without their tokens.
+pub(crate) const OPTIONAL_FILES: [&str; 1] = [JWT_FILE];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {

@@ -103,7 +103,31 @@ pub fn canary_backend_of(entry: &Entry, canary: &Canary) -> Result<Backend, Rend
 pub fn clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
     let mut out = own_clusters(entry, cfg)?;
     out.extend(mirror_clusters(entry, cfg)?);
+    if !entry.jwt.is_empty() {
+        out.extend(crate::jwt::jwks_clusters(entry, cfg)?);
+    }
     Ok(out)
+}
+
+/// A cluster to `url` (`scheme://authority`) that Envoy itself calls (a key set's origin): a
+/// backend cluster over HTTP/1.1 without a health check.
+pub(crate) fn plain_cluster(
+    entry: &Entry,
+    name: &str,
+    url: &str,
+    cfg: &RenderConfig,
+) -> Result<Value, RenderError> {
+    let backend = named_backend(entry, url)?;
+    let plain = Entry {
+        protocol: crate::entry::Protocol::Http1,
+        health_check: None,
+        ..entry.clone()
+    };
+    let mut cluster = backend_cluster(&plain, name, &backend, false, cfg);
+    if let Some(obj) = cluster.as_object_mut() {
+        obj.remove("health_checks");
+    }
+    Ok(cluster)
 }
 
 /// One cluster per distinct mirror backend, after the entry's own, in name order: a backend
@@ -131,7 +155,7 @@ pub fn cluster_count(entry: &Entry) -> usize {
         (n, false) => n,
         (n, true) => n + 2,
     };
-    own + entry.mirror_backends().len()
+    own + entry.mirror_backends().len() + crate::jwt::jwks_cluster_count(entry)
 }
 
 /// Parses any backend URL an entry names (`backend`, `backends[i].url`, `canary.backend`, a
@@ -448,6 +472,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: vec![],
         }

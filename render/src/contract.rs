@@ -67,3 +67,18 @@ pub const PATH_GUARD_FILTER: &str = "gateway.path_guard";
 /// The Lua filter that keeps a backend's cookies to the host that answered (a `Domain` above it
 /// is dropped); a name of its own, so no route's per-filter config can switch it off.
 pub const COOKIE_SCOPE_FILTER: &str = "gateway.cookie_scope";
+/// Envoy's JWT filter: its providers arrive by extension config discovery from [`JWT_FILE`] in a
+/// watched directory (the bootstrap's `config_discovery`), and it is off on every route but those
+/// that require a token (`disabled` in the bootstrap, enabled per route by their `FilterConfig`).
+pub const JWT_FILTER: &str = "envoy.filters.http.jwt_authn";
+/// The bundle member and watched file carrying the JWT filter's configuration; a bundle carries
+/// it only when an entry declares `jwt`.
+pub const JWT_FILE: &str = "jwt.json";
+pub const TYPED_EXTENSION_CONFIG_TYPE_URL: &str =
+    "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig";
+pub const JWT_AUTHN_TYPE_URL: &str =
+    "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication";
+pub const JWT_PER_ROUTE_TYPE_URL: &str =
+    "type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.PerRouteConfig";
+/// A per-route `FilterConfig` wrapper: enables a filter the listener disables by default.
+pub const FILTER_CONFIG_TYPE_URL: &str = "type.googleapis.com/envoy.config.route.v3.FilterConfig";

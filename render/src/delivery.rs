@@ -368,6 +368,134 @@ pub fn check_config(
     Ok(())
 }
 
+/// Keys the JWT filter's configuration, a provider and a key fetch may have: what the renderer
+/// writes.
+const JWT_CONFIG_KEYS: [&str; 3] = ["@type", "providers", "requirement_map"];
+const JWT_PROVIDER_KEYS: [&str; 7] =
+    ["issuer", "audiences", "from_headers", "forward", "local_jwks", "remote_jwks", "claim_to_headers"];
+const REMOTE_JWKS_KEYS: [&str; 3] = ["http_uri", "cache_duration", "async_fetch"];
+
+/// `jwt.json`'s one resource, the JWT filter's `TypedExtensionConfig` (docs/design.md#authentication):
+/// named as the bootstrap's filter, of the JWT filter's type, only the settings the renderer
+/// writes; tokens only from the Authorization header; inline keys only as a string; a key
+/// fetch only through a cluster of this bundle; each requirement one provider of it. Returns
+/// the requirement names (what routes may name).
+pub fn check_jwt_config(
+    config: &Value,
+    clusters: &BTreeSet<String>,
+) -> Result<BTreeSet<String>, PolicyError> {
+    use crate::contract::{JWT_AUTHN_TYPE_URL, JWT_FILE, JWT_FILTER, TYPED_EXTENSION_CONFIG_TYPE_URL};
+    let fail = |at: &str, reason: String| PolicyError { file: JWT_FILE, at: at.to_string(), reason };
+    if config.get("@type").and_then(Value::as_str) != Some(TYPED_EXTENSION_CONFIG_TYPE_URL) {
+        return Err(fail("resource", format!("@type is not {TYPED_EXTENSION_CONFIG_TYPE_URL}")));
+    }
+    if config.get("name").and_then(Value::as_str) != Some(JWT_FILTER) {
+        return Err(fail("resource", format!("name must be {JWT_FILTER:?}, the bootstrap's filter")));
+    }
+    let typed = config.get("typed_config").and_then(Value::as_object).ok_or_else(|| fail("typed_config", "missing".into()))?;
+    if typed.get("@type").and_then(Value::as_str) != Some(JWT_AUTHN_TYPE_URL) {
+        return Err(fail("typed_config", format!("@type is not {JWT_AUTHN_TYPE_URL}")));
+    }
+    if let Some(key) = typed.keys().find(|k| !JWT_CONFIG_KEYS.contains(&k.as_str())) {
+        return Err(fail("typed_config", format!("{key}: not a setting the renderer writes")));
+    }
+    let empty = serde_json::Map::new();
+    let providers = typed.get("providers").and_then(Value::as_object).unwrap_or(&empty);
+    for (name, p) in providers {
+        let at = format!("provider {name}");
+        let p = p.as_object().ok_or_else(|| fail(&at, "is not an object".into()))?;
+        if let Some(key) = p.keys().find(|k| !JWT_PROVIDER_KEYS.contains(&k.as_str())) {
+            return Err(fail(&at, format!("{key}: not a setting the renderer writes")));
+        }
+        if let Some(from) = p.get("from_headers") {
+            if from != &serde_json::json!([{ "name": "authorization", "value_prefix": "Bearer " }]) {
+                return Err(fail(&at, "from_headers: tokens come from the Authorization header only".into()));
+            }
+        }
+        if let Some(local) = p.get("local_jwks") {
+            let only_inline = local.as_object().is_some_and(|m| m.len() == 1 && m.get("inline_string").is_some_and(Value::is_string));
+            if !only_inline {
+                return Err(fail(&at, "local_jwks: only an inline key set".into()));
+            }
+        }
+        if let Some(remote) = p.get("remote_jwks") {
+            let m = remote.as_object().ok_or_else(|| fail(&at, "remote_jwks is not an object".into()))?;
+            if let Some(key) = m.keys().find(|k| !REMOTE_JWKS_KEYS.contains(&k.as_str())) {
+                return Err(fail(&at, format!("remote_jwks.{key}: not a setting the renderer writes")));
+            }
+            let cluster = remote.pointer("/http_uri/cluster").and_then(Value::as_str).unwrap_or("");
+            if !clusters.contains(cluster) {
+                return Err(fail(&at, format!("fetches keys through cluster {cluster:?}, which this bundle does not define")));
+            }
+        }
+    }
+    let mut names = BTreeSet::new();
+    for (name, r) in typed.get("requirement_map").and_then(Value::as_object).unwrap_or(&empty) {
+        let provider = r.get("provider_name").and_then(Value::as_str);
+        let plain = r.as_object().is_some_and(|m| m.len() == 1);
+        match provider {
+            Some(p) if plain && providers.contains_key(p) => {
+                names.insert(name.clone());
+            }
+            _ => return Err(fail(&format!("requirement {name}"), "must be one provider of this file, by provider_name".into())),
+        }
+    }
+    Ok(names)
+}
+
+/// A route's (or virtual host's) config of the JWT filter: only the enabling `FilterConfig`
+/// around a requirement `requirements` holds.
+fn jwt_per_route(at: &Value, requirements: &BTreeSet<String>) -> Result<(), String> {
+    use crate::contract::{FILTER_CONFIG_TYPE_URL, JWT_FILTER, JWT_PER_ROUTE_TYPE_URL};
+    let Some(config) = at.pointer("/typed_per_filter_config").and_then(|c| c.get(JWT_FILTER)) else {
+        return Ok(());
+    };
+    let wrapper_ok = config.get("@type").and_then(Value::as_str) == Some(FILTER_CONFIG_TYPE_URL)
+        && config.as_object().is_some_and(|m| m.len() == 2);
+    let inner = config.get("config");
+    let inner_ok = inner.and_then(|c| c.get("@type")).and_then(Value::as_str) == Some(JWT_PER_ROUTE_TYPE_URL)
+        && inner.and_then(Value::as_object).is_some_and(|m| m.len() == 2);
+    let name = inner.and_then(|c| c.get("requirement_name")).and_then(Value::as_str);
+    match name {
+        Some(n) if wrapper_ok && inner_ok && requirements.contains(n) => Ok(()),
+        Some(n) if wrapper_ok && inner_ok => Err(format!("requires JWT requirement {n:?}, which the bundle's jwt.json does not define")),
+        _ => Err(format!("{JWT_FILTER}: only a FilterConfig enabling one requirement by name")),
+    }
+}
+
+/// Every route's and virtual host's JWT filter config names a requirement of `requirements`.
+pub fn check_jwt_routes(route_config: &Value, requirements: &BTreeSet<String>) -> Result<(), PolicyError> {
+    let fail = |at: String, reason: String| PolicyError { file: crate::contract::ROUTES_FILE, at, reason };
+    jwt_per_route(route_config, requirements).map_err(|r| fail("route configuration".into(), r))?;
+    for vh in route_config.get("virtual_hosts").and_then(Value::as_array).into_iter().flatten() {
+        let vname = vh.get("name").and_then(Value::as_str).unwrap_or("");
+        jwt_per_route(vh, requirements).map_err(|r| fail(format!("virtual host {vname}"), r))?;
+        for route in vh.get("routes").and_then(Value::as_array).into_iter().flatten() {
+            let rname = route.get("name").and_then(Value::as_str).unwrap_or("");
+            jwt_per_route(route, requirements).map_err(|r| fail(format!("virtual host {vname}: route {rname}"), r))?;
+        }
+    }
+    Ok(())
+}
+
+/// `jwt.json` (a DiscoveryResponse around the one `TypedExtensionConfig`) read whole: it is
+/// small (public keys and names). The requirement names.
+pub fn read_jwt<R: Read>(reader: R, clusters: &BTreeSet<String>) -> Result<BTreeSet<String>, PolicyError> {
+    use crate::contract::{JWT_FILE, TYPED_EXTENSION_CONFIG_TYPE_URL};
+    let fail = |at: &str, reason: String| PolicyError { file: JWT_FILE, at: at.to_string(), reason };
+    let doc: Value = serde_json::from_reader(reader).map_err(|e| fail("document", format!("not JSON: {e}")))?;
+    if doc.get("type_url").and_then(Value::as_str) != Some(TYPED_EXTENSION_CONFIG_TYPE_URL) {
+        return Err(fail("type_url", format!("is not {TYPED_EXTENSION_CONFIG_TYPE_URL}")));
+    }
+    if let Some(key) = doc.as_object().into_iter().flat_map(|m| m.keys()).find(|k| !["resources", "type_url", "version_info"].contains(&k.as_str())) {
+        return Err(fail("document", format!("{key}: not a setting the renderer writes")));
+    }
+    match doc.get("resources").and_then(Value::as_array).map(Vec::as_slice) {
+        Some([config]) => check_jwt_config(config, clusters),
+        _ => Err(fail("resources", "must hold exactly the JWT filter's configuration".into())),
+    }
+}
+
 /// `clusters.json` read from `reader` one cluster at a time; the names, for the routes.
 pub fn read_clusters<R: Read>(reader: R, policy: &Policy) -> Result<BTreeSet<String>, PolicyError> {
     let file = crate::contract::CLUSTERS_FILE;

@@ -42,8 +42,85 @@ pub struct Entry {
     /// TLS SNI stays the backend's name. A route's `host_rewrite` still wins on that route.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preserve_host: bool,
+    /// Token issuers a route may require (`auth.jwt`), by a name of the team's choosing:
+    /// verified by Envoy at the edge (docs/design.md#authentication).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub jwt: BTreeMap<String, JwtProvider>,
     /// The service's routes.
     pub routes: Vec<Route>,
+}
+
+/// One issuer of JSON Web Tokens: whose tokens are accepted, for which audiences, verified with
+/// which public keys, and which claims the backend gets as headers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JwtProvider {
+    /// The token's `iss`, exactly: an `https://` (or `http://`) URL.
+    pub issuer: String,
+    /// A token's `aud` must hold one of these; left out, any audience.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub audiences: Vec<String>,
+    /// The issuer's public keys, inline. A provider has `jwks` or `jwks_uri`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks: Option<Jwks>,
+    /// Where Envoy fetches the issuer's public keys: only for an issuer the operators allow
+    /// (`GATEWAY_JWT_ISSUERS`), judged like a backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    /// Claim name → request header the backend gets it in; a client's own copy never passes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub claims_to_headers: BTreeMap<String, String>,
+    /// Sends the token on to the backend (by default it is removed once verified).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward: bool,
+}
+
+/// A JSON Web Key Set of public keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Jwks {
+    /// The keys (RSA or EC P-256 public keys).
+    pub keys: Vec<Jwk>,
+}
+
+/// One public key: RSA (`n`, `e`) or EC P-256 (`crv`, `x`, `y`); a private member is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Jwk {
+    /// `RSA` or `EC`.
+    pub kty: String,
+    /// The key id a token's header names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kid: Option<String>,
+    /// RS256, RS384, RS512, PS256, PS384, PS512 (RSA) or ES256 (EC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alg: Option<String>,
+    /// `sig` when given.
+    #[serde(default, rename = "use", skip_serializing_if = "Option::is_none")]
+    pub use_: Option<String>,
+    /// RSA modulus, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<String>,
+    /// RSA public exponent, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e: Option<String>,
+    /// `P-256`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crv: Option<String>,
+    /// EC point x, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<String>,
+    /// EC point y, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<String>,
+}
+
+/// What a route requires of a request before the backend sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteAuth {
+    /// The name of one of the entry's `jwt` providers: a valid token of it is required.
+    pub jwt: String,
 }
 
 /// One of an entry's `backends`: `weight` parts of the traffic (0–100) go to `url`.
@@ -196,6 +273,10 @@ pub struct Route {
     /// Which client addresses the route admits: `allow` (only these) and `deny` (never these).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients: Option<Clients>,
+    /// What a request must carry: `{ "jwt": PROVIDER }`, a valid token of one of the entry's
+    /// `jwt` providers (401 without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<RouteAuth>,
 }
 
 /// CIDR blocks of the trusted client address (past the trusted hops). With `allow`, only those;
@@ -514,6 +595,23 @@ impl Entry {
                 let m = r.mirror.as_ref()?;
                 Some((format!("routes[{i}].mirror.backend"), m.backend.as_str()))
             }))
+            .collect()
+    }
+
+    /// The JWKS URLs of the entry's `jwt` providers, with the field that names each: resolved
+    /// and judged like backends, never claimed (an issuer serves many teams).
+    pub fn jwks_uris(&self) -> Vec<(String, &str)> {
+        self.jwt
+            .iter()
+            .filter_map(|(name, p)| Some((format!("jwt.{name}.jwks_uri"), p.jwks_uri.as_deref()?)))
+            .collect()
+    }
+
+    /// The request headers the entry's providers set from claims, sorted, each once.
+    pub fn claim_headers(&self) -> std::collections::BTreeSet<&str> {
+        self.jwt
+            .values()
+            .flat_map(|p| p.claims_to_headers.values().map(String::as_str))
             .collect()
     }
 

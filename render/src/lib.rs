@@ -9,6 +9,7 @@ mod config;
 pub mod contract;
 pub mod delivery;
 pub mod entry;
+pub mod jwt;
 mod error;
 mod hash;
 pub mod kill_switch;

@@ -29,6 +29,18 @@ pub fn weighted_backend_cluster_name(entry: &Entry, url: &str) -> String {
     format!("{}.backend-{}", cluster_name(entry), short_digest(url.as_bytes()))
 }
 
+/// The cluster Envoy fetches a `jwt` provider's keys through:
+/// `billing.invoices-api.jwks-1a2b3c4d`, named by the JWKS URL's origin.
+pub fn jwks_cluster_name(entry: &Entry, origin: &str) -> String {
+    format!("{}.jwks-{}", cluster_name(entry), short_digest(origin.as_bytes()))
+}
+
+/// A `jwt` provider's name in the JWT filter's configuration (and its requirement's):
+/// `billing.invoices-api.main`, so no two entries' providers share one.
+pub fn jwt_provider_name(entry: &Entry, provider: &str) -> String {
+    format!("{}.{}", cluster_name(entry), provider)
+}
+
 /// The first 8 hex digits of `bytes`' SHA-256: a stable, character-safe part of a name.
 fn short_digest(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
@@ -142,6 +154,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: vec![],
         }

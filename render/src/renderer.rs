@@ -8,7 +8,8 @@ pub use crate::config::{
     DEFAULT_UPSTREAM_CA_FILE,
 };
 use crate::contract::{
-    CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
+    CLUSTERS_FILE, CLUSTER_TYPE_URL, JWT_FILE, RATE_LIMIT_FILE, ROUTES_FILE,
+    ROUTE_CONFIG_TYPE_URL, TYPED_EXTENSION_CONFIG_TYPE_URL,
 };
 use crate::entry::Entry;
 pub use crate::error::RenderError;
@@ -27,14 +28,28 @@ pub struct Rendered {
     pub clusters: Vec<Value>,
     /// The one RouteConfiguration, with `@type`.
     pub route_config: Value,
+    /// The JWT filter's `TypedExtensionConfig` (`jwt.json`), when an entry declares `jwt`.
+    pub jwt: Option<Value>,
     pub ratelimit: RateLimitConfig,
     /// Routes rendered that forward to a cluster: team routes and their CORS preflight routes
     /// (fallback and catch-all routes not counted).
     pub route_count: usize,
-    /// `clusters.json`, `routes.json`, `ratelimit.yaml`; each Envoy file's `version_info` is `hash`.
+    /// `clusters.json`, `routes.json`, `ratelimit.yaml` and, when an entry declares `jwt`,
+    /// `jwt.json`; each Envoy file's `version_info` is `hash`.
     pub files: BTreeMap<String, String>,
     /// `sha256:<64 hex>`, see `bundle::compute_hash`.
     pub hash: String,
+}
+
+impl Rendered {
+    /// `jwt.json` as a proxy gets it: the render's, or (when no entry declares `jwt`) the JWT
+    /// filter with no provider at this hash, as the sidecar writes it.
+    pub fn jwt_file(&self) -> String {
+        match self.files.get(JWT_FILE) {
+            Some(text) => text.clone(),
+            None => crate::jwt::jwt_file(crate::jwt::empty_jwt_config(), &self.hash),
+        }
+    }
 }
 
 /// Renders the registry. Entries are sorted by id first, so the input order never matters.
@@ -73,7 +88,8 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
     let clusters: Serialised = clusters?;
     let (routes, route_count) = routes?;
     let (ratelimit, rules) = ratelimit?;
-    finish(clusters, routes, ratelimit, rules?, route_count)
+    let jwt = crate::jwt::jwt_config(&sorted).map(|c| Serialised::of(vec![c], TYPED_EXTENSION_CONFIG_TYPE_URL));
+    finish(clusters, routes, jwt, ratelimit, rules?, route_count)
 }
 
 /// A scoped thread's result; its panic goes on.
@@ -111,19 +127,23 @@ pub(crate) fn assemble(
     let clusters = Serialised::of(clusters, CLUSTER_TYPE_URL);
     let routes = Serialised::of(vec![route_config], ROUTE_CONFIG_TYPE_URL);
     let rules = ratelimit::to_yaml(&ratelimit)?;
-    finish(clusters, routes, ratelimit, rules, route_count)
+    finish(clusters, routes, None, ratelimit, rules, route_count)
 }
 
 fn finish(
     clusters: Serialised,
     routes: Serialised,
+    jwt: Option<Serialised>,
     ratelimit: RateLimitConfig,
     rules: String,
     route_count: usize,
 ) -> Result<Rendered, RenderError> {
-    // Name order: clusters.json, ratelimit.yaml, routes.json.
+    // Name order: clusters.json, jwt.json, ratelimit.yaml, routes.json.
     let mut hasher = FilesHasher::new();
     hasher.bytes(CLUSTERS_FILE, clusters.file.bytes());
+    if let Some(jwt) = &jwt {
+        hasher.bytes(JWT_FILE, jwt.file.bytes());
+    }
     hasher.text(RATE_LIMIT_FILE, &rules);
     hasher.bytes(ROUTES_FILE, routes.file.bytes());
     let hash = hasher.finish();
@@ -137,7 +157,7 @@ fn finish(
         doc: routes_doc,
         file: routes_file,
     } = routes;
-    let files = BTreeMap::from([
+    let mut files = BTreeMap::from([
         (
             CLUSTERS_FILE.to_string(),
             clusters_file.with_member("version_info", &version_info, &clusters_doc),
@@ -148,6 +168,10 @@ fn finish(
         ),
         (RATE_LIMIT_FILE.to_string(), rules),
     ]);
+    let jwt = jwt.map(|Serialised { doc, file }| {
+        files.insert(JWT_FILE.to_string(), file.with_member("version_info", &version_info, &doc));
+        resources(doc).into_iter().next().unwrap_or(Value::Null)
+    });
 
     let clusters = resources(clusters_doc);
     let route_config = resources(routes_doc)
@@ -157,6 +181,7 @@ fn finish(
     Ok(Rendered {
         clusters,
         route_config,
+        jwt,
         ratelimit,
         route_count,
         files,

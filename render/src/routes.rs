@@ -498,6 +498,7 @@ fn team_route(
             .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
     }
     route_policy::extend_route(route, members);
+    crate::jwt::extend_route(entry, route, members);
     Ok(out)
 }
 
@@ -541,6 +542,9 @@ fn redirect_route(entry: &Entry, route: &Route, r: &crate::entry::Redirect) -> V
             .insert(LOCAL_RATE_LIMIT_FILTER.into(), local_rate_limit(entry, tokens));
     }
     route_policy::client_access(route, members);
+    if route.auth.is_some() {
+        crate::jwt::extend_route(entry, route, members);
+    }
     out
 }
 

@@ -11,7 +11,9 @@
 //! a value's shape (addresses, CIDRs, public suffixes, duplicate routes, what a duration says).
 
 use crate::check::{
-    CIDR_CHARSET, MAX_CLIENT_CIDRS,
+    CIDR_CHARSET, MAX_CLIENT_CIDRS, CLAIM_NAME_CHARSET, EC_ALGORITHMS, MAX_AUDIENCES,
+    MAX_CLAIM_HEADERS, MAX_CLAIM_NAME_LEN, MAX_JWKS_KEYS, MAX_JWT_PROVIDERS, MAX_JWT_STRING_LEN,
+    RSA_ALGORITHMS,
     COHORT_HEADER_VALUE_CHARSET, DNS_NAME_CHARSET, HEADER_NAME_CHARSET, HEADER_VALUE_CHARSET,
     IDENTIFIER_CHARSET, MAX_BACKENDS, MAX_BURST, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_CANARY_WEIGHT, MAX_CHANGED_HEADER_NAME_LEN, MAX_CORS_ORIGINS, MAX_FQDN_LEN,
@@ -163,6 +165,59 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
             json!({ "minLength": 1, "maxLength": MAX_QUERY_VALUE_LEN, "pattern": QUERY_VALUE_CHARSET }),
         ),
         ("/$defs/QueryMatch/properties/present", json!({ "const": true })),
+        (
+            "/properties/jwt",
+            json!({
+                "minProperties": 1,
+                "maxProperties": MAX_JWT_PROVIDERS,
+                "propertyNames": { "minLength": 1, "maxLength": MAX_LABEL_LEN, "pattern": IDENTIFIER_CHARSET },
+            }),
+        ),
+        (
+            "/$defs/JwtProvider",
+            one_of_required(&[("jwks", "object"), ("jwks_uri", "string")]),
+        ),
+        (
+            "/$defs/JwtProvider/properties/issuer",
+            json!({ "maxLength": MAX_JWT_STRING_LEN, "pattern": "^https?://[!-~]+$" }),
+        ),
+        (
+            "/$defs/JwtProvider/properties/jwks_uri",
+            json!({ "maxLength": MAX_JWT_STRING_LEN, "pattern": "^https?://[!-~]+$" }),
+        ),
+        (
+            "/$defs/JwtProvider/properties/audiences",
+            json!({
+                "minItems": 1,
+                "maxItems": MAX_AUDIENCES,
+                "uniqueItems": true,
+                "items": { "type": "string", "minLength": 1, "maxLength": MAX_JWT_STRING_LEN, "pattern": "^[!-~]+$" },
+            }),
+        ),
+        (
+            "/$defs/JwtProvider/properties/claims_to_headers",
+            json!({
+                "minProperties": 1,
+                "maxProperties": MAX_CLAIM_HEADERS,
+                "propertyNames": { "minLength": 1, "maxLength": MAX_CLAIM_NAME_LEN, "pattern": CLAIM_NAME_CHARSET },
+                "additionalProperties": changed_header.clone(),
+            }),
+        ),
+        (
+            "/$defs/Jwks/properties/keys",
+            json!({ "minItems": 1, "maxItems": MAX_JWKS_KEYS }),
+        ),
+        ("/$defs/Jwk/properties/kty", json!({ "enum": ["RSA", "EC"] })),
+        (
+            "/$defs/Jwk/properties/alg",
+            json!({ "enum": RSA_ALGORITHMS.iter().chain(EC_ALGORITHMS.iter()).collect::<Vec<_>>() }),
+        ),
+        ("/$defs/Jwk/properties/use", json!({ "const": "sig" })),
+        ("/$defs/Jwk/properties/crv", json!({ "const": "P-256" })),
+        (
+            "/$defs/Jwk/properties/kid",
+            json!({ "minLength": 1, "maxLength": MAX_CLAIM_NAME_LEN, "pattern": "^[!-~]+$" }),
+        ),
         ("/$defs/Clients", json!({ "minProperties": 1 })),
         ("/$defs/Clients/properties/allow", cidrs.clone()),
         ("/$defs/Clients/properties/deny", cidrs),
@@ -449,6 +504,10 @@ mod tests {
                 .any(|k| at.ends_with(k));
             let expected = if map_of_headers {
                 json!({ "type": "string", "minLength": 1, "maxLength": crate::check::MAX_HEADER_VALUE_BYTES, "pattern": HEADER_VALUE_CHARSET })
+            } else if at.ends_with("/properties/claims_to_headers") {
+                json!({ "type": "string", "minLength": 1, "maxLength": MAX_CHANGED_HEADER_NAME_LEN, "pattern": HEADER_NAME_CHARSET })
+            } else if at == "/properties/jwt" {
+                json!({ "$ref": "#/$defs/JwtProvider" })
             } else {
                 json!(false)
             };

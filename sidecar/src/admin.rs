@@ -10,6 +10,11 @@ use std::collections::BTreeMap;
 /// CDS: the `version_info` of the last clusters file Envoy accepted, and its refusals.
 pub const CDS_VERSION: &str = "cluster_manager.cds.version_text";
 pub const CDS_REJECTED: &str = "cluster_manager.cds.update_rejected";
+/// The JWT filter's extension config discovery (`jwt.json`).
+pub const JWT_VERSION: &str =
+    "extension_config_discovery.http_filter.envoy.filters.http.jwt_authn.version_text";
+pub const JWT_REJECTED: &str =
+    "extension_config_discovery.http_filter.envoy.filters.http.jwt_authn.update_rejected";
 
 /// Envoy's admin, on a Unix socket (`unix:/PATH`, production) or loopback (`http://HOST:PORT`).
 #[derive(Debug, Clone)]
@@ -77,7 +82,7 @@ impl EnvoyAdmin {
     /// clusters; Envoy filters with RE2 before serialising).
     pub async fn stats(&self) -> Result<Stats, SidecarError> {
         let filter = format!(
-            r"^cluster_manager\.cds\.(version_text|update_rejected)$|^http\..+\.rds\.{route}\.(version_text|update_rejected)$|^cluster\..+\.ratelimit\.(error|failure_mode_allowed)$",
+            r"^cluster_manager\.cds\.(version_text|update_rejected)$|^http\..+\.rds\.{route}\.(version_text|update_rejected)$|^cluster\..+\.ratelimit\.(error|failure_mode_allowed)$|^extension_config_discovery\.http_filter\.envoy\.filters\.http\.jwt_authn\.(version_text|update_rejected)$",
             route = regex_escape(ROUTE_CONFIG_NAME)
         );
         self.read_stats(&filter, None).await
@@ -89,7 +94,7 @@ impl EnvoyAdmin {
     /// [`Self::stats`] slow, and Envoy answers admin on the thread that applies config.
     pub async fn versions(&self) -> Result<Stats, SidecarError> {
         let filter = format!(
-            r"^cluster_manager\.cds\.version_text$|^http\..+\.rds\.{route}\.version_text$",
+            r"^cluster_manager\.cds\.version_text$|^http\..+\.rds\.{route}\.version_text$|^extension_config_discovery\.http_filter\.envoy\.filters\.http\.jwt_authn\.version_text$",
             route = regex_escape(ROUTE_CONFIG_NAME)
         );
         self.read_stats(&filter, Some("TextReadouts")).await
@@ -160,6 +165,15 @@ impl Stats {
 
     pub fn cds_rejected(&self) -> u64 {
         self.counters.get(CDS_REJECTED).copied().unwrap_or(0)
+    }
+
+    /// The JWT filter's applied `jwt.json` version.
+    pub fn jwt_version(&self) -> Option<&str> {
+        self.texts.get(JWT_VERSION).map(String::as_str)
+    }
+
+    pub fn jwt_rejected(&self) -> u64 {
+        self.counters.get(JWT_REJECTED).copied().unwrap_or(0)
     }
 
     /// `http.<stat_prefix>.rds.<route config>.version_text`: found by suffix so the sidecar does

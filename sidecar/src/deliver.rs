@@ -18,13 +18,13 @@
 //! ([`Staged`]), the union is written from the live and new clusters files, and a replaced file is
 //! held open until its step is confirmed, for the rollback. No file is held in memory.
 
-use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION};
+use crate::admin::{EnvoyAdmin, Stats, CDS_REJECTED, CDS_VERSION, JWT_REJECTED, JWT_VERSION};
 use crate::error::SidecarError;
 use crate::files::{self, Previous, TempFile};
 use crate::staged::Staged;
 use crate::timing;
 use crate::union::{clusters_first, union_version, write_union, ClustersFirst, ClustersIndex};
-use gateway_render::contract::{CLUSTERS_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
+use gateway_render::contract::{CLUSTERS_FILE, JWT_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -73,6 +73,9 @@ pub enum Delivered {
 enum Subscription {
     Cds,
     Rds,
+    /// The JWT filter's configuration (extension config discovery from `jwt.json`, in the
+    /// routes' directory).
+    Jwt,
 }
 
 impl Subscription {
@@ -80,6 +83,7 @@ impl Subscription {
         match self {
             Subscription::Cds => CLUSTERS_FILE,
             Subscription::Rds => ROUTES_FILE,
+            Subscription::Jwt => JWT_FILE,
         }
     }
 
@@ -87,6 +91,7 @@ impl Subscription {
         match self {
             Subscription::Cds => stats.cds_version(),
             Subscription::Rds => stats.rds_version(),
+            Subscription::Jwt => stats.jwt_version(),
         }
     }
 
@@ -94,6 +99,7 @@ impl Subscription {
         match self {
             Subscription::Cds => stats.cds_rejected(),
             Subscription::Rds => stats.rds_rejected(),
+            Subscription::Jwt => stats.jwt_rejected(),
         }
     }
 
@@ -102,6 +108,8 @@ impl Subscription {
             (Subscription::Cds, "version_text") => CDS_VERSION.to_string(),
             (Subscription::Cds, _) => CDS_REJECTED.to_string(),
             (Subscription::Rds, leaf) => stats.rds_stat_name(leaf),
+            (Subscription::Jwt, "version_text") => JWT_VERSION.to_string(),
+            (Subscription::Jwt, _) => JWT_REJECTED.to_string(),
         }
     }
 }
@@ -113,6 +121,7 @@ impl Target {
             Target::Envoy(t) => {
                 files::exists(&t.clusters_dir, CLUSTERS_FILE)
                     && files::exists(&t.routes_dir, ROUTES_FILE)
+                    && files::exists(&t.routes_dir, JWT_FILE)
             }
             Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
         }
@@ -125,6 +134,7 @@ impl Target {
             Target::Envoy(t) => {
                 version_info_of(&t.clusters_dir, CLUSTERS_FILE).as_deref() == Some(hash)
                     && version_info_of(&t.routes_dir, ROUTES_FILE).as_deref() == Some(hash)
+                    && version_info_of(&t.routes_dir, JWT_FILE).as_deref() == Some(hash)
             }
             // ratelimit.yaml carries no version; its presence is what can be checked.
             Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
@@ -138,6 +148,7 @@ impl Target {
             Target::Envoy(t) => Staged::new(vec![
                 (CLUSTERS_FILE, t.clusters_dir.clone()),
                 (ROUTES_FILE, t.routes_dir.clone()),
+                (JWT_FILE, t.routes_dir.clone()),
             ]),
             Target::RateLimit { staging, .. } => {
                 Staged::new(vec![(RATE_LIMIT_FILE, staging.clone())])
@@ -171,19 +182,31 @@ impl EnvoyTarget {
     async fn deliver(&self, staged: &mut Staged, hash: &str) -> Result<Delivered, SidecarError> {
         let clusters = staged_file(staged, CLUSTERS_FILE, hash)?;
         let routes = staged_file(staged, ROUTES_FILE, hash)?;
+        let jwt = match staged.take(JWT_FILE) {
+            Some(file) => file,
+            None => self.empty_jwt(hash)?,
+        };
         if !files::exists(&self.clusters_dir, CLUSTERS_FILE)
             || !files::exists(&self.routes_dir, ROUTES_FILE)
         {
             // Envoy exits at start when a watched file is missing, so none is running from
             // these directories: put the files in for it to start from.
             clusters.put_in_place(&self.clusters_dir, CLUSTERS_FILE)?;
+            jwt.put_in_place(&self.routes_dir, JWT_FILE)?;
             routes.put_in_place(&self.routes_dir, ROUTES_FILE)?;
             tracing::info!(
                 hash,
-                "first delivery: wrote {CLUSTERS_FILE} and {ROUTES_FILE} for Envoy to start from"
+                "first delivery: wrote {CLUSTERS_FILE}, {JWT_FILE} and {ROUTES_FILE} for Envoy to start from"
             );
             return Ok(Delivered::First);
         }
+        if !files::exists(&self.routes_dir, JWT_FILE) {
+            // Directories from a sidecar that wrote no JWT configuration (Envoy runs a bootstrap
+            // without the filter's discovery, or none yet): the new one goes in first.
+            jwt.put_in_place(&self.routes_dir, JWT_FILE)?;
+            tracing::info!(hash, "wrote {JWT_FILE}, which the watched directory did not have");
+        }
+        let jwt_steps = self.jwt_steps(&jwt, hash)?;
 
         // The staged files reach the disk while the steps before their renames run, so the
         // fsync at each rename has little left to wait for.
@@ -241,6 +264,7 @@ impl EnvoyTarget {
                 // with one wait (the clusters file still carries the new `version_info`, which
                 // `/ready` and a restart read).
                 tracing::info!(hash, "step 1: skipped, the clusters are the live ones");
+                self.jwt_before(&jwt_steps, &jwt, hash, &mut seen).await?;
                 tracing::info!(hash, "step 2: routes, with the unchanged clusters");
                 self.apply_all(
                     "step 2",
@@ -259,14 +283,17 @@ impl EnvoyTarget {
                     &mut seen,
                 )
                 .await?;
+                self.jwt_after(&jwt_steps, &jwt, hash, &mut seen).await?;
                 tracing::info!(hash, "step 3: skipped, no cluster changes");
                 return Ok(Delivered::Applied);
             }
         }
+        self.jwt_before(&jwt_steps, &jwt, hash, &mut seen).await?;
         // 2. Switch the routes.
         tracing::info!(hash, "step 2: routes");
         self.apply("step 2", Subscription::Rds, &routes, hash, &mut seen)
             .await?;
+        self.jwt_after(&jwt_steps, &jwt, hash, &mut seen).await?;
         if step1 == ClustersFirst::NewClusters {
             tracing::info!(hash, "step 3: skipped, the new clusters are in");
             return Ok(Delivered::Applied);
@@ -406,9 +433,92 @@ impl EnvoyTarget {
     fn dir(&self, sub: Subscription) -> &Path {
         match sub {
             Subscription::Cds => &self.clusters_dir,
-            Subscription::Rds => &self.routes_dir,
+            Subscription::Rds | Subscription::Jwt => &self.routes_dir,
         }
     }
+
+    /// `jwt.json` with no provider at `hash`: what a bundle without one means.
+    fn empty_jwt(&self, hash: &str) -> Result<TempFile, SidecarError> {
+        let file = TempFile::create(&self.routes_dir, JWT_FILE)?;
+        let text = gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), hash);
+        let mut out = file.writer()?;
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| SidecarError::file(file.path(), "writing", e))?;
+        drop(out);
+        Ok(file)
+    }
+
+    /// What the JWT filter's configuration needs around the routes: the live and new providers
+    /// together before them (so the live routes and the new ones each find their requirement),
+    /// the new ones alone after. When the new configuration holds every live provider and
+    /// requirement as it is, it goes in before the routes and nothing follows.
+    fn jwt_steps(&self, new: &TempFile, hash: &str) -> Result<JwtSteps, SidecarError> {
+        let read = |path: &Path| -> Result<Option<serde_json::Value>, SidecarError> {
+            let Ok(file) = File::open(path) else { return Ok(None) };
+            let doc: serde_json::Value = serde_json::from_reader(BufReader::new(file))
+                .map_err(|e| SidecarError::file(path, "reading", std::io::Error::other(e)))?;
+            Ok(doc.pointer("/resources/0").cloned())
+        };
+        let new_config = read(new.path())?.unwrap_or_else(gateway_render::jwt::empty_jwt_config);
+        let Some(live) = read(&self.routes_dir.join(JWT_FILE))? else {
+            return Ok(JwtSteps::NewFirst);
+        };
+        let union = gateway_render::jwt::jwt_union(&live, &new_config);
+        if union == new_config {
+            return Ok(JwtSteps::NewFirst);
+        }
+        let file = TempFile::create(&self.routes_dir, JWT_FILE)?;
+        let text = gateway_render::jwt::jwt_file(union, &crate::union::union_version(hash));
+        let mut out = file.writer()?;
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| SidecarError::file(file.path(), "writing", e))?;
+        drop(out);
+        Ok(JwtSteps::UnionThenNew(file))
+    }
+
+    async fn jwt_before(
+        &self,
+        steps: &JwtSteps,
+        new: &TempFile,
+        hash: &str,
+        seen: &mut Stats,
+    ) -> Result<(), SidecarError> {
+        match steps {
+            JwtSteps::NewFirst => {
+                tracing::info!(hash, "JWT providers before the routes");
+                self.apply("jwt", Subscription::Jwt, new, hash, seen).await
+            }
+            JwtSteps::UnionThenNew(union) => {
+                tracing::info!(hash, "JWT providers: union of live and new, before the routes");
+                let version = crate::union::union_version(hash);
+                self.apply("jwt union", Subscription::Jwt, union, &version, seen).await
+            }
+        }
+    }
+
+    async fn jwt_after(
+        &self,
+        steps: &JwtSteps,
+        new: &TempFile,
+        hash: &str,
+        seen: &mut Stats,
+    ) -> Result<(), SidecarError> {
+        match steps {
+            JwtSteps::NewFirst => Ok(()),
+            JwtSteps::UnionThenNew(_) => {
+                tracing::info!(hash, "JWT providers: the new ones alone, after the routes");
+                self.apply("jwt", Subscription::Jwt, new, hash, seen).await
+            }
+        }
+    }
+}
+
+/// The JWT filter's steps of one delivery (see [`EnvoyTarget::jwt_steps`]).
+enum JwtSteps {
+    NewFirst,
+    UnionThenNew(TempFile),
 }
 
 /// One file of a delivery step: what goes in, and the version to wait for.

@@ -115,14 +115,16 @@ async fn ready(target: &Target, status: &SharedStatus) -> Result<String, String>
         Target::RateLimit { .. } => Err("ratelimit.yaml not delivered yet".into()),
         Target::Envoy(envoy) => {
             let stats = envoy.admin.stats().await.map_err(|e| e.to_string())?;
-            let (cds, rds) = (stats.cds_version(), stats.rds_version());
-            if cds == Some(live.as_str()) && rds == Some(live.as_str()) {
+            let (cds, rds, jwt) = (stats.cds_version(), stats.rds_version(), stats.jwt_version());
+            let here = Some(live.as_str());
+            if cds == here && rds == here && jwt == here {
                 Ok(live)
             } else {
                 Err(format!(
-                    "envoy runs clusters {} and routes {}, not the live {live}",
+                    "envoy runs clusters {}, routes {} and JWT providers {}, not the live {live}",
                     cds.unwrap_or("none"),
-                    rds.unwrap_or("none")
+                    rds.unwrap_or("none"),
+                    jwt.unwrap_or("none")
                 ))
             }
         }

@@ -187,6 +187,10 @@ fn allowed_by_policy(staged: &Staged, policy: &Policy) -> Result<(), String> {
         delivery::read_routes(BufReader::with_capacity(READ_BUFFER, routes), &names)
             .map_err(refused)?;
     }
+    if let Some(jwt) = staged.reopen(gateway_render::contract::JWT_FILE) {
+        let jwt = jwt.map_err(|e| e.to_string())?;
+        delivery::read_jwt(BufReader::with_capacity(READ_BUFFER, jwt), &names).map_err(refused)?;
+    }
     Ok(())
 }
 

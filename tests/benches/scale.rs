@@ -451,6 +451,7 @@ async fn measure(moto: &MotoServer, routes: usize, ca_file: &str, deliver: bool)
         clusters: &rendered.clusters,
         route_config: &rendered.route_config,
         ratelimit_yaml: &rendered.files[gateway_render::contract::RATE_LIMIT_FILE],
+            jwt: rendered.jwt.as_ref(),
     };
     let runs = if routes >= 50_000 { 1 } else { 3 };
     let validate = envoy_own_validate(&view, &cfg.validate.envoy, runs);

@@ -21,6 +21,8 @@ mod serve;
 #[cfg(any(feature = "registry", feature = "delivery"))]
 pub mod signing;
 pub mod stub;
+#[cfg(feature = "tokens")]
+pub mod tokens;
 #[cfg(feature = "upstreams")]
 pub mod upstreams;
 pub mod validate;

@@ -81,6 +81,7 @@ pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes: paths
             .iter()

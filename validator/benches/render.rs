@@ -60,6 +60,7 @@ fn registry(routes: usize) -> Vec<Entry> {
                 canary: None,
                 health_check: None,
                 preserve_host: false,
+                jwt: Default::default(),
                 backends: vec![],
                 routes,
             }
@@ -136,6 +137,7 @@ fn main() {
             clusters: &rendered.clusters,
             route_config: &rendered.route_config,
             ratelimit_yaml: &rendered.files[gateway_render::contract::RATE_LIMIT_FILE],
+            jwt: rendered.jwt.as_ref(),
         };
         let (t_rules, rules) = time(runs, || validate_rules(&view));
         if let Err(v) = rules {

@@ -3,7 +3,8 @@
 
 use crate::ValidationError;
 use gateway_render::contract::{
-    CLUSTERS_FILE, CLUSTER_TYPE_URL, RATE_LIMIT_FILE, ROUTES_FILE, ROUTE_CONFIG_TYPE_URL,
+    CLUSTERS_FILE, CLUSTER_TYPE_URL, JWT_FILE, RATE_LIMIT_FILE, ROUTES_FILE,
+    ROUTE_CONFIG_TYPE_URL, TYPED_EXTENSION_CONFIG_TYPE_URL,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -14,6 +15,8 @@ pub struct ConfigView<'a> {
     pub clusters: &'a [Value],
     pub route_config: &'a Value,
     pub ratelimit_yaml: &'a str,
+    /// The JWT filter's configuration (`jwt.json`'s resource), when the render has one.
+    pub jwt: Option<&'a Value>,
 }
 
 /// A rendered config parsed from its files.
@@ -22,6 +25,7 @@ pub struct ParsedConfig {
     pub clusters: Vec<Value>,
     pub route_config: Value,
     pub ratelimit_yaml: String,
+    pub jwt: Option<Value>,
 }
 
 impl ParsedConfig {
@@ -44,11 +48,25 @@ impl ParsedConfig {
             });
         }
         let route_config = routes.into_iter().next().unwrap_or(Value::Null);
+        let jwt = match files.get(JWT_FILE) {
+            None => None,
+            Some(text) => {
+                let mut configs = discovery_resources(JWT_FILE, text, TYPED_EXTENSION_CONFIG_TYPE_URL)?;
+                if configs.len() != 1 {
+                    return Err(ValidationError::Malformed {
+                        file: JWT_FILE.into(),
+                        reason: format!("holds {} configurations; the JWT filter takes exactly one", configs.len()),
+                    });
+                }
+                configs.pop()
+            }
+        };
         clusters.shrink_to_fit();
         Ok(ParsedConfig {
             clusters,
             route_config,
             ratelimit_yaml: get(RATE_LIMIT_FILE)?.clone(),
+            jwt,
         })
     }
 
@@ -57,6 +75,7 @@ impl ParsedConfig {
             clusters: &self.clusters,
             route_config: &self.route_config,
             ratelimit_yaml: &self.ratelimit_yaml,
+            jwt: self.jwt.as_ref(),
         }
     }
 }

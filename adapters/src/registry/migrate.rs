@@ -142,6 +142,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: vec![Route {
                 path: format!("/{service}"),

@@ -22,6 +22,7 @@ fn entries() -> Vec<Entry> {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: (0..ROUTES_PER_ENTRY)
                 .map(|r| Route {

@@ -113,6 +113,8 @@ impl LoopbackArg {
                         "--require-resolvable-backends (GATEWAY_REQUIRE_RESOLVABLE_BACKENDS): {e}"
                     ))
                 })?;
+        policy.jwt = gateway_adapters::settings::jwt_policy()
+            .map_err(|e| CmdError::usage(e.to_string()))?;
         if let Some(min) = &self.min_health_check_interval {
             policy.min_health_check_interval_ms =
                 gateway_render::check::min_health_check_interval_from_value(min)

@@ -28,6 +28,7 @@ fn limited_entry(team: &str, backend: &Backend, limits: Vec<gateway_render::Limi
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes: ["/ok", FAILING_PREFIX]
             .iter()
@@ -60,6 +61,7 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     )
     .expect("render");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
+    std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start(

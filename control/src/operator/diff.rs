@@ -312,6 +312,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes,
         }

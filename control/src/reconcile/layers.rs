@@ -61,6 +61,7 @@ pub(super) async fn validate(
                     .get(RATE_LIMIT_FILE)
                     .map(String::as_str)
                     .unwrap_or_default(),
+                jwt: rendered.jwt.as_ref(),
             };
             let prepare = || {
                 publish_entries

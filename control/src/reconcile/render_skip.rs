@@ -188,6 +188,7 @@ mod tests {
             canary: None,
             health_check: None,
             preserve_host: false,
+            jwt: Default::default(),
             backends: vec![],
             routes: vec![gateway_render::Route {
                 path: "/invoices".into(),

@@ -7,7 +7,9 @@
 use super::signature::{hex, Signature, Signer};
 use super::BundleError;
 use crate::canonical::to_json_bytes;
-use crate::contract::{BUNDLE_FORMAT, CLUSTERS_FILE, MANIFEST_FILE, ROUTES_FILE, SIGNATURE_FILE};
+use crate::contract::{
+    BUNDLE_FORMAT, CLUSTERS_FILE, JWT_FILE, MANIFEST_FILE, ROUTES_FILE, SIGNATURE_FILE,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -67,7 +69,9 @@ impl Manifest {
             }
         }
         for file in &manifest.files {
-            if !super::REQUIRED_FILES.contains(&file.name.as_str()) {
+            if !super::REQUIRED_FILES.contains(&file.name.as_str())
+                && !super::OPTIONAL_FILES.contains(&file.name.as_str())
+            {
                 return Err(BundleError::Manifest(format!(
                     "{}: not a file a bundle carries",
                     file.name
@@ -322,7 +326,7 @@ pub fn read_bundle<R: Read, W: Write>(
             file: file.name.clone(),
             source,
         })?;
-        let expect_trailer = [CLUSTERS_FILE, ROUTES_FILE]
+        let expect_trailer = [CLUSTERS_FILE, JWT_FILE, ROUTES_FILE]
             .contains(&file.name.as_str())
             .then_some(trailer.as_bytes());
         copy_checked(&mut e, writer, file, expect_trailer, &manifest.hash, &tar_error)?;

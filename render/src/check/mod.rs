@@ -17,6 +17,7 @@ mod header_changes;
 mod host;
 mod identifiers;
 mod json;
+mod jwt;
 mod limits;
 mod matches;
 mod methods;
@@ -109,6 +110,13 @@ pub use retries::{
     RETRY_CONDITIONS_BEFORE_THE_BACKEND,
 };
 pub use rewrite::check_rewrite;
+pub use jwt::{
+    check_audience, check_claim_header, check_claim_name, check_issuer, check_jwks_uri,
+    AllowedIssuer, JwtPolicy, CLAIM_NAME_CHARSET, DEFAULT_MAX_CLAIM_HEADERS,
+    DEFAULT_MAX_JWKS_KEYS, DEFAULT_MAX_JWT_PROVIDERS, EC_ALGORITHMS, MAX_AUDIENCES,
+    MAX_CLAIM_HEADERS, MAX_CLAIM_NAME_LEN, MAX_JWKS_KEYS, MAX_JWT_PROVIDERS, MAX_JWT_STRING_LEN,
+    RSA_ALGORITHMS,
+};
 
 use crate::entry::Entry;
 use report::Problems;
@@ -156,6 +164,8 @@ pub struct Policy {
     /// `GATEWAY_MAX_RETRY_ATTEMPTS`: the largest `retries.attempts` a route may ask for
     /// (default 3).
     pub max_retry_attempts: u32,
+    /// The operators' JWT settings: issuers whose keys may be fetched, and the bounds.
+    pub jwt: JwtPolicy,
 }
 
 impl Policy {
@@ -169,6 +179,7 @@ impl Policy {
             min_health_check_interval_ms: DEFAULT_MIN_HEALTH_CHECK_INTERVAL_MS,
             max_route_timeout_ms: DEFAULT_MAX_ROUTE_TIMEOUT_MS,
             max_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
+            jwt: JwtPolicy::default(),
         }
     }
 

@@ -19,6 +19,7 @@ use super::limits::limits;
 use super::matches::{header_matches, query_matches};
 use super::mirror::{mirror, MAX_MIRROR_BACKENDS};
 use super::clients::clients;
+use super::jwt;
 use super::methods::{methods, shared_methods};
 use super::path::check_path;
 use super::report::{child, describe, index, quote, Problems};
@@ -27,7 +28,7 @@ use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Rewrite
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-const ENTRY_FIELDS: [&str; 10] = [
+const ENTRY_FIELDS: [&str; 11] = [
     "team",
     "service",
     "host",
@@ -37,9 +38,10 @@ const ENTRY_FIELDS: [&str; 10] = [
     "canary",
     "health_check",
     "preserve_host",
+    "jwt",
     "routes",
 ];
-const ROUTE_FIELDS: [&str; 17] = [
+const ROUTE_FIELDS: [&str; 18] = [
     "path",
     "exact",
     "headers",
@@ -57,6 +59,7 @@ const ROUTE_FIELDS: [&str; 17] = [
     "redirect",
     "mirror",
     "clients",
+    "auth",
 ];
 
 pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Option<Entry> {
@@ -112,9 +115,24 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         Some(v) => entry_policy::health_check(v, "health_check", policy, problems).map(Some),
     };
     let preserve_host = optional_flag(map, "", "preserve_host", problems);
+    let jwt = match map.get("jwt") {
+        None => Some(Default::default()),
+        Some(v) => jwt::providers(v, "jwt", policy, problems),
+    };
+    // The provider names a route's `auth` may name: the declared ones, whatever else is wrong
+    // with them (`None` while `jwt` is not an object, so no route is judged against it).
+    let provider_names: Option<Vec<String>> = match map.get("jwt") {
+        None => Some(Vec::new()),
+        Some(Value::Object(m)) => Some(m.keys().cloned().collect()),
+        Some(_) => None,
+    };
     let grpc = grpc_retry_conditions_allowed(map);
+    let cx = RouteContext { policy, grpc, providers: provider_names.as_deref() };
     let routes = required(map, "", "routes", problems)
-        .and_then(|v| routes(v, "routes", policy, grpc, problems));
+        .and_then(|v| routes(v, "routes", &cx, problems));
+    if let (Some(jwt), Some(routes)) = (&jwt, &routes) {
+        check_claim_headers_unchanged(jwt, routes, "routes", problems);
+    }
     Some(Entry {
         team: team?,
         service: service?,
@@ -125,8 +143,46 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         canary: canary?,
         health_check: health_check?,
         preserve_host,
+        jwt: jwt?,
         routes: routes?,
     })
+}
+
+/// What every route of an entry is judged with.
+struct RouteContext<'a> {
+    policy: &'a Policy,
+    grpc: bool,
+    /// The entry's `jwt` provider names (`None` while `jwt` is not an object).
+    providers: Option<&'a [String]>,
+}
+
+/// A header the entry's providers copy a claim into is the gateway's on the entry's routes: a
+/// route's own header changes would overwrite or drop the verified value.
+fn check_claim_headers_unchanged(
+    jwt: &std::collections::BTreeMap<String, crate::entry::JwtProvider>,
+    routes: &[Route],
+    field: &str,
+    problems: &mut Problems,
+) {
+    for (i, route) in routes.iter().enumerate() {
+        let Some(h) = &route.request_headers else { continue };
+        let named = h.add.keys().chain(h.set.keys()).chain(h.append.keys()).chain(h.remove.iter());
+        for header in named {
+            if let Some((provider, claim)) = jwt.iter().find_map(|(name, p)| {
+                p.claims_to_headers.iter().find(|(_, v)| *v == header).map(|(c, _)| (name, c))
+            }) {
+                problems.push(
+                    child(&index(field, i), "request_headers"),
+                    format!(
+                        "{} carries claim {} of jwt provider {}; the gateway sets it from a verified token",
+                        quote(header),
+                        quote(claim),
+                        quote(provider)
+                    ),
+                );
+            }
+        }
+    }
 }
 
 /// A required string field that must pass `rule`.
@@ -142,8 +198,7 @@ fn checked_string(
 fn routes(
     v: &Value,
     field: &str,
-    policy: &Policy,
-    grpc: bool,
+    cx: &RouteContext<'_>,
     problems: &mut Problems,
 ) -> Option<Vec<Route>> {
     let items = non_empty_list(v, field, "routes", "must list at least one route", problems)?;
@@ -152,7 +207,7 @@ fn routes(
     let checked: Vec<Option<Route>> = items
         .iter()
         .enumerate()
-        .map(|(i, item)| route(item, &index(field, i), policy, grpc, problems))
+        .map(|(i, item)| route(item, &index(field, i), cx, problems))
         .collect();
     check_duplicates(&checked, field, problems);
     check_mirror_backends(&checked, field, problems);
@@ -176,10 +231,10 @@ fn routes(
 fn route(
     v: &Value,
     field: &str,
-    policy: &Policy,
-    grpc: bool,
+    cx: &RouteContext<'_>,
     problems: &mut Problems,
 ) -> Option<Route> {
+    let (policy, grpc) = (cx.policy, cx.grpc);
     let map = object(v, field, "a route", problems)?;
     reject_unknown(map, field, &ROUTE_FIELDS, problems);
     let (path, exact) = path_or_exact(map, field, problems);
@@ -232,6 +287,10 @@ fn route(
         None => Some(None),
         Some(v) => redirect_only(map, v, field, path.as_deref(), &limits, problems).map(Some),
     };
+    let auth = match map.get("auth") {
+        None => Some(None),
+        Some(v) => jwt::route_auth(v, &child(field, "auth"), cx.providers, problems).map(Some),
+    };
     let (retries, rewrite, request_headers, response_headers, cors, websocket) = policy_fields?;
     Some(Route {
         path: path?,
@@ -251,6 +310,7 @@ fn route(
         redirect: redirect?,
         mirror: mirror?,
         clients: clients?,
+        auth: auth?,
     })
 }
 
@@ -554,7 +614,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "teem: unknown field; expected team, service, host, backend, backends, protocol, canary, health_check, preserve_host or routes (did you mean \"team\"?)",
+                "teem: unknown field; expected team, service, host, backend, backends, protocol, canary, health_check, preserve_host, jwt or routes (did you mean \"team\"?)",
                 "team: required field is missing",
                 "service: required field is missing",
                 "host: required field is missing",
@@ -635,7 +695,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect, mirror or clients (did you mean \"limits\"?)",
+                "routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect, mirror, clients or auth (did you mean \"limits\"?)",
                 "routes[0].methods: must not be empty; leave methods out to match every method",
                 "routes[1].path: required field is missing",
                 "routes[2]: expected a route (a JSON object), got string",

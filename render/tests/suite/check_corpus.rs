@@ -198,7 +198,7 @@ fn the_documented_messages_read_as_promised() {
         "routes[0].limits[0].requests: expected a positive integer, got string"
     );
     assert!(message("route-unknown-field.json")
-        .starts_with("routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect, mirror or clients"));
+        .starts_with("routes[0].limitz: unknown field; expected path, exact, headers, query, methods, limits, timeout, retries, rewrite, request_headers, response_headers, cors, websocket, host_rewrite, redirect, mirror, clients or auth"));
     assert!(message("backend-self.json").contains("loop"));
     assert!(
         !message("backend-userinfo.json").contains("secret"),

@@ -77,6 +77,7 @@ fn entry(service: &str, backend: &Backend, routes: Vec<Route>) -> Entry {
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes,
     }

@@ -114,6 +114,7 @@ fn registry() -> impl Strategy<Value = Vec<Entry>> {
                     canary: None,
                     health_check: None,
                     preserve_host: false,
+                    jwt: Default::default(),
                     backends: vec![],
                     routes,
                 }));
@@ -146,6 +147,7 @@ fn shuffled(entries: Vec<Entry>) -> impl Strategy<Value = (Vec<Entry>, Vec<Entry
                     canary: None,
                     health_check: None,
                     preserve_host: false,
+                    jwt: Default::default(),
                     backends: vec![],
                     routes,
                 })

@@ -124,6 +124,7 @@ fn entry(team: &str, service: &str, host: &str, routes: Vec<Route>) -> Entry {
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes,
     }

@@ -5,6 +5,7 @@ mod delivery;
 mod entry_policy_live;
 mod faults;
 mod global_limits;
+mod jwt_live;
 mod make_before_break_steps;
 mod observability;
 mod refusals;

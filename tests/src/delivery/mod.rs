@@ -42,6 +42,7 @@ pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<R
         canary: None,
         health_check: None,
         preserve_host: false,
+        jwt: Default::default(),
         backends: vec![],
         routes,
     }

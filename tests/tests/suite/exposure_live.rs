@@ -72,6 +72,7 @@ fn production_params_serving(
 ) -> BootstrapParams {
     let rendered = render(entries, &RenderConfig::new(DOMAIN)).expect("the registry renders");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
+    std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
     let mut params = BootstrapParams::production();
     params.clusters_dir = cds.to_path_buf();

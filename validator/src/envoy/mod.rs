@@ -108,7 +108,8 @@ pub fn start_envoy_validation(
             what: "temp dir for the validation bootstrap".into(),
             source,
         })?;
-    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)?;
+    let bootstrap = ValidationBootstrap::new(&opts.params, view.clusters, view.route_config)?
+        .with_jwt(view.jwt);
     let config = dir.path().join("validate.json");
     pipe::make(&config).map_err(|source| ValidationError::Io {
         what: format!("mkfifo {}", config.display()),

@@ -88,7 +88,20 @@ pub fn validate_rules(view: &ConfigView<'_>) -> Result<(), Vec<RuleViolation>> {
     // narrowed to the team that caused it). Addresses are judged by the registration's policy
     // before a render; here loopback is let through, as the registration may allow it.
     let delivery = gateway_render::check::Policy::new("", true);
-    if let Err(e) = gateway_render::delivery::check_config(view.clusters, view.route_config, &delivery) {
+    let jwt = || -> Result<(), gateway_render::delivery::PolicyError> {
+        gateway_render::delivery::check_config(view.clusters, view.route_config, &delivery)?;
+        let clusters: std::collections::BTreeSet<String> = view
+            .clusters
+            .iter()
+            .filter_map(|c| c.get("name").and_then(serde_json::Value::as_str).map(str::to_string))
+            .collect();
+        let requirements = match view.jwt {
+            Some(config) => gateway_render::delivery::check_jwt_config(config, &clusters)?,
+            None => Default::default(),
+        };
+        gateway_render::delivery::check_jwt_routes(view.route_config, &requirements)
+    };
+    if let Err(e) = jwt() {
         out.push(RuleViolation {
             file: e.file.to_string(),
             object: e.at,
@@ -155,6 +168,7 @@ mod delivery_policy {
                 clusters,
                 route_config: rc,
                 ratelimit_yaml: &kill.files[RATE_LIMIT_FILE],
+                jwt: None,
             })
         };
         view(&kill.clusters, &kill.route_config).expect("the kill switch passes");

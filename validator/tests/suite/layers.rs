@@ -48,6 +48,7 @@ fn config_view<'a>(clusters: &'a [Value], route_config: &'a Value) -> ConfigView
         clusters,
         route_config,
         ratelimit_yaml: EMPTY_RULES,
+        jwt: None,
     }
 }
 
@@ -81,6 +82,7 @@ fn a_rendered_registry_passes_all_layers_from_values_and_from_files() {
         clusters: &r.clusters,
         route_config: &r.route_config,
         ratelimit_yaml: &r.files["ratelimit.yaml"],
+        jwt: r.jwt.as_ref(),
     };
     let report =
         all(&view, sample_entries().len(), r.route_count).expect("the renderer's output is valid");
@@ -99,6 +101,7 @@ fn the_kill_switch_render_passes_all_layers() {
         clusters: &r.clusters,
         route_config: &r.route_config,
         ratelimit_yaml: &r.files["ratelimit.yaml"],
+        jwt: r.jwt.as_ref(),
     };
     all(&view, 0, r.route_count).expect("the kill-switch bundle must be publishable");
 }

@@ -30,6 +30,7 @@ fn validate(r: &Rendered) -> Result<Report, ValidationFailure> {
         clusters: &r.clusters,
         route_config: &r.route_config,
         ratelimit_yaml: &r.files["ratelimit.yaml"],
+        jwt: r.jwt.as_ref(),
     };
     validate_all(
         &view,
@@ -80,6 +81,7 @@ fn route_policy_renders_pass_all_layers() {
             clusters: &r.clusters,
             route_config: &r.route_config,
             ratelimit_yaml: &r.files["ratelimit.yaml"],
+        jwt: r.jwt.as_ref(),
         };
         let report = validate_all(
             &view,

@@ -1,0 +1,196 @@
+//! The JWT filter's configuration (docs/design.md#authentication): every entry's `jwt` providers
+//! and one requirement per provider, as the `TypedExtensionConfig` Envoy discovers from
+//! `jwt.json`; the per-route config that requires a token; the clusters Envoy fetches remote
+//! key sets through.
+
+use crate::clusters;
+use crate::config::RenderConfig;
+use crate::contract::{
+    FILTER_CONFIG_TYPE_URL, JWT_AUTHN_TYPE_URL, JWT_FILTER, JWT_PER_ROUTE_TYPE_URL,
+    TYPED_EXTENSION_CONFIG_TYPE_URL,
+};
+use crate::entry::{Entry, JwtProvider, Route};
+use crate::error::RenderError;
+use crate::names;
+use crate::route_policy::per_filter_config;
+use serde_json::{json, Map, Value};
+
+/// How long Envoy keeps a fetched key set before fetching it again.
+const JWKS_CACHE_DURATION: &str = "300s";
+/// How long one fetch of a key set may take.
+const JWKS_FETCH_TIMEOUT: &str = "5s";
+
+/// The filter's configuration for `entries` (sorted by id): `None` when no entry declares `jwt`,
+/// so a registry without tokens renders exactly as it did before the filter existed.
+pub fn jwt_config(entries: &[&Entry]) -> Option<Value> {
+    let mut providers = Map::new();
+    let mut requirements = Map::new();
+    for entry in entries {
+        for (name, p) in &entry.jwt {
+            let full = names::jwt_provider_name(entry, name);
+            providers.insert(full.clone(), provider(entry, p));
+            requirements.insert(full.clone(), json!({ "provider_name": full }));
+        }
+    }
+    if providers.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "@type": TYPED_EXTENSION_CONFIG_TYPE_URL,
+        "name": JWT_FILTER,
+        "typed_config": {
+            "@type": JWT_AUTHN_TYPE_URL,
+            "providers": providers,
+            "requirement_map": requirements,
+        }
+    }))
+}
+
+/// The configuration with no provider: what a proxy runs while no entry declares `jwt` (the
+/// sidecar writes it when a bundle carries no `jwt.json`).
+pub fn empty_jwt_config() -> Value {
+    json!({
+        "@type": TYPED_EXTENSION_CONFIG_TYPE_URL,
+        "name": JWT_FILTER,
+        "typed_config": { "@type": JWT_AUTHN_TYPE_URL }
+    })
+}
+
+/// `jwt.json`'s bytes for `config` (a `TypedExtensionConfig`) at `version_info`: the
+/// DiscoveryResponse the renderer writes, through the one serializer.
+pub fn jwt_file(config: Value, version_info: &str) -> String {
+    crate::canonical::to_json_bytes(&json!({
+        "resources": [config],
+        "type_url": TYPED_EXTENSION_CONFIG_TYPE_URL,
+        "version_info": version_info
+    }))
+}
+
+/// The union of two `TypedExtensionConfig`s of the JWT filter (the live one and a new one):
+/// every provider and requirement of both, the new one's where both have a name. Make-before-
+/// break: routes of either side find their requirement while the routes change.
+pub fn jwt_union(live: &Value, new: &Value) -> Value {
+    let mut out = new.clone();
+    for key in ["providers", "requirement_map"] {
+        let Some(live_map) = live.pointer(&format!("/typed_config/{key}")).and_then(Value::as_object) else {
+            continue;
+        };
+        let Some(typed) = out.get_mut("typed_config").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let slot = typed.entry(key).or_insert_with(|| Value::Object(Map::new()));
+        if let Some(map) = slot.as_object_mut() {
+            for (name, v) in live_map {
+                map.entry(name.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    out
+}
+
+fn provider(entry: &Entry, p: &JwtProvider) -> Value {
+    let mut out = Map::new();
+    out.insert("issuer".into(), json!(p.issuer));
+    if !p.audiences.is_empty() {
+        out.insert("audiences".into(), json!(p.audiences));
+    }
+    // Only the Authorization header: a token in a query string ends up in logs and caches.
+    out.insert(
+        "from_headers".into(),
+        json!([{ "name": "authorization", "value_prefix": "Bearer " }]),
+    );
+    out.insert("forward".into(), json!(p.forward));
+    if let Some(keys) = &p.jwks {
+        let text = serde_json::to_string(keys).expect("a key set serialises");
+        out.insert("local_jwks".into(), json!({ "inline_string": text }));
+    }
+    if let Some(uri) = &p.jwks_uri {
+        out.insert(
+            "remote_jwks".into(),
+            json!({
+                "http_uri": {
+                    "uri": uri,
+                    "cluster": names::jwks_cluster_name(entry, origin(uri)),
+                    "timeout": JWKS_FETCH_TIMEOUT
+                },
+                "cache_duration": JWKS_CACHE_DURATION,
+                // Fetched when the configuration arrives, not on the first request.
+                "async_fetch": {}
+            }),
+        );
+    }
+    if !p.claims_to_headers.is_empty() {
+        let mut claims: Vec<(&String, &String)> = p.claims_to_headers.iter().collect();
+        claims.sort_by(|a, b| a.1.cmp(b.1));
+        let claims: Vec<Value> = claims
+            .into_iter()
+            .map(|(claim, header)| json!({ "header_name": header, "claim_name": claim }))
+            .collect();
+        out.insert("claim_to_headers".into(), Value::Array(claims));
+    }
+    Value::Object(out)
+}
+
+/// `scheme://authority` of a checked JWKS URL.
+fn origin(uri: &str) -> &str {
+    let after = uri.find("://").map_or(0, |i| i + 3);
+    let end = uri[after..].find('/').map_or(uri.len(), |i| after + i);
+    &uri[..end]
+}
+
+/// The clusters Envoy fetches the entry's remote key sets through, one per JWKS origin, in name
+/// order: a backend cluster without a health check.
+pub(crate) fn jwks_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let origins: std::collections::BTreeSet<&str> =
+        entry.jwt.values().filter_map(|p| p.jwks_uri.as_deref()).map(origin).collect();
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for o in origins {
+        let name = names::jwks_cluster_name(entry, o);
+        out.push((name.clone(), clusters::plain_cluster(entry, &name, o, cfg)?));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out.into_iter().map(|(_, c)| c).collect())
+}
+
+/// How many key-set clusters the entry renders.
+pub(crate) fn jwks_cluster_count(entry: &Entry) -> usize {
+    entry
+        .jwt
+        .values()
+        .filter_map(|p| p.jwks_uri.as_deref())
+        .map(origin)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+/// A route's part: the JWT filter enabled with the provider's requirement where the route
+/// requires a token; elsewhere on an entry with claim headers, those headers removed from the
+/// request, so no client can send what the backend takes for a verified claim.
+pub(crate) fn extend_route(entry: &Entry, route: &Route, out: &mut Map<String, Value>) {
+    if let Some(auth) = &route.auth {
+        let config = json!({
+            "@type": FILTER_CONFIG_TYPE_URL,
+            "config": {
+                "@type": JWT_PER_ROUTE_TYPE_URL,
+                "requirement_name": names::jwt_provider_name(entry, &auth.jwt)
+            }
+        });
+        per_filter_config(out).insert(JWT_FILTER.into(), config);
+        return;
+    }
+    let claims = entry.claim_headers();
+    if claims.is_empty() {
+        return;
+    }
+    let mut removed: Vec<String> = out
+        .get("request_headers_to_remove")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    removed.extend(claims.into_iter().map(str::to_string));
+    removed.sort();
+    removed.dedup();
+    out.insert("request_headers_to_remove".into(), json!(removed));
+}
