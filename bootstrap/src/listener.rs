@@ -5,7 +5,7 @@
 use crate::json::ROUTE_CONFIG_PLACEHOLDER;
 use crate::{AdminAddress, BootstrapError, BootstrapParams};
 use gateway_render::contract::{
-    CLIENT_ACCESS_FILTER, COOKIE_SCOPE_FILTER, JWT_FILE, JWT_FILTER, JWT_AUTHN_TYPE_URL, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
+    CLIENT_ACCESS_FILTER, COOKIE_SCOPE_FILTER, JWT_FILE, JWT_FILTER, JWT_AUTHN_TYPE_URL, JWT_SUBDIR, CORS_FILTER, GLOBAL_RATE_LIMIT_FILTER, PATH_GUARD_FILTER, KILL_SWITCH_FILTER, KILL_SWITCH_RUNTIME_KEY, LOCAL_RATE_LIMIT_FILTER,
     RATE_LIMIT_CLUSTER, RATE_LIMIT_DOMAIN, ROUTES_FILE, ROUTE_CONFIG_NAME,
     ROUTE_METADATA_NAMESPACE,
 };
@@ -178,16 +178,17 @@ pub(crate) fn gateway_listener(
 
 /// Envoy's JWT filter, off on every route but those whose `FilterConfig` enables it (a route
 /// that requires a token). Running, its providers come by extension config discovery from
-/// `jwt.json` beside `routes.json` (the routes' watched directory: the sidecar moves both in, and
-/// a move of either makes Envoy re-read both), starting from no provider until the file is read,
-/// so the listener never waits on it; validating, the rendered providers are inlined.
+/// `jwt.json` in the `jwt` subdirectory of the routes' watched directory (a directory of its own:
+/// a move into a watched directory makes Envoy re-read every file watched there), starting from
+/// no provider until the file is read, so the listener never waits on it; validating, the
+/// rendered providers are inlined.
 fn jwt_filter(routes: &RouteSource<'_>) -> Result<Value, BootstrapError> {
     Ok(match routes {
         RouteSource::Rds { routes_dir } => json!({
             "name": JWT_FILTER,
             "disabled": true,
             "config_discovery": {
-                "config_source": path_config_source("routes_dir", routes_dir, JWT_FILE)?,
+                "config_source": path_config_source("routes_dir", &routes_dir.join(JWT_SUBDIR), JWT_FILE)?,
                 "default_config": { "@type": JWT_AUTHN_TYPE_URL },
                 "apply_default_config_without_warming": true,
                 "type_urls": [JWT_AUTHN_TYPE_URL]

@@ -135,7 +135,7 @@ mod tests {
         let fg = hg["http_filters"][ig].take();
         assert!(fg["config_discovery"]["config_source"]["path_config_source"]["path"]
             .as_str()
-            .is_some_and(|p| p.ends_with("/rds/jwt.json")));
+            .is_some_and(|p| p.ends_with("/rds/jwt/jwt.json")));
         assert_eq!(fg["disabled"], true);
         hg.as_object_mut().expect("hcm").remove("rds");
         assert_eq!(lv, lg);

@@ -95,6 +95,43 @@ export interface Route {
   /** Client addresses (past the trusted hops) the route admits (`allow`) or refuses (`deny`);
    * others get 403. */
   readonly clients?: Clients;
+  /** A valid token of one of the entry's `jwt` providers is required (401 without one). */
+  readonly auth?: RouteAuth;
+}
+
+/** What a route requires: `jwt`, the name of one of the entry's `jwt` providers. */
+export interface RouteAuth {
+  readonly jwt: string;
+}
+
+/** A token issuer: its `iss`, accepted audiences, public keys inline (`jwks`) or fetched from
+ * `jwks_uri` (only for an issuer the operators allow), claims copied to request headers. */
+export interface JwtProvider {
+  readonly issuer: string;
+  readonly audiences?: string[];
+  readonly jwks?: Jwks;
+  readonly jwks_uri?: string;
+  /** Claim name → header name; a client's own copy of the header never reaches the backend. */
+  readonly claims_to_headers?: Record<string, string>;
+  /** Sends the verified token on to the backend (removed by default). */
+  readonly forward?: boolean;
+}
+
+/** Public keys only: RSA (`n`, `e`) or EC P-256 (`crv`, `x`, `y`). */
+export interface Jwks {
+  readonly keys: Jwk[];
+}
+
+export interface Jwk {
+  readonly kty: 'RSA' | 'EC';
+  readonly kid?: string;
+  readonly alg?: string;
+  readonly use?: 'sig';
+  readonly n?: string;
+  readonly e?: string;
+  readonly crv?: 'P-256';
+  readonly x?: string;
+  readonly y?: string;
 }
 
 /** CIDR blocks in canonical form, at most 16 per list. */
@@ -168,6 +205,8 @@ export interface Entry {
   readonly health_check?: HealthCheck;
   /** The backend sees the client's Host instead of its own name (TLS SNI stays the backend's). */
   readonly preserve_host?: boolean;
+  /** Token issuers the entry's routes may require (`auth.jwt`), by name. */
+  readonly jwt?: Record<string, JwtProvider>;
   readonly routes: Route[];
 }
 

@@ -100,6 +100,7 @@ export class ExposeOnGateway extends Construct {
       ...(props.canary !== undefined ? { canary: props.canary } : {}),
       ...(props.healthCheck !== undefined ? { health_check: props.healthCheck } : {}),
       ...(props.preserve_host !== undefined ? { preserve_host: props.preserve_host } : {}),
+      ...(props.jwt !== undefined ? { jwt: props.jwt } : {}),
       routes: props.routes,
     };
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the

@@ -63,6 +63,13 @@ export interface GatewayStackProps extends StackProps {
   readonly maxRouteTimeout?: string;
   /** Largest `retries.attempts` teams may ask for (GATEWAY_MAX_RETRY_ATTEMPTS). Default 3. */
   readonly maxRetryAttempts?: number;
+  /**
+   * Token issuers whose keys the proxies may fetch for teams' `jwt` providers
+   * (GATEWAY_JWT_ISSUERS): each an issuer URL, or `ISSUER|JWKS_URL_PREFIX` when the key set lives
+   * elsewhere. Teams of other issuers give their public keys inline. Default none. The proxies'
+   * egress must reach these hosts (backendCidrs).
+   */
+  readonly jwtIssuers?: string[];
   /** Alias of the bundle signing key; default `alias/gateway-bundles` (the signer's default). */
   readonly signingKeyAlias?: string;
   /**
@@ -157,6 +164,7 @@ export class GatewayStack extends Stack {
       ...capacitySettings(capacity),
       GATEWAY_MAX_ROUTE_TIMEOUT: props.maxRouteTimeout ?? '60s',
       GATEWAY_MAX_RETRY_ATTEMPTS: String(props.maxRetryAttempts ?? 3),
+      GATEWAY_JWT_ISSUERS: (props.jwtIssuers ?? []).join(','),
     };
     for (const fn of [this.register.function, this.reconcile.function]) {
       for (const [name, value] of Object.entries(backendRules)) {

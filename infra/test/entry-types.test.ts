@@ -50,13 +50,17 @@ test.each<[string, Schema]>([
   ['Mirror', defs.Mirror],
   ['WeightedBackend', defs.WeightedBackend],
   ['Clients', defs.Clients],
+  ['RouteAuth', defs.RouteAuth],
+  ['JwtProvider', defs.JwtProvider],
+  ['Jwks', defs.Jwks],
+  ['Jwk', defs.Jwk],
 ])('interface %s has the schema\'s fields, optional where the schema does', (name, object) => {
   expect(interfaceFields(name)).toEqual(schemaFields(object));
 });
 
 test('every object of the schema has its interface', () => {
   const objects = Object.entries(defs).filter(([, d]) => d.type === 'object').map(([name]) => name).sort();
-  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Clients', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'WeightedBackend']);
+  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Clients', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Jwk', 'Jwks', 'JwtProvider', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'RouteAuth', 'WeightedBackend']);
   expect(limit).toHaveLength(2);
 });
 

@@ -126,7 +126,7 @@ describe('rejected at synth, by the entry schema', () => {
     rejects({ canary: { backend: 'https://canary.internal.example', weight: 101 } }, 'canary.weight', /is 101; at most 100/));
   test('a cohort header value with a line break', () =>
     rejects({ canary: { backend: 'https://canary.internal.example', weight: 5, header: { name: 'x-canary', value: 'a\r\nb' } } }, 'canary.header.value', /character "\\r"/));
-  test('an unknown field in a route', () => rejects(route({ prefix: true }), 'routes[0].prefix', /unknown field; expected clients, cors, exact, headers, host_rewrite, limits/));
+  test('an unknown field in a route', () => rejects(route({ prefix: true }), 'routes[0].prefix', /unknown field; expected auth, clients, cors, exact, headers, host_rewrite, limits/));
   test('null for an optional field', () => rejects(route({ methods: null }), 'routes[0].methods', /expected a list, got null/));
 
   test('every problem is reported at once, in document order, each naming its field', () => {
@@ -184,6 +184,7 @@ describe('the construct carries the entry-level fields', () => {
       canary: { backend: 'https://invoices-canary.internal.example:8443', weight: 10 },
       healthCheck: { path: '/healthz', interval: '10s' },
       preserve_host: true,
+      jwt: { main: { issuer: 'https://id.example.com/', jwks_uri: 'https://id.example.com/jwks.json' } },
     });
     const schemaFields = Object.keys((ENTRY_SCHEMA as unknown as { properties: Record<string, unknown> }).properties).sort();
     const sent = Object.keys(exposed.entry).sort();
@@ -196,6 +197,7 @@ describe('the construct carries the entry-level fields', () => {
     });
     expect(Object.keys(split.entry)).toEqual(['team', 'service', 'host', 'backends', 'routes']);
     expect(exposed.entry.preserve_host).toBe(true);
+    expect(exposed.entry.jwt?.main.issuer).toBe('https://id.example.com/');
   });
 
   test('protocol, canary and health_check travel in the entry document', () => {

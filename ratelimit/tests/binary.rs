@@ -114,6 +114,9 @@ fn serves_on_a_unix_socket_reloads_replaced_rules_and_keeps_them_when_refused() 
     let first = render(&entries(&backend, 2), &config).expect("render");
     replace(&cds, CLUSTERS_FILE, &first.files[CLUSTERS_FILE]);
     replace(&rds, ROUTES_FILE, &first.files[ROUTES_FILE]);
+    let jwt = gateway_render::jwt::jwt_path(&rds);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("mkdir");
+    std::fs::write(jwt, first.jwt_file()).expect("jwt");
     replace(&rules, RATE_LIMIT_FILE, &first.files[RATE_LIMIT_FILE]);
 
     let socket = dir.path().join("ratelimit.sock");

@@ -74,6 +74,11 @@ pub const JWT_FILTER: &str = "envoy.filters.http.jwt_authn";
 /// The bundle member and watched file carrying the JWT filter's configuration; a bundle carries
 /// it only when an entry declares `jwt`.
 pub const JWT_FILE: &str = "jwt.json";
+/// The JWT filter's watched directory: this subdirectory of the routes' watched directory. A
+/// directory of its own, since a move into a watched directory makes Envoy re-read every file
+/// watched there (a new `jwt.json` must not cost every proxy a re-parse of 10k routes), and
+/// inside the routes' one, so the proxies need no directory, volume or flag more.
+pub const JWT_SUBDIR: &str = "jwt";
 pub const TYPED_EXTENSION_CONFIG_TYPE_URL: &str =
     "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig";
 pub const JWT_AUTHN_TYPE_URL: &str =

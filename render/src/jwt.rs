@@ -56,6 +56,11 @@ pub fn empty_jwt_config() -> Value {
     })
 }
 
+/// Where `jwt.json` sits for a proxy whose routes' watched directory is `routes_dir`.
+pub fn jwt_path(routes_dir: &std::path::Path) -> std::path::PathBuf {
+    routes_dir.join(crate::contract::JWT_SUBDIR).join(crate::contract::JWT_FILE)
+}
+
 /// `jwt.json`'s bytes for `config` (a `TypedExtensionConfig`) at `version_info`: the
 /// DiscoveryResponse the renderer writes, through the one serializer.
 pub fn jwt_file(config: Value, version_info: &str) -> String {

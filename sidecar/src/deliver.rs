@@ -24,7 +24,7 @@ use crate::files::{self, Previous, TempFile};
 use crate::staged::Staged;
 use crate::timing;
 use crate::union::{clusters_first, union_version, write_union, ClustersFirst, ClustersIndex};
-use gateway_render::contract::{CLUSTERS_FILE, JWT_FILE, RATE_LIMIT_FILE, ROUTES_FILE};
+use gateway_render::contract::{CLUSTERS_FILE, JWT_FILE, JWT_SUBDIR, RATE_LIMIT_FILE, ROUTES_FILE};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -121,7 +121,7 @@ impl Target {
             Target::Envoy(t) => {
                 files::exists(&t.clusters_dir, CLUSTERS_FILE)
                     && files::exists(&t.routes_dir, ROUTES_FILE)
-                    && files::exists(&t.routes_dir, JWT_FILE)
+                    && files::exists(&t.jwt_dir(), JWT_FILE)
             }
             Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
         }
@@ -134,7 +134,7 @@ impl Target {
             Target::Envoy(t) => {
                 version_info_of(&t.clusters_dir, CLUSTERS_FILE).as_deref() == Some(hash)
                     && version_info_of(&t.routes_dir, ROUTES_FILE).as_deref() == Some(hash)
-                    && version_info_of(&t.routes_dir, JWT_FILE).as_deref() == Some(hash)
+                    && version_info_of(&t.jwt_dir(), JWT_FILE).as_deref() == Some(hash)
             }
             // ratelimit.yaml carries no version; its presence is what can be checked.
             Target::RateLimit { dir, .. } => files::exists(dir, RATE_LIMIT_FILE),
@@ -148,7 +148,7 @@ impl Target {
             Target::Envoy(t) => Staged::new(vec![
                 (CLUSTERS_FILE, t.clusters_dir.clone()),
                 (ROUTES_FILE, t.routes_dir.clone()),
-                (JWT_FILE, t.routes_dir.clone()),
+                (JWT_FILE, t.jwt_dir()),
             ]),
             Target::RateLimit { staging, .. } => {
                 Staged::new(vec![(RATE_LIMIT_FILE, staging.clone())])
@@ -179,6 +179,18 @@ impl Target {
 }
 
 impl EnvoyTarget {
+    /// Where `jwt.json` goes: the `jwt` subdirectory of the routes' watched directory.
+    pub fn jwt_dir(&self) -> PathBuf {
+        self.routes_dir.join(JWT_SUBDIR)
+    }
+
+    /// The JWT filter's watched directory, created when missing (a new task's routes volume):
+    /// bundles are staged in it, and Envoy watches it from its start.
+    pub fn prepare_jwt_dir(&self) -> Result<(), SidecarError> {
+        let dir = self.jwt_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| SidecarError::file(&dir, "creating", e))
+    }
+
     async fn deliver(&self, staged: &mut Staged, hash: &str) -> Result<Delivered, SidecarError> {
         let clusters = staged_file(staged, CLUSTERS_FILE, hash)?;
         let routes = staged_file(staged, ROUTES_FILE, hash)?;
@@ -192,7 +204,7 @@ impl EnvoyTarget {
             // Envoy exits at start when a watched file is missing, so none is running from
             // these directories: put the files in for it to start from.
             clusters.put_in_place(&self.clusters_dir, CLUSTERS_FILE)?;
-            jwt.put_in_place(&self.routes_dir, JWT_FILE)?;
+            jwt.put_in_place(&self.jwt_dir(), JWT_FILE)?;
             routes.put_in_place(&self.routes_dir, ROUTES_FILE)?;
             tracing::info!(
                 hash,
@@ -200,10 +212,10 @@ impl EnvoyTarget {
             );
             return Ok(Delivered::First);
         }
-        if !files::exists(&self.routes_dir, JWT_FILE) {
+        if !files::exists(&self.jwt_dir(), JWT_FILE) {
             // Directories from a sidecar that wrote no JWT configuration (Envoy runs a bootstrap
             // without the filter's discovery, or none yet): the new one goes in first.
-            jwt.put_in_place(&self.routes_dir, JWT_FILE)?;
+            jwt.put_in_place(&self.jwt_dir(), JWT_FILE)?;
             tracing::info!(hash, "wrote {JWT_FILE}, which the watched directory did not have");
         }
         let jwt_steps = self.jwt_steps(&jwt, hash)?;
@@ -347,8 +359,8 @@ impl EnvoyTarget {
                 if same {
                     return Ok(None);
                 }
-                let previous = Previous::open(dir, file)?;
-                step.file.put_in_place(dir, file)?;
+                let previous = Previous::open(&dir, file)?;
+                step.file.put_in_place(&dir, file)?;
                 Ok(Some(previous))
             });
             match put {
@@ -430,16 +442,17 @@ impl EnvoyTarget {
         }
     }
 
-    fn dir(&self, sub: Subscription) -> &Path {
+    fn dir(&self, sub: Subscription) -> PathBuf {
         match sub {
-            Subscription::Cds => &self.clusters_dir,
-            Subscription::Rds | Subscription::Jwt => &self.routes_dir,
+            Subscription::Cds => self.clusters_dir.clone(),
+            Subscription::Rds => self.routes_dir.clone(),
+            Subscription::Jwt => self.jwt_dir(),
         }
     }
 
     /// `jwt.json` with no provider at `hash`: what a bundle without one means.
     fn empty_jwt(&self, hash: &str) -> Result<TempFile, SidecarError> {
-        let file = TempFile::create(&self.routes_dir, JWT_FILE)?;
+        let file = TempFile::create(&self.jwt_dir(), JWT_FILE)?;
         let text = gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), hash);
         let mut out = file.writer()?;
         out.write_all(text.as_bytes())
@@ -461,14 +474,14 @@ impl EnvoyTarget {
             Ok(doc.pointer("/resources/0").cloned())
         };
         let new_config = read(new.path())?.unwrap_or_else(gateway_render::jwt::empty_jwt_config);
-        let Some(live) = read(&self.routes_dir.join(JWT_FILE))? else {
+        let Some(live) = read(&self.jwt_dir().join(JWT_FILE))? else {
             return Ok(JwtSteps::NewFirst);
         };
         let union = gateway_render::jwt::jwt_union(&live, &new_config);
         if union == new_config {
             return Ok(JwtSteps::NewFirst);
         }
-        let file = TempFile::create(&self.routes_dir, JWT_FILE)?;
+        let file = TempFile::create(&self.jwt_dir(), JWT_FILE)?;
         let text = gateway_render::jwt::jwt_file(union, &crate::union::union_version(hash));
         let mut out = file.writer()?;
         out.write_all(text.as_bytes())

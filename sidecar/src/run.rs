@@ -82,15 +82,14 @@ pub fn build(
                 // Envoy may still manage (the directory may already be writable for it).
                 tracing::warn!(error = %e, "could not prepare Envoy's admin socket directory");
             }
-            (
-                Target::Envoy(EnvoyTarget {
-                    clusters_dir: clusters_dir.clone(),
-                    routes_dir: routes_dir.clone(),
-                    admin,
-                    apply_timeout: config.apply_timeout,
-                }),
-                "envoy",
-            )
+            let envoy = EnvoyTarget {
+                clusters_dir: clusters_dir.clone(),
+                routes_dir: routes_dir.clone(),
+                admin,
+                apply_timeout: config.apply_timeout,
+            };
+            envoy.prepare_jwt_dir()?;
+            (Target::Envoy(envoy), "envoy")
         }
         Mode::RateLimit { dir, staging } => {
             let staging = match staging {

@@ -34,7 +34,9 @@ fn production_shape_passes_envoy_validate() {
     std::fs::create_dir_all(&params.routes_dir).expect("mkdir");
     std::fs::write(params.clusters_dir.join(CLUSTERS_FILE), "").expect("write");
     std::fs::write(params.routes_dir.join(ROUTES_FILE), "").expect("write");
-    std::fs::write(params.routes_dir.join(gateway_render::contract::JWT_FILE), "").expect("write");
+    let jwt = gateway_render::jwt::jwt_path(&params.routes_dir);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("mkdir");
+    std::fs::write(jwt, "").expect("write");
     let file = dir.path().join("envoy.json");
     std::fs::write(
         &file,

@@ -31,11 +31,10 @@ fn runtime_modify_throws_and_releases_the_kill_switch() {
             {"match": {"prefix": "/"}, "direct_response": {"status": 200, "body": {"inline_string": "ok"}}}]}]}]});
     std::fs::write(clusters_dir.join(CLUSTERS_FILE), clusters.to_string()).expect("write");
     std::fs::write(routes_dir.join(ROUTES_FILE), routes.to_string()).expect("write");
-    std::fs::write(
-        routes_dir.join(gateway_render::contract::JWT_FILE),
-        gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), "1"),
-    )
-    .expect("write");
+    let jwt = gateway_render::jwt::jwt_path(&routes_dir);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("mkdir");
+    std::fs::write(jwt, gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), "1"))
+        .expect("write");
     let ratelimit = free_addr();
 
     // The gateway bootstrap for the ports the kit chose, started with the proxy's arguments.

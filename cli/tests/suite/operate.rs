@@ -300,7 +300,9 @@ fn empty_watched_dirs(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(&rds).expect("rds dir");
     let rendered = render(&[], &RenderConfig::new("api.example.com")).expect("render");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
-    std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
+    let jwt = gateway_render::jwt::jwt_path(&rds);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("jwt dir");
+    std::fs::write(jwt, rendered.jwt_file()).expect("jwt");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
     (cds, rds)
 }

@@ -61,7 +61,9 @@ fn top_shows_each_services_rate_and_5xx_busiest_first() {
     )
     .expect("render");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("clusters");
-    std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
+    let jwt = gateway_render::jwt::jwt_path(&rds);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("jwt dir");
+    std::fs::write(jwt, rendered.jwt_file()).expect("jwt");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("routes");
     let ratelimit = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     let envoy = EnvoyProcess::start(

@@ -225,6 +225,7 @@ fn route_policy_renders_to_the_golden_bytes() {
         corpus_entry("entry-backends.json"),
         corpus_entry("entry-backends-canary.json"),
         corpus_entry("route-clients.json"),
+        corpus_entry("route-jwt.json"),
     ];
     // Two entries of one team on one host would conflict on /invoices; render each alone.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/route-policy");
@@ -235,6 +236,17 @@ fn route_policy_renders_to_the_golden_bytes() {
             .get("routes.json")
             .expect("routes.json")
             .clone();
+        // The JWT filter's providers, for an entry that declares them (`jwt-{i}.json`).
+        if let Some(jwt) = rendered.files.get("jwt.json") {
+            let path = dir.join(format!("jwt-{i}.json"));
+            if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+                std::fs::write(&path, jwt).expect("write golden");
+            } else {
+                let golden = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
+                assert!(golden == *jwt, "{} differs from the render", path.display());
+            }
+        }
         let path = dir.join(format!("routes-{i}.json"));
         if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
             std::fs::create_dir_all(&dir).expect("golden dir");

@@ -72,7 +72,9 @@ fn production_params_serving(
 ) -> BootstrapParams {
     let rendered = render(entries, &RenderConfig::new(DOMAIN)).expect("the registry renders");
     std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
-    std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
+    let jwt = gateway_render::jwt::jwt_path(&rds);
+    std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("jwt dir");
+    std::fs::write(jwt, rendered.jwt_file()).expect("jwt");
     std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
     let mut params = BootstrapParams::production();
     params.clusters_dir = cds.to_path_buf();

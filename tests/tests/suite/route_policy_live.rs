@@ -135,7 +135,9 @@ impl Stack {
         std::fs::create_dir_all(&cds).expect("cds dir");
         std::fs::create_dir_all(&rds).expect("rds dir");
         std::fs::write(cds.join(CLUSTERS_FILE), &rendered.files[CLUSTERS_FILE]).expect("cds");
-        std::fs::write(rds.join(gateway_render::contract::JWT_FILE), rendered.jwt_file()).expect("jwt");
+        let jwt = gateway_render::jwt::jwt_path(&rds);
+        std::fs::create_dir_all(jwt.parent().expect("jwt dir")).expect("jwt dir");
+        std::fs::write(jwt, rendered.jwt_file()).expect("jwt");
         std::fs::write(rds.join(ROUTES_FILE), &rendered.files[ROUTES_FILE]).expect("rds");
         let socket = dir.path().join("admin.sock");
         // Nothing listens here: the global limiter fails open, as production's does when down.

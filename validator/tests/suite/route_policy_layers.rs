@@ -71,6 +71,7 @@ fn route_policy_renders_pass_all_layers() {
         "entry-backends-canary.json",
         "entry-preserve-host.json",
         "route-clients.json",
+        "route-jwt.json",
     ] {
         let bytes = std::fs::read(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let entry = check_entry_bytes(&bytes, &Policy::new("api.example.com", false))
@@ -81,7 +82,7 @@ fn route_policy_renders_pass_all_layers() {
             clusters: &r.clusters,
             route_config: &r.route_config,
             ratelimit_yaml: &r.files["ratelimit.yaml"],
-        jwt: r.jwt.as_ref(),
+            jwt: r.jwt.as_ref(),
         };
         let report = validate_all(
             &view,
@@ -96,7 +97,58 @@ fn route_policy_renders_pass_all_layers() {
         assert!(report.envoy.is_some(), "{file}: Envoy judged it");
         checked += 1;
     }
-    assert_eq!(checked, 9);
+    assert_eq!(checked, 10);
+}
+
+/// A provider whose keys Envoy fetches (an issuer the operators allow) renders a key-set cluster
+/// Envoy accepts with the filter's configuration inlined; a route naming a requirement the
+/// providers do not define is refused at layer 1 (the delivery policy), before any proxy
+/// would answer it 403.
+#[test]
+fn fetched_key_sets_validate_and_a_route_without_its_requirement_breaks_layer_one() {
+    let mut policy = Policy::new("api.example.com", false);
+    policy.jwt = gateway_render::check::JwtPolicy::from_values(
+        Some("https://id.example.com/,https://accounts.example.org|https://keys.example.org/oauth2/"),
+        None,
+        None,
+        None,
+    )
+    .expect("issuers");
+    let doc = serde_json::json!({
+        "team": "billing", "service": "invoices-api", "host": "invoices",
+        "backend": "https://invoices.internal.example:8443",
+        "jwt": {
+            "id": { "issuer": "https://id.example.com/", "jwks_uri": "https://id.example.com/.well-known/jwks.json",
+                    "claims_to_headers": { "sub": "x-user-id" } },
+            "partner": { "issuer": "https://accounts.example.org", "jwks_uri": "https://keys.example.org/oauth2/v3/certs" }
+        },
+        "routes": [
+            { "path": "/invoices", "auth": { "jwt": "id" } },
+            { "path": "/partners", "auth": { "jwt": "partner" } },
+            { "path": "/public" }
+        ]
+    });
+    let entry = gateway_render::check::check_entry_value(&doc, &policy).unwrap_or_else(|r| panic!("{r}"));
+    let r = render(&[entry], &RenderConfig::new("api.example.com")).expect("renders");
+    assert!(r.clusters.iter().filter(|c| c["name"].as_str().is_some_and(|n| n.contains(".jwks-"))).count() == 2);
+    let view = ConfigView {
+        clusters: &r.clusters,
+        route_config: &r.route_config,
+        ratelimit_yaml: &r.files["ratelimit.yaml"],
+        jwt: r.jwt.as_ref(),
+    };
+    let options = ValidateOptions { envoy: envoy_options(), skip_envoy: false };
+    let report = validate_all(&view, 1, r.route_count, &options).unwrap_or_else(|f| panic!("{f}"));
+    assert!(report.envoy.is_some(), "Envoy judged it");
+
+    // The same routes with the providers gone: layer 1 names the route and the requirement.
+    let without = ConfigView { jwt: None, ..view };
+    let failure = validate_all(&without, 1, r.route_count, &options).expect_err("refused");
+    let message = failure.to_string();
+    assert!(
+        message.contains("billing.invoices-api.id") && message.contains("jwt.json does not define"),
+        "{message}"
+    );
 }
 
 #[test]
