@@ -224,3 +224,112 @@ async fn registered_routes_serve_and_a_change_lands_with_no_restart_and_no_faile
     );
     assert!(billing_v2.requests() > 0);
 }
+
+/// A team's token issuer through the whole pipeline: registered in the registry, checked again,
+/// rendered and validated with the real Envoy (the JWT filter's providers inlined) by the
+/// reconciler, delivered by the sidecar. The route answers 401 without a token and passes a good
+/// one with its claim; a key added beside the live one (a rotation's first half) lands while
+/// tokens of the live key keep passing, every request of them answered; the old key's removal
+/// then refuses its tokens. Envoy is never restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_token_issuer_gates_its_route_and_rotates_keys_with_no_failed_request() {
+    use gateway_testkit::policy_backend::PolicyBackend;
+    use gateway_testkit::tokens::{jwks, now, TokenSigner};
+    use serde_json::{json, Value};
+
+    let moto = MotoServer::start();
+    let conf = moto.sdk_config().await;
+    let policy = Policy::new(DOMAIN, true);
+    let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
+    let (registry, store) = support::table_and_bucket(&moto, dynamo, &policy, "pipeline-jwt").await;
+    let bucket = store.bucket().to_string();
+    let metrics = CloudWatchMetrics::from_conf(&conf);
+    let cfg = support::reconcile_config(RenderConfig::new(DOMAIN), policy.clone(), Default::default());
+    let backend = PolicyBackend::start();
+    let (old_key, new_key) = (TokenSigner::ec("k1"), TokenSigner::rsa("k2"));
+    let entry_with = |keys: Value| -> Entry {
+        let doc = json!({
+            "team": "billing", "service": "invoices", "host": "invoices", "backend": backend.url(),
+            "jwt": { "main": { "issuer": "https://id.example.com/", "audiences": ["invoices"],
+                               "jwks": keys, "claims_to_headers": { "sub": "x-user-id" } } },
+            "routes": [ { "path": "/invoices", "auth": { "jwt": "main" } } ]
+        });
+        gateway_render::check::check_entry_value(&doc, &policy).unwrap_or_else(|r| panic!("{r}"))
+    };
+    let publish = |entry: Entry| {
+        let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
+        async move {
+            registry.register(&entry).await.expect("register");
+            match reconcile(registry, store, metrics, cfg).await.expect("reconcile") {
+                Outcome::Published { hash, .. } => hash,
+                other => panic!("the registration publishes: {other:?}"),
+            }
+        }
+    };
+    seed(&registry, &store, &cfg).await.expect("seed");
+    let first = publish(entry_with(jwks(&[&old_key]))).await;
+
+    let dirs = Dirs::new();
+    let ports = EnvoyPorts::free();
+    let admin = format!("http://{}", ports.admin);
+    let sidecar = SidecarProcess::start(&moto, &envoy_mode_args(&bucket, &dirs, &admin, &[]));
+    wait_files(&dirs, Duration::from_secs(30)).await;
+    let mut envoy = start_envoy(&dirs, ports);
+    sidecar.wait_live(&first, Duration::from_secs(30)).await;
+    let (pid, listener, http) = (envoy.pid(), envoy.listener_addr(), client());
+    let claims = json!({ "iss": "https://id.example.com/", "aud": "invoices", "sub": "user-7", "exp": now() + 600 });
+    let (old_token, new_token) = (old_key.token(&claims), new_key.token(&claims));
+    let get = move |token: Option<String>| {
+        let http = http.clone();
+        async move {
+            let mut req = http
+                .get(format!("http://{listener}/invoices/1"))
+                .header(reqwest::header::HOST, format!("invoices.{DOMAIN}"));
+            if let Some(t) = token {
+                req = req.header("authorization", format!("Bearer {t}"));
+            }
+            let r = req.send().await.expect("answer");
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.ok())
+        }
+    };
+    assert_eq!(get(None).await.0, 401, "no token");
+    let (status, body) = get(Some(old_token.clone())).await;
+    assert_eq!(status, 200);
+    assert_eq!(body.expect("the backend's record")["headers"]["x-user-id"], "user-7");
+    assert_eq!(get(Some(new_token.clone())).await.0, 401, "a key not registered yet");
+
+    // Tokens of the live key, without a pause, while the new key is added beside it.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, failures) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let traffic = {
+        let (stop, sent, failures, token) = (stop.clone(), sent.clone(), failures.clone(), old_token.clone());
+        let get = get.clone();
+        tokio::spawn(async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(90);
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                let (status, _) = get(Some(token.clone())).await;
+                if status != 200 {
+                    eprintln!("a token of the live key got {status} during the rotation");
+                    failures.fetch_add(1, Ordering::SeqCst);
+                }
+                sent.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let both = publish(entry_with(jwks(&[&old_key, &new_key]))).await;
+    sidecar.wait_live(&both, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::SeqCst);
+    traffic.await.expect("client loop");
+    assert!(sent.load(Ordering::SeqCst) > 20, "traffic flowed throughout");
+    assert_eq!(failures.load(Ordering::SeqCst), 0, "no request of the live key failed");
+    assert_eq!(get(Some(new_token.clone())).await.0, 200, "the added key verifies");
+
+    let rotated = publish(entry_with(jwks(&[&new_key]))).await;
+    sidecar.wait_live(&rotated, Duration::from_secs(30)).await;
+    assert_eq!(get(Some(old_token)).await.0, 401, "the removed key verifies nothing");
+    assert_eq!(get(Some(new_token)).await.0, 200);
+    assert!(envoy.is_running() && envoy.pid() == pid, "no restart");
+}
