@@ -132,6 +132,12 @@ export interface Jwk {
   readonly crv?: 'P-256';
   readonly x?: string;
   readonly y?: string;
+  /** `['verify']` when given. */
+  readonly key_ops?: string[];
+  /** The key's certificate chain (standard base64 DER), at most 4. */
+  readonly x5c?: string[];
+  readonly x5t?: string;
+  readonly 'x5t#S256'?: string;
 }
 
 /** CIDR blocks in canonical form, at most 16 per list. */

@@ -113,6 +113,18 @@ pub struct Jwk {
     /// EC point y, base64url.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub y: Option<String>,
+    /// `["verify"]` when given (as some libraries write a public key's JWK).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_ops: Option<Vec<String>>,
+    /// The key's certificate chain (standard base64 DER), as identity providers publish it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x5c: Option<Vec<String>>,
+    /// The certificate's SHA-1 thumbprint, base64url.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x5t: Option<String>,
+    /// The certificate's SHA-256 thumbprint, base64url.
+    #[serde(default, rename = "x5t#S256", skip_serializing_if = "Option::is_none")]
+    pub x5t_s256: Option<String>,
 }
 
 /// What a route requires of a request before the backend sees it.

@@ -13,7 +13,7 @@
 use crate::check::{
     CIDR_CHARSET, MAX_CLIENT_CIDRS, CLAIM_NAME_CHARSET, EC_ALGORITHMS, MAX_AUDIENCES,
     MAX_CLAIM_HEADERS, MAX_CLAIM_NAME_LEN, MAX_JWKS_KEYS, MAX_JWT_PROVIDERS, MAX_JWT_STRING_LEN,
-    RSA_ALGORITHMS,
+    RSA_ALGORITHMS, MAX_X5C_CERTS, MAX_X5C_CERT_LEN,
     COHORT_HEADER_VALUE_CHARSET, DNS_NAME_CHARSET, HEADER_NAME_CHARSET, HEADER_VALUE_CHARSET,
     IDENTIFIER_CHARSET, MAX_BACKENDS, MAX_BURST, MAX_CANARY_HEADER_NAME_LEN, MAX_CANARY_HEADER_VALUE_LEN,
     MAX_CANARY_WEIGHT, MAX_CHANGED_HEADER_NAME_LEN, MAX_CORS_ORIGINS, MAX_FQDN_LEN,
@@ -214,6 +214,14 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
         ),
         ("/$defs/Jwk/properties/use", json!({ "const": "sig" })),
         ("/$defs/Jwk/properties/crv", json!({ "const": "P-256" })),
+        (
+            "/$defs/Jwk/properties/key_ops",
+            json!({ "minItems": 1, "maxItems": 1, "items": { "type": "string", "const": "verify" } }),
+        ),
+        (
+            "/$defs/Jwk/properties/x5c",
+            json!({ "minItems": 1, "maxItems": MAX_X5C_CERTS, "items": { "type": "string", "maxLength": MAX_X5C_CERT_LEN, "pattern": "^[A-Za-z0-9+/=]+$" } }),
+        ),
         (
             "/$defs/Jwk/properties/kid",
             json!({ "minLength": 1, "maxLength": MAX_CLAIM_NAME_LEN, "pattern": "^[!-~]+$" }),

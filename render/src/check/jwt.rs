@@ -41,7 +41,11 @@ pub const EC_ALGORITHMS: [&str; 1] = ["ES256"];
 
 const PROVIDER_FIELDS: [&str; 6] =
     ["issuer", "audiences", "jwks", "jwks_uri", "claims_to_headers", "forward"];
-const JWK_FIELDS: [&str; 9] = ["kty", "kid", "alg", "use", "n", "e", "crv", "x", "y"];
+const JWK_FIELDS: [&str; 13] =
+    ["kty", "kid", "alg", "use", "n", "e", "crv", "x", "y", "key_ops", "x5c", "x5t", "x5t#S256"];
+/// Certificates in a key's `x5c` chain, and the longest one (standard base64 of its DER).
+pub const MAX_X5C_CERTS: usize = 4;
+pub const MAX_X5C_CERT_LEN: usize = 8192;
 /// Members of a private or symmetric key (RFC 7518 §6.2.2, §6.3.2, §6.4).
 const PRIVATE_JWK_FIELDS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
 const AUTH_FIELDS: [&str; 1] = ["jwt"];
@@ -415,6 +419,45 @@ fn jwk(v: &Value, field: &str, problems: &mut Problems) -> Option<Jwk> {
     let crv = text("crv", problems);
     let x = text("x", problems);
     let y = text("y", problems);
+    let x5t = text("x5t", problems);
+    let x5t_s256 = text("x5t#S256", problems);
+    for (key, v) in [("x5t", &x5t), ("x5t#S256", &x5t_s256)] {
+        if let Some(v) = v {
+            if v.len() > 64 || base64url(v).is_err() {
+                problems.push(child(field, key), "a certificate thumbprint: base64url without padding, at most 64 characters");
+            }
+        }
+    }
+    let key_ops = map.get("key_ops").and_then(|v| {
+        let at = child(field, "key_ops");
+        let items = list(v, &at, "key operations", problems)?;
+        let ops: Vec<String> = items.iter().filter_map(|i| string(i, &at, problems).map(str::to_string)).collect();
+        if ops != ["verify"] {
+            problems.push(&at, "a public key here only verifies: [\"verify\"]");
+            return None;
+        }
+        Some(ops)
+    });
+    let x5c = map.get("x5c").and_then(|v| {
+        let at = child(field, "x5c");
+        let items = list(v, &at, "certificates", problems)?;
+        if items.is_empty() || items.len() > MAX_X5C_CERTS {
+            problems.push(&at, format!("1 to {MAX_X5C_CERTS} certificates"));
+            return None;
+        }
+        let mut certs = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let here = index(&at, i);
+            let cert = string(item, &here, problems)?;
+            let standard = base64::engine::general_purpose::STANDARD.decode(cert).is_ok();
+            if !standard || cert.len() > MAX_X5C_CERT_LEN {
+                problems.push(&here, format!("a certificate: standard base64 of its DER, at most {MAX_X5C_CERT_LEN} characters"));
+                return None;
+            }
+            certs.push(cert.to_string());
+        }
+        Some(certs)
+    });
     if let Some(kid) = &kid {
         if kid.is_empty() || kid.len() > MAX_CLAIM_NAME_LEN || !kid.chars().all(|c| c.is_ascii_graphic()) {
             problems.push(child(field, "kid"), format!("1-{MAX_CLAIM_NAME_LEN} characters of printable ASCII"));
@@ -509,7 +552,21 @@ fn jwk(v: &Value, field: &str, problems: &mut Problems) -> Option<Jwk> {
         ),
         None => {}
     }
-    (problems.0.len() == before).then(|| Jwk { kty: kty.unwrap_or_default(), kid, alg, use_, n, e, crv, x, y })
+    (problems.0.len() == before).then(|| Jwk {
+        kty: kty.unwrap_or_default(),
+        kid,
+        alg,
+        use_,
+        n,
+        e,
+        crv,
+        x,
+        y,
+        key_ops,
+        x5c,
+        x5t,
+        x5t_s256,
+    })
 }
 
 fn claims_to_headers(v: &Value, field: &str, policy: &Policy, problems: &mut Problems) -> BTreeMap<String, String> {
@@ -639,6 +696,22 @@ mod tests {
             let problems = run(v.clone()).expect_err("refused");
             assert!(problems.iter().any(|p| p.starts_with(want)), "{v}: {problems:?}");
         }
+    }
+
+    #[test]
+    fn what_identity_providers_publish_beside_a_key_is_kept() {
+        let mut k = rsa();
+        k["key_ops"] = json!(["verify"]);
+        k["x5t"] = json!("NjVBRjY5MDlCMUIwNzU4RTA2QzZFMDQ4QzQ2MDAyQjVDNjk1RTM2Qg");
+        k["x5c"] = json!(["MIIBszCCAVmgAwIBAgIUQ2Vy"]);
+        let got = run(json!({ "m": { "issuer": "https://id.example.com/", "jwks": { "keys": [k] } } })).expect("valid");
+        let key = &got["m"].jwks.as_ref().expect("keys").keys[0];
+        assert_eq!(key.key_ops.as_deref(), Some(&["verify".to_string()][..]));
+        assert!(key.x5c.is_some() && key.x5t.is_some());
+        let mut signing = rsa();
+        signing["key_ops"] = json!(["sign"]);
+        let problems = run(json!({ "m": { "issuer": "https://id.example.com/", "jwks": { "keys": [signing] } } })).expect_err("refused");
+        assert!(problems[0].starts_with("jwt.m.jwks.keys[0].key_ops: a public key here only verifies"), "{problems:?}");
     }
 
     #[test]

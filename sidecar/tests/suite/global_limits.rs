@@ -80,7 +80,7 @@ async fn start_stack(
         .await;
     let limiter = LocalLimiter::start(&dirs.ratelimit).await;
     let gw = Gateway::deliver(moto, bucket, first, dirs, &[], |dirs, ports| {
-        start_envoy_with(dirs, ports, limiter.addr, 1)
+        start_envoy_with_limiter_budget(dirs, ports, limiter.addr, 1, "1s")
     })
     .await;
     (gw, ratelimit_sidecar, limiter)
@@ -465,7 +465,7 @@ async fn no_rules_loaded_fails_open_and_a_shadow_mode_limit_never_refuses() {
     let limiter_dir = dirs.ratelimit.with_file_name("limiter-rules");
     let limiter = LocalLimiter::start(&limiter_dir).await;
     let gw = Gateway::deliver(moto, bucket, first, dirs, &[], |dirs, ports| {
-        start_envoy_with(dirs, ports, limiter.addr, 1)
+        start_envoy_with_limiter_budget(dirs, ports, limiter.addr, 1, "1s")
     })
     .await;
 

@@ -495,6 +495,38 @@ pub fn start_envoy(dirs: &Dirs, ports: EnvoyPorts) -> EnvoyProcess {
     start_envoy_with(dirs, ports, ratelimit, 0)
 }
 
+/// As [`start_envoy_with`], with the global rate-limit filter given `budget` (`"1s"`) instead of
+/// the gateway's 25 ms: tests that count a limit's answers on a loaded two-core machine would
+/// otherwise see a call past the budget pass uncounted, for reasons outside the gateway. What
+/// the budget itself does (a limiter that does not answer lets requests pass) is tested with a
+/// limiter that refuses connections.
+pub fn start_envoy_with_limiter_budget(
+    dirs: &Dirs,
+    ports: EnvoyPorts,
+    ratelimit: SocketAddr,
+    xff_hops: u32,
+    budget: &str,
+) -> EnvoyProcess {
+    let bootstrap = bootstrap_with(dirs, ratelimit, xff_hops);
+    EnvoyProcess::start_on(
+        ports,
+        move |ports| {
+            let mut b = bootstrap(ports);
+            let filters = b
+                .pointer_mut("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config/http_filters")
+                .and_then(Value::as_array_mut)
+                .expect("the listener's HTTP filters");
+            for f in filters {
+                if f["name"] == gateway_render::contract::GLOBAL_RATE_LIMIT_FILTER {
+                    f["typed_config"]["timeout"] = Value::String(budget.to_string());
+                }
+            }
+            b
+        },
+        &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
+    )
+}
+
 /// Starts the real Envoy with the rate-limit service at `ratelimit` and `xff_hops` trusted hops.
 pub fn start_envoy_with(
     dirs: &Dirs,
