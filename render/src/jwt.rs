@@ -199,3 +199,139 @@ pub(crate) fn extend_route(entry: &Entry, route: &Route, out: &mut Map<String, V
     removed.dedup();
     out.insert("request_headers_to_remove".into(), json!(removed));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{check_entry_value, Policy};
+    use crate::contract::JWT_FILE;
+    use crate::delivery::{check_jwt_config, check_jwt_routes, read_jwt};
+    use crate::{render, RenderConfig};
+    use std::collections::BTreeSet;
+
+    const EC: (&str, &str) = (
+        "axfR8uEsQkf4vOblY6RA8ncDfYEt6zOg9KE5RdiYwpY",
+        "T-NC4v4af5uO5-tKfA-eFivOM1drMV7Oy7ZAaDe_UfU",
+    );
+
+    fn entry(team: &str, provider: &str, claim_header: &str) -> Entry {
+        let doc = json!({
+            "team": team, "service": "api", "host": team, "backend": "https://api.internal.example",
+            "jwt": { provider: { "issuer": "https://id.example.com/",
+                "jwks": { "keys": [ { "kty": "EC", "crv": "P-256", "x": EC.0, "y": EC.1 } ] },
+                "claims_to_headers": { "sub": claim_header } } },
+            "routes": [ { "path": "/private", "auth": { "jwt": provider } }, { "path": "/public" },
+                        { "path": "/open", "request_headers": { "remove": ["x-debug"] } } ]
+        });
+        check_entry_value(&doc, &Policy::new("api.example.com", false)).expect("valid")
+    }
+
+    fn routes_of(r: &crate::Rendered) -> Vec<Value> {
+        r.route_config["virtual_hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|vh| vh["routes"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn only_routes_with_auth_enable_the_filter_and_the_rest_of_the_entry_drops_its_claim_headers() {
+        let r = render(&[entry("billing", "main", "x-user-id"), entry("catalog", "idp", "x-caller")], &RenderConfig::new("api.example.com"))
+            .expect("renders");
+        let routes = routes_of(&r);
+        let named = |name: &str| routes.iter().find(|r| r["name"] == name).cloned().unwrap_or_else(|| panic!("{name}"));
+        let private = named("billing.api:*:/private");
+        assert_eq!(
+            private["typed_per_filter_config"][JWT_FILTER]["config"]["requirement_name"],
+            "billing.api.main"
+        );
+        assert!(private.get("request_headers_to_remove").is_none());
+        let public = named("billing.api:*:/public");
+        assert!(public["typed_per_filter_config"].get(JWT_FILTER).is_none());
+        assert_eq!(public["request_headers_to_remove"], json!(["x-user-id"]));
+        // A team's own removals stay, with the claim header beside them, in name order.
+        assert_eq!(named("billing.api:*:/open")["request_headers_to_remove"], json!(["x-debug", "x-user-id"]));
+        // One team's claim header is nothing to another team's routes.
+        assert_eq!(named("catalog.api:*:/public")["request_headers_to_remove"], json!(["x-caller"]));
+        let config = r.jwt.as_ref().expect("jwt.json rendered");
+        let providers = config["typed_config"]["providers"].as_object().expect("providers");
+        assert_eq!(providers.keys().collect::<Vec<_>>(), ["billing.api.main", "catalog.api.idp"]);
+        let clusters = r.clusters.iter().filter_map(|c| c["name"].as_str()).map(str::to_string).collect();
+        let requirements = check_jwt_config(config, &clusters).expect("the delivery policy passes it");
+        check_jwt_routes(&r.route_config, &requirements).expect("every route's requirement is defined");
+        assert!(read_jwt(r.files[JWT_FILE].as_bytes(), &clusters).is_ok());
+    }
+
+    #[test]
+    fn a_registry_without_jwt_renders_no_jwt_file_and_the_same_hash() {
+        let mut e = entry("billing", "main", "x-user-id");
+        let with = render(std::slice::from_ref(&e), &RenderConfig::new("api.example.com")).expect("renders");
+        e.jwt.clear();
+        for r in &mut e.routes {
+            r.auth = None;
+        }
+        let without = render(&[e], &RenderConfig::new("api.example.com")).expect("renders");
+        assert!(with.files.contains_key(JWT_FILE));
+        assert!(!without.files.contains_key(JWT_FILE) && without.jwt.is_none());
+        assert_ne!(with.hash, without.hash);
+        assert_eq!(without.files.len(), 3, "clusters, ratelimit and routes, as before the filter");
+    }
+
+    #[test]
+    fn the_union_keeps_both_sides_and_the_new_definition_wins() {
+        let live = json!({ "typed_config": { "providers": { "a": { "issuer": "old" }, "b": { "issuer": "b" } },
+                                             "requirement_map": { "a": { "provider_name": "a" }, "b": { "provider_name": "b" } } } });
+        let new = json!({ "typed_config": { "providers": { "a": { "issuer": "new" }, "c": { "issuer": "c" } },
+                                            "requirement_map": { "a": { "provider_name": "a" }, "c": { "provider_name": "c" } } } });
+        let u = jwt_union(&live, &new);
+        assert_eq!(u["typed_config"]["providers"]["a"]["issuer"], "new");
+        assert_eq!(u["typed_config"]["providers"]["b"]["issuer"], "b");
+        assert_eq!(u["typed_config"]["requirement_map"].as_object().map(|m| m.len()), Some(3));
+        assert_eq!(jwt_union(&json!({}), &new), new, "nothing live: the new configuration alone");
+        let empty = empty_jwt_config();
+        assert_eq!(jwt_union(&live, &empty)["typed_config"]["providers"].as_object().map(|m| m.len()), Some(2));
+    }
+
+    #[test]
+    fn the_delivery_policy_refuses_what_the_renderer_never_writes() {
+        let clusters: BTreeSet<String> = ["billing.api".to_string()].into();
+        let good = json!({ "@type": TYPED_EXTENSION_CONFIG_TYPE_URL, "name": JWT_FILTER, "typed_config": {
+            "@type": JWT_AUTHN_TYPE_URL,
+            "providers": { "p": { "issuer": "https://id.example.com/", "local_jwks": { "inline_string": "{}" },
+                                   "from_headers": [ { "name": "authorization", "value_prefix": "Bearer " } ] } },
+            "requirement_map": { "p": { "provider_name": "p" } } } });
+        assert_eq!(check_jwt_config(&good, &clusters).expect("passes"), BTreeSet::from(["p".to_string()]));
+        let mut cases: Vec<(Value, &str)> = Vec::new();
+        let mut v = good.clone();
+        v["typed_config"]["providers"]["p"]["remote_jwks"] = json!({ "http_uri": { "uri": "http://169.254.169.254/", "cluster": "admin", "timeout": "1s" } });
+        cases.push((v, "which this bundle does not define"));
+        let mut v = good.clone();
+        v["typed_config"]["providers"]["p"]["from_params"] = json!(["access_token"]);
+        cases.push((v, "from_params: not a setting the renderer writes"));
+        let mut v = good.clone();
+        v["typed_config"]["providers"]["p"]["from_headers"] = json!([{ "name": "x-token" }]);
+        cases.push((v, "Authorization header only"));
+        let mut v = good.clone();
+        v["typed_config"]["providers"]["p"]["local_jwks"] = json!({ "filename": "/etc/shadow" });
+        cases.push((v, "only an inline key set"));
+        let mut v = good.clone();
+        v["typed_config"]["rules"] = json!([{ "match": { "prefix": "/" } }]);
+        cases.push((v, "rules: not a setting the renderer writes"));
+        let mut v = good.clone();
+        v["typed_config"]["requirement_map"]["any"] = json!({ "allow_missing_or_failed": {} });
+        cases.push((v, "must be one provider of this file"));
+        let mut v = good.clone();
+        v["name"] = json!("gateway.kill_switch");
+        cases.push((v, "the bootstrap's filter"));
+        for (config, want) in cases {
+            let err = check_jwt_config(&config, &clusters).expect_err(want).to_string();
+            assert!(err.contains(want), "{want}: {err}");
+        }
+        let route = json!({ "virtual_hosts": [ { "name": "v", "routes": [ { "name": "r",
+            "typed_per_filter_config": { JWT_FILTER: { "@type": crate::contract::FILTER_CONFIG_TYPE_URL,
+                "config": { "@type": crate::contract::JWT_PER_ROUTE_TYPE_URL, "requirement_name": "other" } } } } ] } ] });
+        let err = check_jwt_routes(&route, &BTreeSet::from(["p".to_string()])).expect_err("undefined").to_string();
+        assert!(err.contains("\"other\", which the bundle's jwt.json does not define"), "{err}");
+    }
+}

@@ -452,8 +452,12 @@ impl EnvoyTarget {
 
     /// `jwt.json` with no provider at `hash`: what a bundle without one means.
     fn empty_jwt(&self, hash: &str) -> Result<TempFile, SidecarError> {
+        self.jwt_temp(&gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), hash))
+    }
+
+    /// A temp file beside `jwt.json` holding `text`, to be put in place by a step.
+    fn jwt_temp(&self, text: &str) -> Result<TempFile, SidecarError> {
         let file = TempFile::create(&self.jwt_dir(), JWT_FILE)?;
-        let text = gateway_render::jwt::jwt_file(gateway_render::jwt::empty_jwt_config(), hash);
         let mut out = file.writer()?;
         out.write_all(text.as_bytes())
             .and_then(|()| out.flush())
@@ -481,14 +485,8 @@ impl EnvoyTarget {
         if union == new_config {
             return Ok(JwtSteps::NewFirst);
         }
-        let file = TempFile::create(&self.jwt_dir(), JWT_FILE)?;
         let text = gateway_render::jwt::jwt_file(union, &crate::union::union_version(hash));
-        let mut out = file.writer()?;
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| SidecarError::file(file.path(), "writing", e))?;
-        drop(out);
-        Ok(JwtSteps::UnionThenNew(file))
+        Ok(JwtSteps::UnionThenNew(self.jwt_temp(&text)?))
     }
 
     async fn jwt_before(
