@@ -194,9 +194,9 @@ impl EnvoyTarget {
     async fn deliver(&self, staged: &mut Staged, hash: &str) -> Result<Delivered, SidecarError> {
         let clusters = staged_file(staged, CLUSTERS_FILE, hash)?;
         let routes = staged_file(staged, ROUTES_FILE, hash)?;
-        let jwt = match staged.take(JWT_FILE) {
-            Some(file) => file,
-            None => self.empty_jwt(hash)?,
+        let (jwt, carries_jwt) = match staged.take(JWT_FILE) {
+            Some(file) => (file, true),
+            None => (self.empty_jwt(hash)?, false),
         };
         if !files::exists(&self.clusters_dir, CLUSTERS_FILE)
             || !files::exists(&self.routes_dir, ROUTES_FILE)
@@ -218,7 +218,7 @@ impl EnvoyTarget {
             jwt.put_in_place(&self.jwt_dir(), JWT_FILE)?;
             tracing::info!(hash, "wrote {JWT_FILE}, which the watched directory did not have");
         }
-        let jwt_steps = self.jwt_steps(&jwt, hash)?;
+        let mut jwt_steps = self.jwt_steps(&jwt, hash)?;
 
         // The staged files reach the disk while the steps before their renames run, so the
         // fsync at each rename has little left to wait for.
@@ -236,6 +236,14 @@ impl EnvoyTarget {
         });
         let (live_index, new_index) = indexes?;
         let mut seen = seen?;
+        if !carries_jwt && seen.jwt_version().is_none() {
+            // Envoy runs a bootstrap without the JWT filter's discovery (a proxy image from
+            // before it), and the bundle has no provider for it: the file goes in unwaited for,
+            // ready for the next bootstrap. A bundle with providers still waits (and fails its
+            // delivery on such a proxy): routes that require a token must not go live without it.
+            jwt.put_in_place(&self.jwt_dir(), JWT_FILE)?;
+            jwt_steps = JwtSteps::Unwatched;
+        }
         let step1 = clusters_first(&live_index, &new_index);
         timing::step_since("index", started);
         match step1 {
@@ -497,6 +505,7 @@ impl EnvoyTarget {
         seen: &mut Stats,
     ) -> Result<(), SidecarError> {
         match steps {
+            JwtSteps::Unwatched => Ok(()),
             JwtSteps::NewFirst => {
                 tracing::info!(hash, "JWT providers before the routes");
                 self.apply("jwt", Subscription::Jwt, new, hash, seen).await
@@ -517,7 +526,7 @@ impl EnvoyTarget {
         seen: &mut Stats,
     ) -> Result<(), SidecarError> {
         match steps {
-            JwtSteps::NewFirst => Ok(()),
+            JwtSteps::NewFirst | JwtSteps::Unwatched => Ok(()),
             JwtSteps::UnionThenNew(_) => {
                 tracing::info!(hash, "JWT providers: the new ones alone, after the routes");
                 self.apply("jwt", Subscription::Jwt, new, hash, seen).await
@@ -530,6 +539,8 @@ impl EnvoyTarget {
 enum JwtSteps {
     NewFirst,
     UnionThenNew(TempFile),
+    /// Envoy does not watch `jwt.json` (see [`EnvoyTarget::deliver`]): nothing to wait for.
+    Unwatched,
 }
 
 /// One file of a delivery step: what goes in, and the version to wait for.

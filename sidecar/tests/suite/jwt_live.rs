@@ -287,3 +287,68 @@ async fn tokens_are_judged_at_the_edge_per_route_and_rotate_without_a_restart() 
         gw.sidecar.log_text()
     );
 }
+
+/// A proxy whose Envoy runs a bootstrap from before the JWT filter (an image not yet upgraded):
+/// bundles without providers still go live on it (and `/ready` says so), while a bundle with
+/// providers never does there, its delivery failing on the filter's missing version, so no
+/// route that requires a token is ever served without its check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bootstrap_without_the_filter_takes_bundles_without_providers_and_never_one_with_them() {
+    use gateway_render::contract::JWT_FILTER;
+    use gateway_testkit::envoy::EnvoyProcess;
+
+    let moto = shared_moto();
+    let backend = PolicyBackend::start();
+    let p = policy("");
+    let catalog = |paths: &[&str]| -> Entry {
+        let routes: Vec<Value> = paths.iter().map(|path| json!({ "path": path })).collect();
+        check_entry_value(
+            &json!({ "team": "catalog", "service": "products-api", "host": "catalog",
+                     "backend": backend.url(), "routes": routes }),
+            &p,
+        )
+        .expect("valid")
+    };
+    let bucket = Bucket::create(moto).await;
+    let first = bucket.publish(&[catalog(&["/products"])]).await;
+    let ratelimit = gateway_testkit::free_addr();
+    let gw = Gateway::deliver(moto, bucket, first, Dirs::new(), &[], |dirs, ports| {
+        let bootstrap = bootstrap_with(dirs, ratelimit, 0);
+        EnvoyProcess::start_on(
+            ports,
+            move |ports| {
+                let mut b = bootstrap(ports);
+                let filters = b
+                    .pointer_mut("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config/http_filters")
+                    .and_then(Value::as_array_mut)
+                    .expect("filters");
+                filters.retain(|f| f["name"] != JWT_FILTER);
+                b
+            },
+            &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
+        )
+    })
+    .await;
+    let ready = gw.sidecar.ready().await.expect("/ready answers");
+    assert_eq!(ready.0, 200, "{ready:?}");
+    let (_, changed) = gw.bucket.publish(&[catalog(&["/products", "/offers"])]).await;
+    gw.sidecar.wait_live(&changed, APPLY).await;
+    assert_eq!(get(&gw, "catalog", "/offers", &[]).await.expect("answer").status, 200);
+
+    let signer = TokenSigner::ec("k1");
+    let guarded = check_entry_value(
+        &json!({ "team": "catalog", "service": "products-api", "host": "catalog", "backend": backend.url(),
+                 "jwt": { "main": { "issuer": ISSUER, "jwks": jwks(&[&signer]) } },
+                 "routes": [ { "path": "/products", "auth": { "jwt": "main" } }, { "path": "/offers" } ] }),
+        &p,
+    )
+    .expect("valid");
+    let (_, with_providers) = gw.bucket.publish(&[guarded]).await;
+    let status = gw
+        .sidecar
+        .wait_error_naming("jwt_authn.version_text", "the providers' delivery fails on this bootstrap")
+        .await;
+    assert_ne!(status["live"]["hash"], with_providers, "{status}");
+    let open = get(&gw, "catalog", "/products", &[]).await.expect("answer");
+    assert_eq!(open.status, 200, "the live routes stay the ones without a token requirement: {open:?}");
+}
