@@ -31,7 +31,7 @@ const DECIDED_AT_DEPLOY: [RegExp, string][] = [
   [/^backends-(duplicate-url|all-zero|url-metadata|canary-same-url)\./, 'weighted backends, judged as backend, each once, one taking traffic'],
   [/^mirror-(backend-metadata|three-backends|with-redirect)\./, 'the mirror backend, judged as backend, and what a redirect route may carry'],
   [/^match-(header-host|header-twice|exact-prefix-rewrite|exact-dot-dot|exact-twice)\./, 'header names the gateway sets, a condition twice, and what an exact route may replace'],
-  [/^(jwt-(claim-header-reserved|claim-header-changed-by-route|issuer-not-allowed|weak-rsa-key|ec-not-on-curve)|auth-unknown-provider)\./, 'claim headers the gateway vouches for, issuers the operators allow, what a key is, and which providers the entry declares'],
+  [/^(jwt-(claim-header-reserved|claim-header-changed-by-route|claim-header-matched-by-route|claim-header-canary-cohort|issuer-not-allowed|weak-rsa-key|ec-not-on-curve)|auth-unknown-provider)\./, 'claim headers the gateway vouches for, issuers the operators allow, what a key is, and which providers the entry declares'],
   [/^requests-(exponent|float-integral)\./, '1e3 and 10.0 are integers to JavaScript, floats to the register function'],
 ];
 

@@ -132,6 +132,13 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         .and_then(|v| routes(v, "routes", &cx, problems));
     if let (Some(jwt), Some(routes)) = (&jwt, &routes) {
         check_claim_headers_unchanged(jwt, routes, "routes", problems);
+        if let Some(Some(c)) = &canary {
+            if let Some(h) = &c.header {
+                if let Some(why) = claim_header_owner(jwt, &h.name) {
+                    problems.push("canary.header.name", format!("{why}; a cohort is chosen before the token is verified, so a client could pick it by sending the header"));
+                }
+            }
+        }
     }
     Some(Entry {
         team: team?,
@@ -156,8 +163,22 @@ struct RouteContext<'a> {
     providers: Option<&'a [String]>,
 }
 
+/// Which provider and claim `header` carries, as a reason, when it is a claim header.
+fn claim_header_owner(
+    jwt: &std::collections::BTreeMap<String, crate::entry::JwtProvider>,
+    header: &str,
+) -> Option<String> {
+    jwt.iter().find_map(|(name, p)| {
+        p.claims_to_headers.iter().find(|(_, v)| *v == header).map(|(claim, _)| {
+            format!("{} carries claim {} of jwt provider {}", quote(header), quote(claim), quote(name))
+        })
+    })
+}
+
 /// A header the entry's providers copy a claim into is the gateway's on the entry's routes: a
-/// route's own header changes would overwrite or drop the verified value.
+/// route's own header changes would overwrite or drop the verified value, and a route matched
+/// on it would be chosen by what the client sent (routes are chosen before the token is
+/// verified).
 fn check_claim_headers_unchanged(
     jwt: &std::collections::BTreeMap<String, crate::entry::JwtProvider>,
     routes: &[Route],
@@ -165,6 +186,14 @@ fn check_claim_headers_unchanged(
     problems: &mut Problems,
 ) {
     for (i, route) in routes.iter().enumerate() {
+        for (j, m) in route.headers.iter().enumerate() {
+            if let Some(why) = claim_header_owner(jwt, &m.name) {
+                problems.push(
+                    child(&index(&child(&index(field, i), "headers"), j), "name"),
+                    format!("{why}; routes are chosen before the token is verified, so a client would choose this one by sending it"),
+                );
+            }
+        }
         let Some(h) = &route.request_headers else { continue };
         let named = h.add.keys().chain(h.set.keys()).chain(h.append.keys()).chain(h.remove.iter());
         for header in named {
