@@ -289,11 +289,10 @@ impl BackendLookup {
 /// `backend`, with a canary `canary.backend`, and each route's `mirror.backend`, judged by the
 /// same rule), and the origins of its `jwt` providers' key sets (Envoy fetches them too).
 fn backend_names(entry: &Entry) -> Vec<(String, String)> {
-    let jwks = entry.jwks_uris().into_iter().map(|(field, uri)| {
-        let after = uri.find("://").map_or(0, |i| i + 3);
-        let end = uri[after..].find('/').map_or(uri.len(), |i| after + i);
-        (field, &uri[..end])
-    });
+    let jwks = entry
+        .jwks_uris()
+        .into_iter()
+        .map(|(field, uri)| (field, gateway_render::names::jwks_origin(uri)));
     entry
         .upstreams()
         .into_iter()

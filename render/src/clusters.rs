@@ -104,14 +104,14 @@ pub fn clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderE
     let mut out = own_clusters(entry, cfg)?;
     out.extend(mirror_clusters(entry, cfg)?);
     if !entry.jwt.is_empty() {
-        out.extend(crate::jwt::jwks_clusters(entry, cfg)?);
+        out.extend(jwks_clusters(entry, cfg)?);
     }
     Ok(out)
 }
 
 /// A cluster to `url` (`scheme://authority`) that Envoy itself calls (a key set's origin): a
 /// backend cluster over HTTP/1.1 without a health check.
-pub(crate) fn plain_cluster(
+fn plain_cluster(
     entry: &Entry,
     name: &str,
     url: &str,
@@ -155,7 +155,29 @@ pub fn cluster_count(entry: &Entry) -> usize {
         (n, false) => n,
         (n, true) => n + 2,
     };
-    own + entry.mirror_backends().len() + crate::jwt::jwks_cluster_count(entry)
+    own + entry.mirror_backends().len() + jwks_origins(entry).len()
+}
+
+/// The origins of the entry's `jwt` key sets Envoy fetches, each once, in order.
+fn jwks_origins(entry: &Entry) -> std::collections::BTreeSet<&str> {
+    entry
+        .jwt
+        .values()
+        .filter_map(|p| p.jwks_uri.as_deref())
+        .map(names::jwks_origin)
+        .collect()
+}
+
+/// The clusters Envoy fetches the entry's remote key sets through (docs/design.md#authentication),
+/// one per JWKS origin, in name order.
+fn jwks_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
+    let mut out: Vec<(String, Value)> = Vec::new();
+    for origin in jwks_origins(entry) {
+        let name = names::jwks_cluster_name(entry, origin);
+        out.push((name.clone(), plain_cluster(entry, &name, origin, cfg)?));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out.into_iter().map(|(_, c)| c).collect())
 }
 
 /// Parses any backend URL an entry names (`backend`, `backends[i].url`, `canary.backend`, a

@@ -1,16 +1,13 @@
 //! The JWT filter's configuration (docs/design.md#authentication): every entry's `jwt` providers
 //! and one requirement per provider, as the `TypedExtensionConfig` Envoy discovers from
-//! `jwt.json`; the per-route config that requires a token; the clusters Envoy fetches remote
-//! key sets through.
+//! `jwt.json`; the per-route config that requires a token. The clusters Envoy fetches remote
+//! key sets through are `clusters::jwks_clusters`.
 
-use crate::clusters;
-use crate::config::RenderConfig;
 use crate::contract::{
     FILTER_CONFIG_TYPE_URL, JWT_AUTHN_TYPE_URL, JWT_FILTER, JWT_PER_ROUTE_TYPE_URL,
     TYPED_EXTENSION_CONFIG_TYPE_URL,
 };
 use crate::entry::{Entry, JwtProvider, Route};
-use crate::error::RenderError;
 use crate::names;
 use crate::route_policy::per_filter_config;
 use serde_json::{json, Map, Value};
@@ -115,7 +112,7 @@ fn provider(entry: &Entry, p: &JwtProvider) -> Value {
             json!({
                 "http_uri": {
                     "uri": uri,
-                    "cluster": names::jwks_cluster_name(entry, origin(uri)),
+                    "cluster": names::jwks_cluster_name(entry, names::jwks_origin(uri)),
                     "timeout": JWKS_FETCH_TIMEOUT
                 },
                 "cache_duration": JWKS_CACHE_DURATION,
@@ -134,38 +131,6 @@ fn provider(entry: &Entry, p: &JwtProvider) -> Value {
         out.insert("claim_to_headers".into(), Value::Array(claims));
     }
     Value::Object(out)
-}
-
-/// `scheme://authority` of a checked JWKS URL.
-fn origin(uri: &str) -> &str {
-    let after = uri.find("://").map_or(0, |i| i + 3);
-    let end = uri[after..].find('/').map_or(uri.len(), |i| after + i);
-    &uri[..end]
-}
-
-/// The clusters Envoy fetches the entry's remote key sets through, one per JWKS origin, in name
-/// order: a backend cluster without a health check.
-pub(crate) fn jwks_clusters(entry: &Entry, cfg: &RenderConfig) -> Result<Vec<Value>, RenderError> {
-    let origins: std::collections::BTreeSet<&str> =
-        entry.jwt.values().filter_map(|p| p.jwks_uri.as_deref()).map(origin).collect();
-    let mut out: Vec<(String, Value)> = Vec::new();
-    for o in origins {
-        let name = names::jwks_cluster_name(entry, o);
-        out.push((name.clone(), clusters::plain_cluster(entry, &name, o, cfg)?));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out.into_iter().map(|(_, c)| c).collect())
-}
-
-/// How many key-set clusters the entry renders.
-pub(crate) fn jwks_cluster_count(entry: &Entry) -> usize {
-    entry
-        .jwt
-        .values()
-        .filter_map(|p| p.jwks_uri.as_deref())
-        .map(origin)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len()
 }
 
 /// A route's part: the JWT filter enabled with the provider's requirement where the route

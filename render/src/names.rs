@@ -35,6 +35,13 @@ pub fn jwks_cluster_name(entry: &Entry, origin: &str) -> String {
     format!("{}.jwks-{}", cluster_name(entry), short_digest(origin.as_bytes()))
 }
 
+/// `scheme://authority` of a checked JWKS URL: what its cluster is named by and reaches.
+pub fn jwks_origin(uri: &str) -> &str {
+    let after = uri.find("://").map_or(0, |i| i + 3);
+    let end = uri[after..].find('/').map_or(uri.len(), |i| after + i);
+    &uri[..end]
+}
+
 /// A `jwt` provider's name in the JWT filter's configuration (and its requirement's):
 /// `billing.invoices-api.main`, so no two entries' providers share one.
 pub fn jwt_provider_name(entry: &Entry, provider: &str) -> String {
