@@ -299,6 +299,27 @@ struct Row {
     failed_samples: Vec<String>,
     /// The sidecar's timed steps of each route move (its `step timed` lines).
     move_steps: Vec<Vec<(String, Duration)>>,
+    /// Envoy's CPU time to apply each move (publish → the sidecar reports it live), less what
+    /// the steady traffic costs over as long.
+    envoy_apply_cpu: Vec<Duration>,
+    /// Envoy's CPU seconds per second under the steady traffic alone (the baseline taken off).
+    envoy_traffic_cpu: f64,
+    envoy_peak_after_moves_kib: u64,
+}
+
+/// Linux counts a process's CPU time in clock ticks of `USER_HZ`, 100 on every architecture the
+/// gateway runs on.
+const CLOCK_TICKS_PER_SECOND: f64 = 100.0;
+
+/// A process's user and system CPU time so far (`/proc/PID/stat`, fields 14 and 15, counted after
+/// the command name's closing parenthesis, which may itself hold spaces).
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    // After ")": state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / CLOCK_TICKS_PER_SECOND)
 }
 
 /// The entries that carry traffic: `/live` on `live-a` or `live-b` (each its own cluster), and
@@ -600,6 +621,13 @@ async fn deliver_and_move(
     let mut loops = Loops::default();
     loops.start(listener, "live", "/live/1", &tally);
     loops.start(listener, "steady", "/steady/1", &tally);
+    // What the steady traffic alone costs Envoy, so each move's cost can be told from it.
+    let baseline_window = Duration::from_secs(5);
+    let before = cpu_time(envoy.pid());
+    tokio::time::sleep(baseline_window).await;
+    let envoy_traffic_cpu =
+        cpu_time(envoy.pid()).saturating_sub(before).as_secs_f64() / baseline_window.as_secs_f64();
+    let mut envoy_apply_cpu = Vec::new();
     let generated_entries = &entries[..entries.len() - 2];
     let mut propagation = Vec::new();
     let mut move_steps = Vec::new();
@@ -619,6 +647,7 @@ async fn deliver_and_move(
         ))
         .await;
         let log_before = sidecar.log_text().len();
+        let (cpu_before, clock_before) = (cpu_time(envoy.pid()), Instant::now());
         store
             .put_bundle(PutBundle {
                 sealed: &sealed,
@@ -642,12 +671,15 @@ async fn deliver_and_move(
         sidecar
             .wait_live(&bundle.hash, Duration::from_secs(600))
             .await;
+        let traffic = Duration::from_secs_f64(envoy_traffic_cpu * clock_before.elapsed().as_secs_f64());
+        envoy_apply_cpu.push(cpu_time(envoy.pid()).saturating_sub(cpu_before).saturating_sub(traffic));
         move_steps.push(timed_steps(
             sidecar.log_text().get(log_before..).unwrap_or_default(),
         ));
     }
     loops.stop().await;
     let sidecar_peak_after_moves_kib = status_kib(sidecar.pid(), "VmHWM").unwrap_or(0);
+    let envoy_peak_after_moves_kib = status_kib(envoy.pid(), "VmHWM").unwrap_or(0);
     Row {
         sidecar_first_peak_kib,
         sidecar_idle_kib,
@@ -658,6 +690,9 @@ async fn deliver_and_move(
         requests_failed: tally.failed(),
         failed_samples: tally.samples(),
         move_steps,
+        envoy_apply_cpu,
+        envoy_traffic_cpu,
+        envoy_peak_after_moves_kib,
         ..Row::default()
     }
 }
@@ -965,6 +1000,25 @@ fn main() {
             ));
         }
     }
+    let mut apply = String::from(
+        "\nEnvoy's cost of one changed entry (a route moving to another backend: a cluster added, \
+         one removed, the routes replaced), publish → live, under the steady traffic, whose own \
+         CPU is taken off:\n\n| routes | Envoy CPU per change, p50 (max) | Envoy CPU of the traffic alone | Envoy RSS serving / peak after the moves |\n|---:|---:|---:|---:|\n",
+    );
+    for r in rows.iter().filter(|r| !r.envoy_apply_cpu.is_empty()) {
+        let mut cpu = r.envoy_apply_cpu.clone();
+        cpu.sort();
+        apply.push_str(&format!(
+            "| {} | {} ({}) | {:.2} s/s | {} / {} |\n",
+            r.routes,
+            secs(median(cpu.clone())),
+            secs(cpu.last().copied().unwrap_or_default()),
+            r.envoy_traffic_cpu,
+            mib(r.envoy_serving_kib),
+            mib(r.envoy_peak_after_moves_kib),
+        ));
+    }
+    notes.push_str(&apply);
     let steps: String = rows
         .iter()
         .filter(|r| !r.move_steps.is_empty())

@@ -196,6 +196,12 @@ async fn reconcile_under_faults_publishes_nothing_wrong_and_never_sticks() {
         match result {
             Ok(report) => match &report.outcome {
                 Outcome::Published { .. } | Outcome::Unchanged { .. } => {}
+                // The flipped bytes (the middle of the Scan's body, which moves with the table's
+                // rows) may land inside a value and leave valid JSON: the entry the run read is
+                // one the checks refuse, and refusing the run, publishing nothing, is the answer.
+                Outcome::Rejected { reason, .. } if name == "scan corrupted" => {
+                    eprintln!("{name}: rejected: {reason}");
+                }
                 other => panic!("{name}: {other}"),
             },
             Err(message) => {
