@@ -295,7 +295,6 @@ async fn tokens_are_judged_at_the_edge_per_route_and_rotate_without_a_restart() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bootstrap_without_the_filter_takes_bundles_without_providers_and_never_one_with_them() {
     use gateway_render::contract::JWT_FILTER;
-    use gateway_testkit::envoy::EnvoyProcess;
 
     let moto = shared_moto();
     let backend = PolicyBackend::start();
@@ -313,20 +312,9 @@ async fn a_bootstrap_without_the_filter_takes_bundles_without_providers_and_neve
     let first = bucket.publish(&[catalog(&["/products"])]).await;
     let ratelimit = gateway_testkit::free_addr();
     let gw = Gateway::deliver(moto, bucket, first, Dirs::new(), &[], |dirs, ports| {
-        let bootstrap = bootstrap_with(dirs, ratelimit, 0);
-        EnvoyProcess::start_on(
-            ports,
-            move |ports| {
-                let mut b = bootstrap(ports);
-                let filters = b
-                    .pointer_mut("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config/http_filters")
-                    .and_then(Value::as_array_mut)
-                    .expect("filters");
-                filters.retain(|f| f["name"] != JWT_FILTER);
-                b
-            },
-            &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
-        )
+        start_envoy_with_filters(dirs, ports, ratelimit, 0, |filters| {
+            filters.retain(|f| f["name"] != JWT_FILTER)
+        })
     })
     .await;
     let ready = gw.sidecar.ready().await.expect("/ready answers");

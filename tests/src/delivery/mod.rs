@@ -507,6 +507,24 @@ pub fn start_envoy_with_limiter_budget(
     xff_hops: u32,
     budget: &str,
 ) -> EnvoyProcess {
+    start_envoy_with_filters(dirs, ports, ratelimit, xff_hops, |filters| {
+        for f in filters {
+            if f["name"] == gateway_render::contract::GLOBAL_RATE_LIMIT_FILTER {
+                f["typed_config"]["timeout"] = Value::String(budget.to_string());
+            }
+        }
+    })
+}
+
+/// As [`start_envoy_with`], with the listener's HTTP filters changed by `edit` first (a test's
+/// own variant of the gateway's bootstrap: another limiter budget, a filter left out).
+pub fn start_envoy_with_filters(
+    dirs: &Dirs,
+    ports: EnvoyPorts,
+    ratelimit: SocketAddr,
+    xff_hops: u32,
+    edit: impl Fn(&mut Vec<Value>),
+) -> EnvoyProcess {
     let bootstrap = bootstrap_with(dirs, ratelimit, xff_hops);
     EnvoyProcess::start_on(
         ports,
@@ -516,11 +534,7 @@ pub fn start_envoy_with_limiter_budget(
                 .pointer_mut("/static_resources/listeners/0/filter_chains/0/filters/0/typed_config/http_filters")
                 .and_then(Value::as_array_mut)
                 .expect("the listener's HTTP filters");
-            for f in filters {
-                if f["name"] == gateway_render::contract::GLOBAL_RATE_LIMIT_FILTER {
-                    f["typed_config"]["timeout"] = Value::String(budget.to_string());
-                }
-            }
+            edit(filters);
             b
         },
         &["--reject-unknown-dynamic-fields", "--concurrency", "2"],
