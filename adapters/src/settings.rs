@@ -71,6 +71,10 @@ fn policy_from(
             gateway_render::check::min_health_check_interval_from_value(&min)
                 .map_err(InvalidSetting)?;
     }
+    if let Some(min) = var("GATEWAY_MIN_ROLLOUT_INTERVAL").filter(|v| !v.trim().is_empty()) {
+        policy.min_rollout_interval_ms =
+            gateway_render::check::min_rollout_interval_from_value(&min).map_err(InvalidSetting)?;
+    }
     Ok(policy)
 }
 

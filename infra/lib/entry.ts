@@ -214,6 +214,22 @@ export interface Entry {
   /** Token issuers the entry's routes may require (`auth.jwt`), by name. */
   readonly jwt?: Record<string, JwtProvider>;
   readonly routes: Route[];
+  /** Serve this revision to part of the traffic first: a fixed `percent`, or `steps` judged by the gateway. */
+  readonly rollout?: Rollout;
+}
+
+/** A rollout: `percent` (0–100, fixed) or `steps` (increasing, ending at 100) with `interval`. */
+export interface Rollout {
+  /** 0–100: the share of the entry's requests this revision serves; 100 promotes it. */
+  readonly percent?: number;
+  /** Increasing shares (1–100) ending at 100, each held for `interval` and judged. */
+  readonly steps?: number[];
+  /** How long each step lasts: `ms`, `s` or `m`, at least the operators' minimum. */
+  readonly interval?: string;
+  /** 0–1: how much the candidate's 5xx share may exceed the stable revision's. */
+  readonly max_5xx_increase?: number;
+  /** 1–100: how many times the stable revision's p99 latency the candidate's may be. */
+  readonly max_p99_ratio?: number;
 }
 
 export type Protocol = 'http1' | 'http2' | 'grpc';

@@ -127,7 +127,7 @@ describe('reasons', () => {
     ]);
     expect(lines(entry({}, { protocol: 'h2c', owner: 'x' }))).toEqual([
       'protocol: unknown value "h2c"; expected http1, http2 or grpc',
-      'owner: unknown field; expected backend, backends, canary, health_check, host, jwt, preserve_host, protocol, routes, service or team',
+      'owner: unknown field; expected backend, backends, canary, health_check, host, jwt, preserve_host, protocol, rollout, routes, service or team',
     ]);
     expect(lines(entry({ path: 'x'.repeat(1025) }))).toEqual(['routes[0].path: is 1025 characters long; at most 1024']);
     expect(lines(undefined)).toEqual(['entry: empty document; expected a JSON object']);
@@ -136,7 +136,7 @@ describe('reasons', () => {
   test('problems come in document order, one per field, one line each whatever the entry holds', () => {
     const hostile = { 'b\nc': 1, team: 'a\nteam: ok', service: '', host: 'x', backend: 'http://b', routes: [] };
     expect(lines(hostile)).toEqual([
-      '["b\\nc"]: unknown field; expected backend, backends, canary, health_check, host, jwt, preserve_host, protocol, routes, service or team',
+      '["b\\nc"]: unknown field; expected backend, backends, canary, health_check, host, jwt, preserve_host, protocol, rollout, routes, service or team',
       'team: "a\\nteam: ok": character "\\n" is not allowed; expected only [a-z0-9-]',
       'service: must not be empty',
       'routes: must not be empty',

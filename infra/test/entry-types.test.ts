@@ -54,13 +54,14 @@ test.each<[string, Schema]>([
   ['JwtProvider', defs.JwtProvider],
   ['Jwks', defs.Jwks],
   ['Jwk', defs.Jwk],
+  ['Rollout', defs.Rollout],
 ])('interface %s has the schema\'s fields, optional where the schema does', (name, object) => {
   expect(interfaceFields(name)).toEqual(schemaFields(object));
 });
 
 test('every object of the schema has its interface', () => {
   const objects = Object.entries(defs).filter(([, d]) => d.type === 'object').map(([name]) => name).sort();
-  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Clients', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Jwk', 'Jwks', 'JwtProvider', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Route', 'RouteAuth', 'WeightedBackend']);
+  expect(objects).toEqual(['Canary', 'CanaryHeader', 'Clients', 'Cors', 'HeaderChanges', 'HeaderMatch', 'HealthCheck', 'Jwk', 'Jwks', 'JwtProvider', 'Mirror', 'QueryMatch', 'Redirect', 'Retries', 'RewriteTo', 'Rollout', 'Route', 'RouteAuth', 'WeightedBackend']);
   expect(limit).toHaveLength(2);
 });
 

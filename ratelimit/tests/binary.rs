@@ -18,6 +18,8 @@ const DOMAIN: &str = "api.example.com";
 
 fn entries(backend: &Backend, requests: u32) -> Vec<Entry> {
     vec![Entry {
+        rollout: None,
+        serving: None,
         team: "billing".into(),
         service: "invoices".into(),
         host: "billing".into(),

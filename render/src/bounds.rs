@@ -248,6 +248,8 @@ mod tests {
 
     fn entry(team: &str, service: &str, routes: usize) -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: team.into(),
             service: service.into(),
             host: team.into(),

@@ -486,6 +486,8 @@ mod tests {
 
     fn entry(backend: &str) -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: "billing".into(),
             service: "invoices-api".into(),
             host: "invoices".into(),

@@ -48,6 +48,53 @@ pub struct Entry {
     pub jwt: BTreeMap<String, JwtProvider>,
     /// The service's routes.
     pub routes: Vec<Route>,
+    /// Serve this revision to part of the entry's requests while the last fully published one
+    /// serves the rest, fixed (`percent`) or in steps the gateway judges
+    /// (docs/design.md#rollout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<Rollout>,
+    /// Written by the reconciler, never by a team: the stable revision this one is rolled out
+    /// beside and the share the candidate gets in this render. Part of the rendered entry (the
+    /// bundle's `entries`, the render input digest), never of a registration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub serving: Option<Box<Serving>>,
+}
+
+/// A rollout: `percent` (fixed, moved by registering again) or `steps` judged by the gateway
+/// every `interval` on the two revisions' own request metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rollout {
+    /// 0–100: the share of the entry's requests this revision serves; 100 promotes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent: Option<u32>,
+    /// Increasing shares (1–100) ending at 100, each held for `interval` and advanced while
+    /// this revision is as healthy as the stable one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<u32>,
+    /// How long each step lasts before it is judged (`ms`, `s` or `m`), at least the operators'
+    /// minimum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
+    /// 0–1: how much the candidate's 5xx share of its answers may exceed the stable one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_5xx_increase: Option<serde_json::Number>,
+    /// 1–100: how many times the stable revision's p99 latency the candidate's may be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_p99_ratio: Option<serde_json::Number>,
+}
+
+/// What a render serves of an entry in rollout (set by the reconciler).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Serving {
+    /// The last fully published revision, serving every request outside the candidate's share.
+    pub stable: Entry,
+    /// The registered revision number of `stable`.
+    pub stable_revision: u64,
+    /// 1–99: the candidate's share in this render.
+    pub percent: u32,
 }
 
 /// One issuer of JSON Web Tokens: whose tokens are accepted, for which audiences, verified with

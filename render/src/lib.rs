@@ -16,6 +16,7 @@ pub mod kill_switch;
 pub mod names;
 pub mod ratelimit;
 pub mod renderer;
+pub mod rollout;
 pub mod route_policy;
 pub mod routes;
 pub mod schema;
@@ -27,7 +28,8 @@ pub use check::{Policy, Problem, Rejection};
 pub use config::RenderConfig;
 pub use entry::{
     Canary, CanaryHeader, Clients, Cors, Entry, HeaderChanges, HeaderMatch, HealthCheck, Limit, Mirror, Per,
-    Protocol, QueryMatch, Replace, Retries, Rewrite, RewriteTo, Route, Unit, WeightedBackend,
+    Protocol, QueryMatch, Replace, Retries, Rewrite, RewriteTo, Rollout, Route, Serving, Unit,
+    WeightedBackend,
 };
 pub use error::{BundleError, RenderError};
 pub use kill_switch::{render_kill_switch, render_kill_switch_for};

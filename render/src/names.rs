@@ -153,6 +153,8 @@ mod tests {
 
     fn entry() -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: "billing".into(),
             service: "invoices-api".into(),
             host: "invoices".into(),

@@ -67,6 +67,9 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
         });
     }
     let sorted: Vec<&Entry> = sorted.into_iter().map(|(_, e)| e).collect();
+    // A rollout renders both revisions (docs/design.md#rollout).
+    let units = crate::rollout::expand(&sorted);
+    let sorted: Vec<&Entry> = units.iter().map(|u| u.entry.as_ref()).collect();
     let (clusters, routes, ratelimit) = std::thread::scope(|scope| {
         let clusters = scope.spawn(|| {
             let mut clusters = Vec::with_capacity(sorted.len());
@@ -81,7 +84,7 @@ pub fn render(entries: &[Entry], cfg: &RenderConfig) -> Result<Rendered, RenderE
                 (tree, rules)
             })
         });
-        let routes = routes::route_configuration(sorted.iter().copied(), cfg)
+        let routes = routes::route_configuration_of(&units, cfg)
             .map(|(config, count)| (Serialised::of(vec![config], ROUTE_CONFIG_TYPE_URL), count));
         (joined(clusters), routes, joined(ratelimit))
     });

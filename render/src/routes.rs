@@ -10,6 +10,7 @@ use crate::entry::{Entry, Limit, Replace, Route};
 use crate::names;
 use crate::ratelimit;
 use crate::route_policy;
+use crate::rollout::{cohort_copies, Cohort as RolloutCohort, Unit};
 use crate::config::RenderConfig;
 use crate::error::RenderError;
 use crate::value::{object, regex_escape};
@@ -27,17 +28,35 @@ pub fn route_configuration<'a>(
     entries: impl IntoIterator<Item = &'a Entry>,
     cfg: &RenderConfig,
 ) -> Result<(Value, usize), RenderError> {
+    let units: Vec<Unit> = entries
+        .into_iter()
+        .map(|e| Unit { entry: std::borrow::Cow::Borrowed(e), cohort: None })
+        .collect();
+    route_configuration_of(&units, cfg)
+}
+
+/// The route configuration of entries as the render expanded them: a rollout's two revisions
+/// each with its cohort ([`crate::rollout`]).
+pub(crate) fn route_configuration_of(
+    units: &[Unit],
+    cfg: &RenderConfig,
+) -> Result<(Value, usize), RenderError> {
     let mut hosts: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
-    for entry in entries {
+    let mut cohorts: BTreeMap<String, &RolloutCohort> = BTreeMap::new();
+    for unit in units {
+        let entry = unit.entry.as_ref();
         hosts
             .entry(entry.fqdn(&cfg.base_domain))
             .or_default()
             .push(entry);
+        if let Some(cohort) = &unit.cohort {
+            cohorts.insert(entry.id(), cohort);
+        }
     }
     let mut virtual_hosts = Vec::with_capacity(hosts.len() + 1);
     let mut route_count = 0;
     for (fqdn, host_entries) in &hosts {
-        let (vhost, count) = team_virtual_host(fqdn, host_entries, cfg)?;
+        let (vhost, count) = team_virtual_host(fqdn, host_entries, &cohorts, cfg)?;
         virtual_hosts.push(vhost);
         route_count += count;
     }
@@ -134,6 +153,7 @@ pub(crate) fn answering_route(
 fn team_virtual_host(
     fqdn: &str,
     entries: &[&Entry],
+    cohorts: &BTreeMap<String, &RolloutCohort>,
     cfg: &RenderConfig,
 ) -> Result<(Value, usize), RenderError> {
     if let Some(other) = entries.iter().find(|e| e.team != entries[0].team) {
@@ -147,7 +167,7 @@ fn team_virtual_host(
         .iter()
         .flat_map(|e| e.routes.iter().map(move |r| (*e, r)))
         .collect();
-    refuse_shadowing(fqdn, &team_routes)?;
+    refuse_shadowing(fqdn, &team_routes, cohorts)?;
     let preflights = preflight_routes(entries);
     let mut routes: Vec<(&Entry, &Route, bool)> = team_routes
         .iter()
@@ -169,25 +189,26 @@ fn team_virtual_host(
         };
         // A preflight route and a canary cohort's copy forward to a cluster too, so they count
         // as the validator's `count_routes` counts: every route with a cluster.
+        let mut these = Vec::with_capacity(2);
         if *preflight {
-            rendered.push(preflight_route(entry, upstream, route));
-            count += 1;
-            continue;
-        }
-        if let Some(redirect) = &route.redirect {
+            these.push(preflight_route(entry, upstream, route));
+        } else if let Some(redirect) = &route.redirect {
             // Answered by Envoy: no cluster, no canary copy. Counted as a team route (the
             // validator's `count_routes` counts forwards and redirects).
-            rendered.push(redirect_route(entry, route, redirect));
-            count += 1;
-            continue;
+            these.push(redirect_route(entry, route, redirect));
+        } else {
+            let team = team_route(entry, upstream, route, cfg)?;
+            if let Some(cohort) = &upstream.cohort {
+                these.push(cohort_route(team.clone(), cohort));
+            }
+            these.push(team);
         }
-        let team = team_route(entry, upstream, route, cfg)?;
-        if let Some(cohort) = &upstream.cohort {
-            rendered.push(cohort_route(team.clone(), cohort));
-            count += 1;
+        // A rollout's revision: each route only for its cohort (docs/design.md#rollout).
+        if let Some(cohort) = cohorts.get(&entry.id()) {
+            these = these.into_iter().flat_map(|r| cohort_copies(r, cohort)).collect();
         }
-        rendered.push(team);
-        count += 1;
+        count += these.len();
+        rendered.extend(these);
     }
     let root_claimed = team_routes
         .iter()
@@ -240,7 +261,16 @@ pub fn specificity_key(
 
 /// Two routes on one host with the same path and overlapping methods: whichever came first
 /// would silently take the other's traffic. The registry prevents it; the renderer refuses too.
-fn refuse_shadowing(fqdn: &str, routes: &[(&Entry, &Route)]) -> Result<(), RenderError> {
+fn refuse_shadowing(
+    fqdn: &str,
+    routes: &[(&Entry, &Route)],
+    cohorts: &BTreeMap<String, &RolloutCohort>,
+) -> Result<(), RenderError> {
+    // A rollout's two revisions serve disjoint cohorts, so they may share a path.
+    let owner = |e: &Entry| match cohorts.get(&e.id()) {
+        Some(c) => format!("{}/{}", e.team, c.service),
+        None => e.id(),
+    };
     let mut by_match: BTreeMap<String, Vec<(&Entry, &Route)>> = BTreeMap::new();
     for (e, r) in routes {
         by_match.entry(names::match_key(r)).or_default().push((e, r));
@@ -248,7 +278,11 @@ fn refuse_shadowing(fqdn: &str, routes: &[(&Entry, &Route)]) -> Result<(), Rende
     for (path, claims) in by_match {
         for (i, (ea, ra)) in claims.iter().enumerate() {
             for (eb, rb) in &claims[i + 1..] {
-                if methods_overlap(ra, rb) {
+                let rollout_pair = ea.id() != eb.id()
+                    && owner(ea) == owner(eb)
+                    && cohorts.contains_key(&ea.id())
+                    && cohorts.contains_key(&eb.id());
+                if methods_overlap(ra, rb) && !rollout_pair {
                     return Err(RenderError::PathConflict {
                         host: fqdn.to_string(),
                         path: path.to_string(),

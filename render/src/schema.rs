@@ -166,6 +166,17 @@ fn fixed_bounds() -> Vec<(&'static str, Value)> {
         ),
         ("/$defs/QueryMatch/properties/present", json!({ "const": true })),
         (
+            "/$defs/Rollout",
+            one_of_required(&[("percent", "integer"), ("steps", "array")]),
+        ),
+        ("/$defs/Rollout/properties/percent", json!({ "maximum": 100 })),
+        (
+            "/$defs/Rollout/properties/steps",
+            json!({ "minItems": 1, "maxItems": crate::check::MAX_ROLLOUT_STEPS, "items": { "type": "integer", "minimum": 1, "maximum": 100 } }),
+        ),
+        ("/$defs/Rollout/properties/max_5xx_increase", json!({ "minimum": 0, "maximum": 1 })),
+        ("/$defs/Rollout/properties/max_p99_ratio", json!({ "minimum": 1, "maximum": 100 })),
+        (
             "/properties/jwt",
             json!({
                 "minProperties": 1,

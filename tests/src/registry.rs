@@ -73,6 +73,8 @@ pub fn invoices_api() -> Entry {
 /// entries never share one unless a test says so.
 pub fn entry(team: &str, service: &str, host: &str, paths: &[&str]) -> Entry {
     Entry {
+        rollout: None,
+        serving: None,
         team: team.into(),
         service: service.into(),
         host: host.into(),

@@ -52,6 +52,8 @@ fn registry(routes: usize) -> Vec<Entry> {
                 })
                 .collect();
             Entry {
+                rollout: None,
+                serving: None,
                 team: format!("team{team}"),
                 service: format!("svc{s}"),
                 host: format!("team{team}"),

@@ -134,6 +134,8 @@ mod tests {
 
     fn entry(team: &str, service: &str, backend: &str) -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: team.into(),
             service: service.into(),
             host: team.into(),

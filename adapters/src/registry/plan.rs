@@ -627,6 +627,8 @@ mod tests {
 
     fn entry(service: &str, host: &str, paths: &[&str]) -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: "billing".into(),
             service: service.into(),
             host: host.into(),

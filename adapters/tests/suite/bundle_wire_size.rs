@@ -14,6 +14,8 @@ const ROUTES_PER_ENTRY: usize = 40;
 fn entries() -> Vec<Entry> {
     (0..ENTRIES)
         .map(|e| Entry {
+            rollout: None,
+            serving: None,
             team: format!("team{e}"),
             service: format!("service{e}"),
             host: format!("host{e}"),

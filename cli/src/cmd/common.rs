@@ -120,6 +120,10 @@ impl LoopbackArg {
                 gateway_render::check::min_health_check_interval_from_value(min)
                     .map_err(CmdError::usage)?;
         }
+        if let Some(min) = std::env::var("GATEWAY_MIN_ROLLOUT_INTERVAL").ok().filter(|v| !v.trim().is_empty()) {
+            policy.min_rollout_interval_ms =
+                gateway_render::check::min_rollout_interval_from_value(&min).map_err(CmdError::usage)?;
+        }
         Ok(policy)
     }
 }

@@ -20,6 +20,8 @@ fn entry(team: &str, backend: &Backend) -> Entry {
 
 fn limited_entry(team: &str, backend: &Backend, limits: Vec<gateway_render::Limit>) -> Entry {
     Entry {
+        rollout: None,
+        serving: None,
         team: team.into(),
         service: "api".into(),
         host: team.into(),

@@ -304,6 +304,8 @@ mod tests {
 
     fn entry(team: &str, service: &str, backend: &str, routes: Vec<Route>) -> Entry {
         Entry {
+            rollout: None,
+            serving: None,
             team: team.into(),
             service: service.into(),
             host: team.into(),

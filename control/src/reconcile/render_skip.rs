@@ -180,6 +180,8 @@ mod tests {
 
     fn candidate() -> Candidate {
         let entry = gateway_render::Entry {
+            rollout: None,
+            serving: None,
             team: "billing".into(),
             service: "invoices".into(),
             host: "invoices".into(),

@@ -27,6 +27,7 @@ mod redirect;
 mod report;
 mod retries;
 mod rewrite;
+mod rollout;
 mod spelled;
 mod walk;
 
@@ -92,6 +93,10 @@ pub use header_changes::{
 };
 pub use host::{check_host, MAX_FQDN_LEN};
 pub use redirect::REDIRECT_STATUSES;
+pub use rollout::{
+    check_rollout_interval, min_rollout_interval_from_value, DEFAULT_MIN_ROLLOUT_INTERVAL_MS,
+    MAX_ROLLOUT_INTERVAL_MS, MAX_ROLLOUT_STEPS,
+};
 pub use identifiers::{
     check_dns_label, check_identifier, DNS_NAME_CHARSET, IDENTIFIER_CHARSET, MAX_LABEL_LEN,
 };
@@ -166,6 +171,9 @@ pub struct Policy {
     pub max_retry_attempts: u32,
     /// The operators' JWT settings: issuers whose keys may be fetched, and the bounds.
     pub jwt: JwtPolicy,
+    /// `GATEWAY_MIN_ROLLOUT_INTERVAL` in milliseconds: the shortest `rollout.interval` (default
+    /// 2 min).
+    pub min_rollout_interval_ms: u64,
 }
 
 impl Policy {
@@ -180,6 +188,7 @@ impl Policy {
             max_route_timeout_ms: DEFAULT_MAX_ROUTE_TIMEOUT_MS,
             max_retry_attempts: DEFAULT_MAX_RETRY_ATTEMPTS,
             jwt: JwtPolicy::default(),
+            min_rollout_interval_ms: rollout::DEFAULT_MIN_ROLLOUT_INTERVAL_MS,
         }
     }
 

@@ -28,7 +28,7 @@ use crate::entry::{Cors, Entry, HeaderChanges, Limit, Protocol, Retries, Rewrite
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
-const ENTRY_FIELDS: [&str; 11] = [
+const ENTRY_FIELDS: [&str; 12] = [
     "team",
     "service",
     "host",
@@ -40,6 +40,7 @@ const ENTRY_FIELDS: [&str; 11] = [
     "preserve_host",
     "jwt",
     "routes",
+    "rollout",
 ];
 const ROUTE_FIELDS: [&str; 18] = [
     "path",
@@ -126,6 +127,10 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         Some(Value::Object(m)) => Some(m.keys().cloned().collect()),
         Some(_) => None,
     };
+    let rollout = match map.get("rollout") {
+        None => Some(None),
+        Some(v) => super::rollout::rollout(v, "rollout", policy, problems).map(Some),
+    };
     let grpc = grpc_retry_conditions_allowed(map);
     let cx = RouteContext { policy, grpc, providers: provider_names.as_deref() };
     let routes = required(map, "", "routes", problems)
@@ -152,6 +157,8 @@ pub(crate) fn entry(v: &Value, policy: &Policy, problems: &mut Problems) -> Opti
         preserve_host,
         jwt: jwt?,
         routes: routes?,
+        rollout: rollout?,
+        serving: None,
     })
 }
 
@@ -643,7 +650,7 @@ mod tests {
         assert_eq!(
             errs,
             vec![
-                "teem: unknown field; expected team, service, host, backend, backends, protocol, canary, health_check, preserve_host, jwt or routes (did you mean \"team\"?)",
+                "teem: unknown field; expected team, service, host, backend, backends, protocol, canary, health_check, preserve_host, jwt, routes or rollout (did you mean \"team\"?)",
                 "team: required field is missing",
                 "service: required field is missing",
                 "host: required field is missing",

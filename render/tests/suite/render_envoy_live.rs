@@ -69,6 +69,8 @@ fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route {
 
 fn entry(service: &str, backend: &Backend, routes: Vec<Route>) -> Entry {
     Entry {
+        rollout: None,
+        serving: None,
         team: "billing".into(),
         service: service.into(),
         host: "invoices".into(),

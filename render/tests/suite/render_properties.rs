@@ -106,6 +106,8 @@ fn registry() -> impl Strategy<Value = Vec<Entry>> {
                     team.clone()
                 };
                 strategies.push(routes(service.clone()).prop_map(move |routes| Entry {
+                    rollout: None,
+                    serving: None,
                     team: team.clone(),
                     service: service.clone(),
                     host: host.clone(),
@@ -139,6 +141,8 @@ fn shuffled(entries: Vec<Entry>) -> impl Strategy<Value = (Vec<Entry>, Vec<Entry
                     ..
                 } = e;
                 Just(routes).prop_shuffle().prop_map(move |routes| Entry {
+                    rollout: None,
+                    serving: None,
                     team: team.clone(),
                     service: service.clone(),
                     host: host.clone(),

@@ -116,6 +116,8 @@ fn two_services_share_the_team_host_ordered_by_specificity() {
 
 fn entry(team: &str, service: &str, host: &str, routes: Vec<Route>) -> Entry {
     Entry {
+        rollout: None,
+        serving: None,
         team: team.into(),
         service: service.into(),
         host: host.into(),

@@ -34,6 +34,8 @@ pub fn route(path: &str, methods: Option<&[&str]>, limits: Vec<Limit>) -> Route 
 
 pub fn entry(team: &str, service: &str, host: &str, backend: &str, routes: Vec<Route>) -> Entry {
     Entry {
+        rollout: None,
+        serving: None,
         team: team.into(),
         service: service.into(),
         host: host.into(),
