@@ -195,7 +195,7 @@ impl Totals {
     }
 
     pub fn add(&mut self, entry: &Entry) {
-        self.routes += entry.routes.len();
+        self.routes += entry.revisions().map(|e| e.routes.len()).sum::<usize>();
         self.clusters += clusters(std::slice::from_ref(entry));
         *self.entries_per_team.entry(entry.team.clone()).or_default() += 1;
     }
@@ -203,7 +203,9 @@ impl Totals {
     /// Takes `entry` out again. Saturating: totals counted before `entry` was registered may
     /// not hold it.
     pub fn remove(&mut self, entry: &Entry) {
-        self.routes = self.routes.saturating_sub(entry.routes.len());
+        self.routes = self
+            .routes
+            .saturating_sub(entry.revisions().map(|e| e.routes.len()).sum::<usize>());
         self.clusters = self
             .clusters
             .saturating_sub(clusters(std::slice::from_ref(entry)));
@@ -226,6 +228,7 @@ impl Totals {
 pub fn clusters(entries: &[Entry]) -> usize {
     entries
         .iter()
+        .flat_map(Entry::revisions)
         .map(crate::clusters::cluster_count)
         .sum()
 }

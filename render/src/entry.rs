@@ -654,7 +654,19 @@ impl Entry {
                 let m = r.mirror.as_ref()?;
                 Some((format!("routes[{i}].mirror.backend"), m.backend.as_str()))
             }))
+            // A rollout's stable revision keeps its backends resolved, judged and claimed.
+            .chain(self.serving.iter().flat_map(|s| {
+                s.stable
+                    .upstreams()
+                    .into_iter()
+                    .map(|(field, url)| (format!("serving.stable.{field}"), url))
+            }))
             .collect()
+    }
+
+    /// The entry and, while it is rolled out, its stable revision: what every proxy holds.
+    pub fn revisions(&self) -> impl Iterator<Item = &Entry> {
+        std::iter::once(self).chain(self.serving.iter().map(|s| &s.stable))
     }
 
     /// The JWKS URLs of the entry's `jwt` providers, with the field that names each: resolved

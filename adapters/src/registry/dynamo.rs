@@ -380,9 +380,7 @@ impl DynamoRegistry {
             }));
         }
         self.check_bounds(entry).await?;
-        let json = serde_json::to_string(entry).map_err(|e| {
-            RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))
-        })?;
+        let requested = entry;
         let id = entry.id();
         let fqdn = entry.fqdn(self.base_domain());
         let mut last = String::new();
@@ -393,6 +391,12 @@ impl DynamoRegistry {
             }
             let current = self.current(&id).await?;
             plan::check_owner(current.as_ref(), &id, &actor.owner)?;
+            // A rollout stores the stable revision beside the new one (docs/design.md#rollout).
+            let staged = super::rollout::staged(requested, current.as_ref().map(|c| (&c.entry, c.revision)))?;
+            let entry = &staged;
+            let json = serde_json::to_string(entry).map_err(|e| {
+                RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))
+            })?;
             if let Some(c) = &current {
                 if c.entry == *entry {
                     return Ok(RegisterOutcome::Unchanged {
@@ -661,7 +665,7 @@ impl Registry for DynamoRegistry {
     }
 }
 
-fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
+pub(super) fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
     let json = keys::need_s(item, keys::ATTR_ENTRY)?;
     // The error names the field (`routes[0].limits[0].requests: invalid type …`), so an operator
     // and the entry's team can see which part of a row written around the checks is wrong.
@@ -677,9 +681,12 @@ fn stored_entry(item: &Item) -> Result<StoredEntry, RegistryError> {
                 ))
             },
         )?;
+    let mut entry = entry;
+    let revision = keys::need_n(item, keys::ATTR_REVISION)?;
+    super::rollout::apply_decision(&mut entry, revision, item);
     Ok(StoredEntry {
         entry,
-        revision: keys::need_n(item, keys::ATTR_REVISION)?,
+        revision,
         updated_at: keys::get_n(item, keys::ATTR_UPDATED_AT).unwrap_or(0),
         owner: keys::get_s(item, keys::ATTR_OWNER).and_then(Owner::decode),
     })

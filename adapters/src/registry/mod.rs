@@ -20,6 +20,7 @@ mod plan;
 mod state;
 pub mod proxies;
 mod render_record;
+pub mod rollout;
 mod status;
 mod table;
 mod tenancy;

@@ -312,13 +312,47 @@ pub fn check_entry_value(value: &serde_json::Value, policy: &Policy) -> Result<E
 /// Re-checks an entry that is already typed (one read back from the registry): the same rules,
 /// so an entry stored under older rules or written around the register function is caught.
 pub fn check_entry(entry: &Entry, policy: &Policy) -> Result<(), Rejection> {
-    let value = serde_json::to_value(entry).map_err(|e| Rejection {
-        problems: vec![Problem {
-            field: "entry".into(),
-            reason: format!("cannot be written as JSON: {e}"),
-        }],
-    })?;
-    check_entry_value(&value, policy).map(|_| ())
+    let as_json = |e: &Entry| {
+        serde_json::to_value(e).map_err(|e| Rejection {
+            problems: vec![Problem {
+                field: "entry".into(),
+                reason: format!("cannot be written as JSON: {e}"),
+            }],
+        })
+    };
+    let Some(serving) = &entry.serving else {
+        return check_entry_value(&as_json(entry)?, policy).map(|_| ());
+    };
+    // A stored rollout (docs/design.md#rollout): the registered revision without what the
+    // registry added, and the stable revision beside it, each by the same rules.
+    let mut candidate = entry.clone();
+    candidate.serving = None;
+    let mut problems = match check_entry_value(&as_json(&candidate)?, policy) {
+        Ok(_) => Vec::new(),
+        Err(r) => r.problems,
+    };
+    if let Err(r) = check_entry_value(&as_json(&serving.stable)?, policy) {
+        problems.extend(r.problems.into_iter().map(|p| Problem {
+            field: format!("serving.stable.{}", p.field),
+            reason: p.reason,
+        }));
+    }
+    if (serving.stable.team.as_str(), serving.stable.service.as_str(), serving.stable.host.as_str())
+        != (entry.team.as_str(), entry.service.as_str(), entry.host.as_str())
+    {
+        problems.push(Problem {
+            field: "serving.stable".into(),
+            reason: "is another entry's or on another host; a rollout serves two revisions of one entry on one host".into(),
+        });
+    }
+    if serving.percent > 100 {
+        problems.push(Problem { field: "serving.percent".into(), reason: format!("is {}; at most 100", serving.percent) });
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Rejection { problems })
+    }
 }
 
 fn walked(
@@ -337,7 +371,9 @@ fn walked(
 /// path after `=` (`=/healthz`), so an exact path and the same prefix are different claims that
 /// nest, and either with `~` and a digest when the route has header or query conditions.
 pub fn path_prefixes(entry: &Entry) -> BTreeSet<String> {
-    entry.routes.iter().map(guard_key).collect()
+    // A rollout keeps both revisions' guards until it ends (docs/design.md#rollout).
+    let stable = entry.serving.iter().flat_map(|s| s.stable.routes.iter());
+    entry.routes.iter().chain(stable).map(guard_key).collect()
 }
 
 /// The guard key of one route: its prefix, or `=` and its exact path, and with header or query

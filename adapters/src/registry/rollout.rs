@@ -1,0 +1,215 @@
+//! Rollouts in the registry (docs/design.md#rollout): which stable revision a registration is
+//! rolled out beside, and the operators' promote and abort, which change no entry, owner or
+//! revision, only what the reconciler serves of the registered one.
+
+use super::error::from_sdk;
+use super::keys::{self, Item};
+use super::{DynamoRegistry, RegistryError};
+use aws_sdk_dynamodb::error::SdkError;
+use gateway_render::{Entry, Problem, Rejection, Serving};
+use std::collections::HashMap;
+
+/// The entry row's attribute holding an operator's decision on the registered revision's
+/// rollout: `promote:REVISION` or `abort:REVISION`. Every registration replaces the row, so a
+/// new revision starts without one.
+pub const ATTR_ROLLOUT_DECISION: &str = "rollout_decision";
+
+/// An operator's word on a rollout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The candidate serves everything: what reaching 100 % does.
+    Promote,
+    /// The stable revision serves everything again.
+    Abort,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Promote => "promote",
+            Decision::Abort => "abort",
+        }
+    }
+}
+
+/// What registering `new` stores, given the stored entry and its revision: `new` itself, with
+/// `serving` set when it is rolled out beside a stable revision. The stable revision is the stored
+/// one, or while a rollout is still open the stable one it has (a promoted rollout's candidate
+/// becomes the next stable). No stored entry, no rollout, `percent: 100`, or nothing to change
+/// from the stable one: `new` serves everything.
+pub fn staged(new: &Entry, current: Option<(&Entry, u64)>) -> Result<Entry, RegistryError> {
+    let mut out = new.clone();
+    out.serving = None;
+    let Some(rollout) = &new.rollout else {
+        return Ok(out);
+    };
+    let percent = rollout.percent.or_else(|| rollout.steps.first().copied()).unwrap_or(100);
+    let Some((stored, revision)) = current else {
+        return Ok(out);
+    };
+    if percent >= 100 {
+        return Ok(out);
+    }
+    let (mut stable, stable_revision) = match &stored.serving {
+        Some(s) => (s.stable.clone(), s.stable_revision),
+        None => (stored.clone(), revision),
+    };
+    stable.rollout = None;
+    stable.serving = None;
+    let mut unchanged = out.clone();
+    unchanged.rollout = None;
+    if unchanged == stable {
+        return Ok(out);
+    }
+    if stable.host != out.host {
+        return Err(RegistryError::Rejected(Rejection {
+            problems: vec![Problem {
+                field: "host".into(),
+                reason: format!(
+                    "a rollout cannot move the service from host {:?} to {:?}: its cohort cookie belongs to one host; register the new host without rollout",
+                    stable.host, out.host
+                ),
+            }],
+        }));
+    }
+    out.serving = Some(Box::new(Serving { stable, stable_revision, percent }));
+    Ok(out)
+}
+
+/// The entry as served once an operator's decision on its revision is applied: promote ends the
+/// rollout on the candidate, abort on the stable revision (share 0).
+pub(crate) fn apply_decision(entry: &mut Entry, revision: u64, item: &Item) {
+    let Some((decision, of)) = decision_of(item) else {
+        return;
+    };
+    if of != revision {
+        return;
+    }
+    match decision {
+        Decision::Promote => entry.serving = None,
+        Decision::Abort => {
+            if let Some(s) = entry.serving.as_mut() {
+                s.percent = 0;
+            }
+        }
+    }
+}
+
+/// The decision stored on an entry row, and the revision it is about.
+pub fn decision_of(item: &Item) -> Option<(Decision, u64)> {
+    let raw = keys::get_s(item, ATTR_ROLLOUT_DECISION)?;
+    let (word, revision) = raw.split_once(':')?;
+    let decision = match word {
+        "promote" => Decision::Promote,
+        "abort" => Decision::Abort,
+        _ => return None,
+    };
+    Some((decision, revision.parse().ok()?))
+}
+
+/// What `gatewayctl rollout promote|abort` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub id: String,
+    pub revision: u64,
+    pub decision: Decision,
+}
+
+impl DynamoRegistry {
+    /// Records an operator's decision on the registered revision's rollout, under the condition
+    /// that the row is still that revision (a registration in between makes it fail, named).
+    pub async fn decide_rollout(&self, id: &str, decision: Decision) -> Result<Decided, RegistryError> {
+        super::dynamo::check_id(id)?;
+        let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
+            return Err(refused("id", format!("{id} is not registered")));
+        };
+        let stored = super::dynamo::stored_entry(&item)?;
+        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
+            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
+        if raw.serving.is_none() {
+            return Err(refused(
+                "id",
+                format!("{id} revision {} is not being rolled out: nothing to {}", stored.revision, decision.as_str()),
+            ));
+        }
+        let values = HashMap::from([
+            (":d".to_string(), keys::s(format!("{}:{}", decision.as_str(), stored.revision))),
+            (":r".to_string(), keys::n(stored.revision)),
+        ]);
+        let names = HashMap::from([
+            ("#d".to_string(), ATTR_ROLLOUT_DECISION.to_string()),
+            ("#r".to_string(), keys::ATTR_REVISION.to_string()),
+        ]);
+        let sent = self
+            .client()
+            .update_item()
+            .table_name(self.table())
+            .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
+            .update_expression("SET #d = :d")
+            .condition_expression("#r = :r")
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(values))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(Decided { id: id.to_string(), revision: stored.revision, decision }),
+            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Err(RegistryError::Retryable(
+                format!("{id} was registered again since revision {}; look at it and try again", stored.revision).into(),
+            )),
+            Err(e) => Err(from_sdk(&format!("recording {} of {id}'s rollout", decision.as_str()), e)),
+        }
+    }
+}
+
+fn refused(field: &str, reason: String) -> RegistryError {
+    RegistryError::Rejected(Rejection { problems: vec![Problem { field: field.into(), reason }] })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_render::check::check_entry_bytes;
+    use gateway_render::Policy;
+
+    fn entry(rewrite: &str, rollout: &str) -> Entry {
+        let text = format!(
+            r#"{{"team":"t","service":"s","host":"h","backend":"http://10.0.0.1","routes":[{{"path":"/a","rewrite":"{rewrite}"}}]{rollout}}}"#
+        );
+        check_entry_bytes(text.as_bytes(), &Policy::new("api.example.com", false)).unwrap()
+    }
+
+    #[test]
+    fn a_rollout_stands_beside_the_stored_revision_and_keeps_it_while_open() {
+        let v1 = entry("/v1", "");
+        let v2 = entry("/v2", r#","rollout":{"percent":20}"#);
+        let staged2 = staged(&v2, Some((&v1, 1))).unwrap();
+        let s = staged2.serving.as_ref().unwrap();
+        assert_eq!((s.stable.clone(), s.stable_revision, s.percent), (v1.clone(), 1, 20));
+        // A new candidate while the rollout is open keeps the same stable revision.
+        let v3 = entry("/v3", r#","rollout":{"percent":50}"#);
+        let staged3 = staged(&v3, Some((&staged2, 2))).unwrap();
+        assert_eq!(staged3.serving.as_ref().unwrap().stable_revision, 1);
+        // Without rollout, at 100, or for a new entry: no serving.
+        assert!(staged(&entry("/v4", ""), Some((&staged3, 3))).unwrap().serving.is_none());
+        assert!(staged(&entry("/v4", r#","rollout":{"percent":100}"#), Some((&staged3, 3))).unwrap().serving.is_none());
+        assert!(staged(&v2, None).unwrap().serving.is_none());
+        // The same content as the stable revision: nothing to roll out.
+        assert!(staged(&entry("/v1", r#","rollout":{"percent":20}"#), Some((&v1, 1))).unwrap().serving.is_none());
+        // A promoted candidate (served without `serving`) is the next stable.
+        let mut promoted = staged2.clone();
+        promoted.serving = None;
+        let staged5 = staged(&entry("/v5", r#","rollout":{"percent":10}"#), Some((&promoted, 2))).unwrap();
+        assert_eq!(staged5.serving.unwrap().stable_revision, 2);
+    }
+
+    #[test]
+    fn a_rollout_cannot_move_the_host() {
+        let v1 = entry("/v1", "");
+        let mut v2 = entry("/v2", r#","rollout":{"percent":20}"#);
+        v2.host = "other".into();
+        match staged(&v2, Some((&v1, 1))) {
+            Err(RegistryError::Rejected(r)) => assert_eq!(r.problems[0].field, "host"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
