@@ -11,8 +11,9 @@
 //! request id Envoy gave the request (a random UUID), which the answer then sets as the cookie.
 //! Buckets below `percent × 256 / 100` are the candidate's. Raising the share only moves clients
 //! from stable to candidate, never back. A request without a valid cookie whose request id is not
-//! a lowercase UUID (a client's own `x-request-id`, which the listener preserves) is served by the
-//! stable revision and gets no cookie, so no client value is ever written into a `set-cookie`.
+//! lowercase hex digits and dashes (a client's own `x-request-id`, which the listener preserves)
+//! is served by the stable revision and gets no cookie, so no client value that could add a
+//! cookie attribute is ever written into a `set-cookie`.
 
 use crate::contract::ROUTE_METADATA_NAMESPACE;
 use crate::entry::Entry;
@@ -25,6 +26,10 @@ pub const CANDIDATE: &str = "candidate";
 pub const COOKIE_MAX_AGE_SECONDS: u32 = 30 * 24 * 60 * 60;
 /// The request header Envoy's request ids arrive in.
 const REQUEST_ID: &str = "x-request-id";
+/// What follows a request id's first two hex digits for it to become a cookie value: hex digits
+/// and dashes only (a UUID's), so nothing a client sends can add a cookie attribute. Not a
+/// counted `{34}`: Envoy refuses an RE2 program above 100, and a counted repeat is unrolled.
+const REQUEST_ID_TAIL: &str = "[0-9a-f-]*";
 
 /// Which of a rollout's two revisions a route serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,18 +217,18 @@ pub(crate) fn cohort_copies(route: Value, cohort: &Cohort) -> Vec<Value> {
                 "new",
                 vec![
                     no_cookie.clone(),
-                    regex_header(REQUEST_ID, format!("{mine}[0-9a-f-]{{34}}"), false),
+                    regex_header(REQUEST_ID, format!("{mine}{REQUEST_ID_TAIL}"), false),
                 ],
             ),
             set_cookie,
         ),
     ];
     if cohort.revision == Revision::Stable {
-        // No valid cookie and a request id that is no lowercase UUID: stable, no cookie.
+        // No valid cookie and a request id that is not hex digits and dashes: stable, no cookie.
         out.push(with_conditions(
             base,
             "other",
-            vec![no_cookie, regex_header(REQUEST_ID, "[0-9a-f-]{36}".to_string(), true)],
+            vec![no_cookie, regex_header(REQUEST_ID, format!("[0-9a-f]{{2}}{REQUEST_ID_TAIL}"), true)],
         ));
     }
     out

@@ -213,3 +213,76 @@ mod tests {
         }
     }
 }
+
+/// Where an entry's rollout stands, as `gatewayctl rollout status` and `status` show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RolloutView {
+    pub id: String,
+    /// The registered revision (the candidate while a rollout is open).
+    pub revision: u64,
+    /// The team's `rollout` field as registered.
+    pub rollout: Option<gateway_render::Rollout>,
+    /// The stable revision it is rolled out beside, and the share registered for the candidate.
+    pub stable_revision: Option<u64>,
+    pub percent: Option<u32>,
+    /// An operator's promote or abort of this revision.
+    pub decision: Option<Decision>,
+}
+
+impl RolloutView {
+    /// `rolling-out`, `promoted`, `aborted` or `none` (nothing rolled out: a new entry, no
+    /// `rollout`, or promoted by registering without it).
+    pub fn state(&self) -> &'static str {
+        match (self.stable_revision, self.decision) {
+            (None, _) => "none",
+            (Some(_), Some(Decision::Promote)) => "promoted",
+            (Some(_), Some(Decision::Abort)) => "aborted",
+            (Some(_), None) => "rolling-out",
+        }
+    }
+
+    /// The candidate's share of requests now: 100 when nothing is rolled out or it was promoted,
+    /// 0 when aborted.
+    pub fn serving_percent(&self) -> u32 {
+        match self.state() {
+            "rolling-out" => self.percent.unwrap_or(100),
+            "aborted" => 0,
+            _ => 100,
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "state": self.state(),
+            "revision": self.revision,
+            "stable_revision": self.stable_revision,
+            "percent": self.serving_percent(),
+            "rollout": self.rollout,
+            "decision": self.decision.map(Decision::as_str),
+            "cookie": gateway_render::rollout::cookie_name(self.id.split_once('/').map_or("", |(_, s)| s)),
+        })
+    }
+}
+
+impl DynamoRegistry {
+    /// The registered revision's rollout, from its entry row (`None`: not registered).
+    pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
+        super::dynamo::check_id(id)?;
+        let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
+            return Ok(None);
+        };
+        let revision = keys::need_n(&item, keys::ATTR_REVISION)?;
+        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
+            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
+        let decision = decision_of(&item).filter(|(_, of)| *of == revision).map(|(d, _)| d);
+        Ok(Some(RolloutView {
+            id: id.to_string(),
+            revision,
+            rollout: raw.rollout.clone(),
+            stable_revision: raw.serving.as_ref().map(|s| s.stable_revision),
+            percent: raw.serving.as_ref().map(|s| s.percent),
+            decision,
+        }))
+    }
+}

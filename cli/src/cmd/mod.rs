@@ -35,6 +35,7 @@ pub mod render;
 pub mod restore;
 pub mod resume;
 pub mod revoke;
+pub mod rollout;
 pub mod seed;
 pub mod status;
 pub mod sync;

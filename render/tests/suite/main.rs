@@ -19,5 +19,6 @@ mod render_golden;
 mod render_golden_entry_policy;
 mod render_properties;
 mod render_route_policy;
+mod render_rollout;
 mod render_routes;
 mod support;

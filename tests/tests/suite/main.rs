@@ -6,4 +6,5 @@ mod exposure_live;
 mod no_dropped_requests;
 mod pipeline;
 mod proxy_reports;
+mod rollout_live;
 mod route_policy_live;

@@ -201,3 +201,28 @@ fn the_largest_cors_pattern_and_all_nine_methods_fit_envoys_regex_size() {
         );
     }
 }
+
+/// A rollout's two revisions, every cohort copy with its cookie and request-id regexes, pass
+/// every layer at shares across the range (docs/design.md#rollout).
+#[test]
+fn a_rollout_renders_both_revisions_into_a_config_every_layer_accepts() {
+    let policy = Policy::new("api.example.com", false);
+    let version = |rewrite: &str, backend: &str| {
+        let text = format!(
+            r#"{{"team":"billing-platform-team","service":"invoices-and-receipts-api","host":"invoices","backend":"{backend}","routes":[{{"path":"/api","rewrite":"{rewrite}","methods":["GET","POST"],"limits":[{{"per":"client-ip","requests":10,"every":"minute"}},{{"burst":5}}]}},{{"path":"/cors","cors":{{"origins":["https://app.example.com"]}}}}]}}"#
+        );
+        check_entry_bytes(text.as_bytes(), &policy).unwrap_or_else(|r| panic!("{r}"))
+    };
+    for percent in [1, 20, 50, 99] {
+        let mut candidate = version("/v2", "https://v2.internal.example");
+        candidate.serving = Some(Box::new(gateway_render::Serving {
+            stable: version("/v1", "https://v1.internal.example"),
+            stable_revision: 1,
+            percent,
+        }));
+        let rendered = render(&[candidate], &RenderConfig::new("api.example.com")).expect("renders");
+        let report = validate(&rendered).unwrap_or_else(|f| panic!("{percent} %: {f}"));
+        assert_eq!(count_routes(&rendered.route_config), rendered.route_count);
+        assert!(report.envoy.is_some(), "Envoy judged it: {report}");
+    }
+}
