@@ -364,6 +364,8 @@ fn access_log() -> Value {
                     "time": "%START_TIME(%Y-%m-%dT%H:%M:%E3SZ)%",
                     "team": meta("team"),
                     "service": meta("service"),
+                    // `stable` or `candidate` on a rolled-out entry's routes, else null.
+                    "revision": meta("revision"),
                     "route": "%ROUTE_NAME%",
                     "method": "%REQ(:METHOD)%",
                     // The path the client asked for (Envoy keeps it in x-envoy-original-path

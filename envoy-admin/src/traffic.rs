@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 /// do not either), and only the
 /// ones in use. `histogram_buckets=detailed` gives the latency histogram's cumulative buckets,
 /// so a window's percentiles come from the difference of two readings.
-pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5E(cluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(canary%5C.%7Cbackend-%5B0-9a-f%5D%2B%5C.)%3F(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time%7Cratelimit%5C.over_limit)%7Cburst%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.http_local_rate_limit%5C.rate_limited)%24";
+pub const TRAFFIC_STATS_PATH: &str = "/stats?format=json&usedonly&histogram_buckets=detailed&filter=%5E(cluster%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(candidate%5C.)%3F(canary%5C.%7Cbackend-%5B0-9a-f%5D%2B%5C.)%3F(upstream_rq_total%7Cupstream_rq_4xx%7Cupstream_rq_5xx%7Cupstream_cx_connect_fail%7Cupstream_rq_time%7Cratelimit%5C.over_limit)%7Cburst%5C.%5B%5E.%5D%2B%5C.%5B%5E.%5D%2B%5C.(candidate%5C.)%3Fhttp_local_rate_limit%5C.rate_limited)%24";
 
 /// One cluster's counters since Envoy started.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -41,13 +41,23 @@ pub struct Service {
 /// One reading of every team cluster's counters.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TrafficSnapshot {
+    /// Each service's clusters added up, a rollout's two revisions included.
     pub services: BTreeMap<Service, ServiceCounters>,
+    /// A rolled-out service's candidate clusters (`team.service.candidate…`,
+    /// docs/design.md#rollout) on their own; the stable revision is the rest.
+    pub candidates: BTreeMap<Service, ServiceCounters>,
 }
+
+/// Which revision of a rolled-out service a delta counts.
+pub const REVISIONS: [&str; 2] = ["stable", "candidate"];
 
 /// What one service did between two readings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceDelta {
     pub service: Service,
+    /// `stable` or `candidate` for one revision of a rolled-out service; `None` for the whole
+    /// service.
+    pub revision: Option<&'static str>,
     pub requests: u64,
     pub responses_4xx: u64,
     pub responses_5xx: u64,
@@ -100,14 +110,13 @@ impl TrafficSnapshot {
                 .and_then(|d| d.as_array())
             {
                 for histogram in details {
-                    let Some((service, "upstream_rq_time")) = histogram
+                    let Some((service, "upstream_rq_time", candidate)) = histogram
                         .get("name")
                         .and_then(|n| n.as_str())
                         .and_then(split_stat)
                     else {
                         continue;
                     };
-                    let counters = snapshot.services.entry(service).or_default();
                     for bucket in histogram
                         .get("totals")
                         .and_then(|t| t.as_array())
@@ -118,10 +127,12 @@ impl TrafficSnapshot {
                         let width = bucket.get("width").and_then(|v| v.as_f64());
                         let count = bucket.get("count").and_then(|v| v.as_u64());
                         if let (Some(lower), Some(width), Some(count)) = (lower, width, count) {
-                            *counters
-                                .latency
-                                .entry((lower.to_bits(), width.to_bits()))
-                                .or_insert(0) += count;
+                            for counters in snapshot.counters(&service, candidate) {
+                                *counters
+                                    .latency
+                                    .entry((lower.to_bits(), width.to_bits()))
+                                    .or_insert(0) += count;
+                            }
                         }
                     }
                 }
@@ -133,23 +144,35 @@ impl TrafficSnapshot {
             ) else {
                 continue;
             };
-            let Some((service, leaf)) = split_stat(name) else {
+            let Some((service, leaf, candidate)) = split_stat(name) else {
                 continue;
             };
-            let counters = snapshot.services.entry(service).or_default();
-            match leaf {
-                // Summed: a service's share of backends (`backends`, a canary) is one cluster each.
-                "upstream_rq_total" => counters.requests += value,
-                "upstream_rq_4xx" => counters.responses_4xx += value,
-                "upstream_rq_5xx" => counters.responses_5xx += value,
-                "upstream_cx_connect_fail" => counters.connect_failures += value,
-                "ratelimit.over_limit" | "http_local_rate_limit.rate_limited" => {
-                    counters.limited += value
+            for counters in snapshot.counters(&service, candidate) {
+                match leaf {
+                    // Summed: a service's share of backends (`backends`, a canary) is one cluster
+                    // each.
+                    "upstream_rq_total" => counters.requests += value,
+                    "upstream_rq_4xx" => counters.responses_4xx += value,
+                    "upstream_rq_5xx" => counters.responses_5xx += value,
+                    "upstream_cx_connect_fail" => counters.connect_failures += value,
+                    "ratelimit.over_limit" | "http_local_rate_limit.rate_limited" => {
+                        counters.limited += value
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         Ok(snapshot)
+    }
+
+    /// Where a stat of `service` adds up: its total, and a candidate cluster's also its own.
+    fn counters(&mut self, service: &Service, candidate: bool) -> Vec<&mut ServiceCounters> {
+        let total = self.services.entry(service.clone()).or_default();
+        if candidate {
+            vec![total, self.candidates.entry(service.clone()).or_default()]
+        } else {
+            vec![total]
+        }
     }
 }
 
@@ -159,7 +182,7 @@ impl TrafficSnapshot {
 /// two labels; the leaf is one label, or the limits' two. The rate-limit service's own cluster
 /// (one label, `ratelimit`) is not a team's: its `internal.` request counters would otherwise
 /// read as a service `ratelimit/internal`.
-fn split_stat(name: &str) -> Option<(Service, &str)> {
+fn split_stat(name: &str) -> Option<(Service, &str, bool)> {
     let (rest, burst) = match name.strip_prefix("cluster.") {
         Some(rest) => (rest, false),
         None => (name.strip_prefix("burst.")?, true),
@@ -168,6 +191,14 @@ fn split_stat(name: &str) -> Option<(Service, &str)> {
     let team = parts.next()?;
     let service = parts.next()?;
     let mut leaf = parts.next()?;
+    // A rollout's candidate revision: `team.service.candidate…` (docs/design.md#rollout).
+    let candidate = match leaf.strip_prefix("candidate.") {
+        Some(rest) => {
+            leaf = rest;
+            true
+        }
+        None => false,
+    };
     // The service's other backend clusters (`.canary`, `.backend-HASH`) count for it; a mirror's
     // copies and the failover pairs (which route to those clusters) do not.
     if !burst {
@@ -191,6 +222,7 @@ fn split_stat(name: &str) -> Option<(Service, &str)> {
             service: service.to_string(),
         },
         leaf,
+        candidate,
     ))
 }
 
@@ -199,12 +231,60 @@ fn split_stat(name: &str) -> Option<(Service, &str)> {
 /// with nothing in the window is left out. Envoy merges histograms at its stats flush (every 5 s),
 /// so latency can arrive one window after the requests it times.
 pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDelta> {
+    deltas(&before.services, &after.services)
+}
+
+/// The two revisions of each service rolled out in `after` (docs/design.md#rollout): per
+/// service, `("stable", delta)` and `("candidate", delta)`, each left out when nothing happened.
+pub fn revision_delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<(&'static str, ServiceDelta)> {
+    let stable = |s: &TrafficSnapshot| -> BTreeMap<Service, ServiceCounters> {
+        s.candidates
+            .iter()
+            .filter(|(service, _)| after.candidates.contains_key(service))
+            .map(|(service, c)| (service.clone(), minus(s.services.get(service).cloned().unwrap_or_default(), c)))
+            .chain(
+                after
+                    .candidates
+                    .keys()
+                    .filter(|service| !s.candidates.contains_key(*service))
+                    .map(|service| (service.clone(), s.services.get(service).cloned().unwrap_or_default())),
+            )
+            .collect()
+    };
+    let mut out: Vec<(&'static str, ServiceDelta)> = deltas(&stable(before), &stable(after))
+        .into_iter()
+        .map(|d| ("stable", d))
+        .chain(deltas(&before.candidates, &after.candidates).into_iter().map(|d| ("candidate", d)))
+        .map(|(r, d)| (r, ServiceDelta { revision: Some(r), ..d }))
+        .collect();
+    out.sort_by(|a, b| a.1.service.cmp(&b.1.service).then_with(|| a.0.cmp(b.0)));
+    out
+}
+
+/// `total` without `part` (a service's stable revision: its clusters without the candidate's).
+fn minus(mut total: ServiceCounters, part: &ServiceCounters) -> ServiceCounters {
+    total.requests = total.requests.saturating_sub(part.requests);
+    total.responses_4xx = total.responses_4xx.saturating_sub(part.responses_4xx);
+    total.responses_5xx = total.responses_5xx.saturating_sub(part.responses_5xx);
+    total.connect_failures = total.connect_failures.saturating_sub(part.connect_failures);
+    total.limited = total.limited.saturating_sub(part.limited);
+    for (bucket, count) in &part.latency {
+        if let Some(c) = total.latency.get_mut(bucket) {
+            *c = c.saturating_sub(*count);
+        }
+    }
+    total
+}
+
+fn deltas(
+    before: &BTreeMap<Service, ServiceCounters>,
+    after: &BTreeMap<Service, ServiceCounters>,
+) -> Vec<ServiceDelta> {
     let empty = ServiceCounters::default();
     let mut out: Vec<ServiceDelta> = after
-        .services
         .iter()
         .map(|(service, now)| {
-            let then = before.services.get(service).unwrap_or(&empty);
+            let then = before.get(service).unwrap_or(&empty);
             let restarted = now.requests < then.requests;
             let then = if restarted { &empty } else { then };
             let diff = |a: u64, b: u64| a.saturating_sub(b);
@@ -222,6 +302,7 @@ pub fn delta(before: &TrafficSnapshot, after: &TrafficSnapshot) -> Vec<ServiceDe
                 .collect();
             ServiceDelta {
                 service: service.clone(),
+                revision: None,
                 requests: diff(now.requests, then.requests),
                 responses_4xx: diff(now.responses_4xx, then.responses_4xx),
                 responses_5xx: diff(now.responses_5xx, then.responses_5xx),
@@ -358,5 +439,29 @@ mod tests {
     fn garbage_is_an_error() {
         assert!(TrafficSnapshot::parse(b"<html>").is_err());
         assert!(TrafficSnapshot::parse(b"{}").is_err());
+    }
+
+    #[test]
+    fn a_rollouts_candidate_clusters_count_for_the_service_and_on_their_own() {
+        let read = |stable: u64, stable_5xx: u64, candidate: u64, candidate_5xx: u64| {
+            TrafficSnapshot::parse(format!(r#"{{"stats":[
+              {{"name":"cluster.billing.invoices.upstream_rq_total","value":{stable}}},
+              {{"name":"cluster.billing.invoices.upstream_rq_5xx","value":{stable_5xx}}},
+              {{"name":"cluster.billing.invoices.candidate.upstream_rq_total","value":{candidate}}},
+              {{"name":"cluster.billing.invoices.candidate.upstream_rq_5xx","value":{candidate_5xx}}},
+              {{"name":"cluster.billing.invoices.candidate.canary-first.upstream_rq_total","value":99}},
+              {{"name":"cluster.catalog.products.upstream_rq_total","value":7}}
+            ]}}"#).as_bytes())
+            .unwrap()
+        };
+        let (before, after) = (read(10, 0, 2, 0), read(90, 1, 22, 5));
+        let total = delta(&before, &after);
+        assert_eq!((total[0].service.service.as_str(), total[0].requests, total[0].responses_5xx), ("invoices", 100, 6));
+        let by_revision = revision_delta(&before, &after);
+        let figures: Vec<(&str, &str, u64, u64)> = by_revision
+            .iter()
+            .map(|(r, d)| (*r, d.service.service.as_str(), d.requests, d.responses_5xx))
+            .collect();
+        assert_eq!(figures, [("candidate", "invoices", 20, 5), ("stable", "invoices", 80, 1)], "catalog has no rollout");
     }
 }

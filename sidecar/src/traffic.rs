@@ -1,12 +1,13 @@
 //! Per-service request metrics: every `--metrics-interval` the sidecar reads Envoy's per-cluster
 //! stats and publishes what changed since the last reading to CloudWatch namespace `Gateway`,
-//! dimensions `Team` and `Service` (docs/design.md#request-metrics). Differences, not totals, so
+//! dimensions `Team` and `Service`, and for a rolled-out service also `Team`, `Service` and
+//! `Revision` (docs/design.md#request-metrics). Differences, not totals, so
 //! each proxy's figures add up across the fleet. This runs in its own task with bounded calls:
 //! a slow or failing CloudWatch never holds up delivery.
 
 use aws_sdk_cloudwatch::types::{Dimension, MetricDatum, StandardUnit};
 use gateway_adapters::metrics::{CloudWatchMetrics, MetricsError};
-use gateway_envoy_admin::traffic::{delta, read_traffic, ServiceDelta, TrafficSnapshot};
+use gateway_envoy_admin::traffic::{delta, read_traffic, revision_delta, ServiceDelta, TrafficSnapshot};
 use gateway_envoy_admin::AdminClient;
 use std::future::Future;
 use std::time::Duration;
@@ -42,7 +43,7 @@ impl CloudWatchTraffic {
 pub fn datums(deltas: &[ServiceDelta]) -> Vec<MetricDatum> {
     let mut out = Vec::with_capacity(deltas.len() * 6);
     for d in deltas {
-        let dims = vec![
+        let mut dims = vec![
             Dimension::builder()
                 .name("Team")
                 .value(&d.service.team)
@@ -52,6 +53,10 @@ pub fn datums(deltas: &[ServiceDelta]) -> Vec<MetricDatum> {
                 .value(&d.service.service)
                 .build(),
         ];
+        // A rollout's revisions also on their own (docs/design.md#rollout): bounded to two.
+        if let Some(revision) = d.revision {
+            dims.push(Dimension::builder().name("Revision").value(revision).build());
+        }
         let mut push = |name: &str, value: f64, unit: StandardUnit| {
             out.push(
                 MetricDatum::builder()
@@ -111,7 +116,8 @@ pub async fn publish_loop<S: TrafficSink>(admin: AdminClient, sink: S, interval:
             Ok(now) => match &baseline {
                 None => baseline = Some(now),
                 Some(before) => {
-                    let deltas = delta(before, &now);
+                    let mut deltas = delta(before, &now);
+                    deltas.extend(revision_delta(before, &now).into_iter().map(|(_, d)| d));
                     if deltas.is_empty() {
                         baseline = Some(now);
                     } else {

@@ -121,6 +121,7 @@ mod tests {
 
     fn d(team: &str, requests: u64, fivexx: u64, p99: Option<f64>) -> ServiceDelta {
         ServiceDelta {
+            revision: None,
             service: Service {
                 team: team.into(),
                 service: "api".into(),
