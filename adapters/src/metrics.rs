@@ -60,7 +60,7 @@ pub enum MetricsError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No answer in time.
-    #[error("CloudWatch: PutMetricData gave no answer within {within:?}")]
+    #[error("CloudWatch: no answer within {within:?}")]
     NoAnswer { within: std::time::Duration },
 }
 
@@ -75,6 +75,47 @@ pub trait MetricsSink {
         metric: Metric,
         per_team: &[(String, f64)],
     ) -> impl Future<Output = Result<(), MetricsError>> + Send;
+
+    /// What the proxies published of a rolled-out service's two revisions between `start` and
+    /// `end` (unix seconds): the figures a step is judged on (docs/design.md#rollout). `None`
+    /// where figures cannot be read at all (a sink that only writes).
+    fn rollout_figures(
+        &self,
+        team: &str,
+        service: &str,
+        start: u64,
+        end: u64,
+    ) -> impl Future<Output = Result<Option<RolloutFigures>, MetricsError>> + Send {
+        let _ = (team, service, start, end);
+        async { Ok(None) }
+    }
+}
+
+/// One revision's requests, 5xx answers and worst p99 latency (the largest any proxy published)
+/// over a window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RevisionFigures {
+    pub requests: f64,
+    pub responses_5xx: f64,
+    pub p99_ms: Option<f64>,
+}
+
+impl RevisionFigures {
+    /// 5xx answers over requests; 0 without requests.
+    pub fn error_share(&self) -> f64 {
+        if self.requests > 0.0 {
+            self.responses_5xx / self.requests
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A rolled-out service's two revisions over one window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RolloutFigures {
+    pub stable: RevisionFigures,
+    pub candidate: RevisionFigures,
 }
 
 #[derive(Debug, Clone)]
@@ -119,7 +160,88 @@ impl CloudWatchMetrics {
     }
 }
 
+impl CloudWatchMetrics {
+    /// `Requests` and `Responses5xx` (Sum) and `LatencyP99` (Maximum) of each revision, one
+    /// GetMetricData call, bounded like every side call.
+    async fn read_rollout_figures(
+        &self,
+        team: &str,
+        service: &str,
+        start: u64,
+        end: u64,
+    ) -> Result<Option<RolloutFigures>, MetricsError> {
+        use aws_sdk_cloudwatch::primitives::DateTime;
+        use aws_sdk_cloudwatch::types::{Dimension, Metric as CwMetric, MetricDataQuery, MetricStat};
+        let mut queries = Vec::new();
+        for revision in ["stable", "candidate"] {
+            for (metric, stat) in [("Requests", "Sum"), ("Responses5xx", "Sum"), ("LatencyP99", "Maximum")] {
+                let dims = [("Team", team), ("Service", service), ("Revision", revision)]
+                    .map(|(n, v)| Dimension::builder().name(n).value(v).build());
+                let stat = MetricStat::builder()
+                    .metric(
+                        CwMetric::builder()
+                            .namespace(NAMESPACE)
+                            .metric_name(metric)
+                            .set_dimensions(Some(dims.to_vec()))
+                            .build(),
+                    )
+                    .period(60)
+                    .stat(stat)
+                    .build();
+                queries.push(
+                    MetricDataQuery::builder()
+                        .id(format!("{}_{}", revision, metric.to_ascii_lowercase()))
+                        .metric_stat(stat)
+                        .return_data(true)
+                        .build(),
+                );
+            }
+        }
+        let call = self
+            .client
+            .get_metric_data()
+            .set_metric_data_queries(Some(queries))
+            .start_time(DateTime::from_secs(start as i64))
+            .end_time(DateTime::from_secs(end.max(start + 1) as i64))
+            .send();
+        let budget = crate::aws::SIDE_CALL_BUDGET;
+        let out = tokio::time::timeout(budget, call)
+            .await
+            .map_err(|_| MetricsError::NoAnswer { within: budget })?
+            .map_err(|e| MetricsError::Call { message: crate::error_chain(&e), source: Box::new(e) })?;
+        let mut figures = RolloutFigures::default();
+        for result in out.metric_data_results() {
+            let Some((revision, metric)) = result.id().and_then(|id| id.split_once('_')) else {
+                continue;
+            };
+            let slot = match revision {
+                "stable" => &mut figures.stable,
+                "candidate" => &mut figures.candidate,
+                _ => continue,
+            };
+            let values = result.values();
+            match metric {
+                "requests" => slot.requests = values.iter().fold(0.0, |a, b| a + b),
+                "responses5xx" => slot.responses_5xx = values.iter().fold(0.0, |a, b| a + b),
+                "latencyp99" => slot.p99_ms = values.iter().copied().reduce(f64::max),
+                _ => {}
+            }
+        }
+        Ok(Some(figures))
+    }
+}
+
 impl MetricsSink for CloudWatchMetrics {
+    async fn rollout_figures(
+        &self,
+        team: &str,
+        service: &str,
+        start: u64,
+        end: u64,
+    ) -> Result<Option<RolloutFigures>, MetricsError> {
+        self.read_rollout_figures(team, service, start, end).await
+    }
+
     async fn emit(&self, data: &[(Metric, f64)]) -> Result<(), MetricsError> {
         if data.is_empty() {
             return Ok(());

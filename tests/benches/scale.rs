@@ -191,6 +191,12 @@ impl Registry for TimedRegistry<'_> {
     async fn record_verdicts(&self, verdicts: &[Verdict]) -> Result<(), RegistryError> {
         self.other(self.inner.record_verdicts(verdicts)).await
     }
+    async fn read_rollouts(&self) -> Result<gateway_adapters::registry::rollout::Rollouts, RegistryError> {
+        self.other(self.inner.read_rollouts()).await
+    }
+    async fn record_rollouts(&self, r: &gateway_adapters::registry::rollout::Rollouts) -> Result<(), RegistryError> {
+        self.other(self.inner.record_rollouts(r)).await
+    }
 }
 
 /// The bucket, every call timed.

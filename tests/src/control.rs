@@ -94,6 +94,7 @@ pub fn reconcile_config(render: RenderConfig, policy: Policy, bounds: Bounds) ->
         bounds,
         quarantine: Default::default(),
         build: BuildIdentity::named("tests"),
+        rollout: Default::default(),
     }
 }
 
@@ -151,6 +152,12 @@ impl Registry for FaultyRegistry<'_> {
     }
     async fn record_verdicts(&self, verdicts: &[Verdict]) -> Result<(), RegistryError> {
         self.inner.record_verdicts(verdicts).await
+    }
+    async fn read_rollouts(&self) -> Result<gateway_adapters::registry::rollout::Rollouts, RegistryError> {
+        self.inner.read_rollouts().await
+    }
+    async fn record_rollouts(&self, r: &gateway_adapters::registry::rollout::Rollouts) -> Result<(), RegistryError> {
+        self.inner.record_rollouts(r).await
     }
     async fn read_all_entries(&self) -> Result<RegistrySnapshot, RegistryError> {
         if self.faults.fail_read.load(Ordering::SeqCst) {

@@ -636,6 +636,14 @@ impl Registry for DynamoRegistry {
         self.reader.verdicts().await
     }
 
+    async fn read_rollouts(&self) -> Result<super::rollout::Rollouts, RegistryError> {
+        self.reader.rollouts().await
+    }
+
+    async fn record_rollouts(&self, rollouts: &super::rollout::Rollouts) -> Result<(), RegistryError> {
+        self.put_rollouts(rollouts).await
+    }
+
     async fn record_verdicts(&self, verdicts: &[super::Verdict]) -> Result<(), RegistryError> {
         self.put_verdicts(verdicts).await
     }

@@ -206,6 +206,15 @@ pub trait Registry {
         &self,
         verdicts: &[Verdict],
     ) -> impl Future<Output = Result<(), RegistryError>> + Send;
+
+    /// Judged rollouts' progress (docs/design.md#rollout).
+    fn read_rollouts(&self) -> impl Future<Output = Result<rollout::Rollouts, RegistryError>> + Send;
+
+    /// Replaces the judged rollouts' progress.
+    fn record_rollouts(
+        &self,
+        rollouts: &rollout::Rollouts,
+    ) -> impl Future<Output = Result<(), RegistryError>> + Send;
 }
 
 /// The reconciler's last recorded publish: what operators' read-only commands (`status`,

@@ -227,17 +227,21 @@ pub struct RolloutView {
     pub percent: Option<u32>,
     /// An operator's promote or abort of this revision.
     pub decision: Option<Decision>,
+    /// A judged rollout's progress, as the reconciler last recorded it for this revision.
+    pub progress: Option<Progress>,
 }
 
 impl RolloutView {
     /// `rolling-out`, `promoted`, `aborted` or `none` (nothing rolled out: a new entry, no
     /// `rollout`, or promoted by registering without it).
     pub fn state(&self) -> &'static str {
-        match (self.stable_revision, self.decision) {
-            (None, _) => "none",
-            (Some(_), Some(Decision::Promote)) => "promoted",
-            (Some(_), Some(Decision::Abort)) => "aborted",
-            (Some(_), None) => "rolling-out",
+        match (self.stable_revision, self.decision, self.progress.as_ref().map(|p| p.state.as_str())) {
+            (None, _, _) => "none",
+            (Some(_), Some(Decision::Promote), _) => "promoted",
+            (Some(_), Some(Decision::Abort), _) => "aborted",
+            (Some(_), None, Some("promoted")) => "promoted",
+            (Some(_), None, Some("rolled-back")) => "rolled-back",
+            (Some(_), None, _) => "rolling-out",
         }
     }
 
@@ -245,8 +249,11 @@ impl RolloutView {
     /// 0 when aborted.
     pub fn serving_percent(&self) -> u32 {
         match self.state() {
-            "rolling-out" => self.percent.unwrap_or(100),
-            "aborted" => 0,
+            "rolling-out" => match (&self.progress, &self.rollout) {
+                (Some(p), Some(r)) if !r.steps.is_empty() => r.steps.get(p.step).copied().unwrap_or(100),
+                _ => self.percent.unwrap_or(100),
+            },
+            "aborted" | "rolled-back" => 0,
             _ => 100,
         }
     }
@@ -260,6 +267,9 @@ impl RolloutView {
             "percent": self.serving_percent(),
             "rollout": self.rollout,
             "decision": self.decision.map(Decision::as_str),
+            "step": self.progress.as_ref().map(|p| p.step),
+            "step_since": self.progress.as_ref().map(|p| p.since),
+            "reason": self.progress.as_ref().and_then(|p| p.reason.clone()),
             "cookie": gateway_render::rollout::cookie_name(self.id.split_once('/').map_or("", |(_, s)| s)),
         })
     }
@@ -276,6 +286,7 @@ impl DynamoRegistry {
         let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
             .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
         let decision = decision_of(&item).filter(|(_, of)| *of == revision).map(|(d, _)| d);
+        let progress = self.reader().rollouts().await?.remove(id).filter(|p| p.revision == revision);
         Ok(Some(RolloutView {
             id: id.to_string(),
             revision,
@@ -283,6 +294,59 @@ impl DynamoRegistry {
             stable_revision: raw.serving.as_ref().map(|s| s.stable_revision),
             percent: raw.serving.as_ref().map(|s| s.percent),
             decision,
+            progress,
         }))
+    }
+}
+
+/// The reconciler's row of rollout progress, under its `STATE` key (docs/design.md#rollout).
+pub const ROLLOUTS_SK: &str = "ROLLOUTS";
+const ATTR_ROLLOUTS: &str = "rollouts";
+
+/// Where one entry's judged rollout (`steps`) stands, kept by the reconciler between runs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    /// The registered revision being rolled out; another revision starts again at its first step.
+    pub revision: u64,
+    /// The index into `steps` being served.
+    pub step: usize,
+    /// When the step began (unix seconds).
+    pub since: u64,
+    /// `progressing`, `promoted` or `rolled-back`.
+    pub state: String,
+    /// Judgements in a row at this step that had too little traffic.
+    #[serde(default)]
+    pub holds: u32,
+    /// Why the last judgement went as it did, with its figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When the rollout ended (promoted or rolled back), unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<u64>,
+}
+
+/// Every entry's progress, by id.
+pub type Rollouts = std::collections::BTreeMap<String, Progress>;
+
+impl DynamoRegistry {
+    /// Replaces the rollout progress row.
+    pub async fn put_rollouts(&self, rollouts: &Rollouts) -> Result<(), RegistryError> {
+        let json = serde_json::to_string(rollouts)
+            .map_err(|e| RegistryError::Corrupt(format!("rollout progress does not serialise: {e}")))?;
+        self.put_state_row(ROLLOUTS_SK, [(ATTR_ROLLOUTS, keys::s(json))], "recording rollout progress")
+            .await
+    }
+}
+
+impl super::RegistryReader {
+    /// The rollout progress; a row that does not parse reads as none (every judged rollout then
+    /// starts its current step again, which only delays it).
+    pub async fn rollouts(&self) -> Result<Rollouts, RegistryError> {
+        let row = self.get_item(keys::STATE_PK.to_string(), ROLLOUTS_SK).await?;
+        Ok(row
+            .as_ref()
+            .and_then(|r| keys::get_s(r, ATTR_ROLLOUTS))
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default())
     }
 }

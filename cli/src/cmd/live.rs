@@ -142,6 +142,7 @@ fn reconcile_config(
         quarantine: gateway_control::reconcile::QuarantineLimits::from_env()
             .map_err(|e| CmdError::usage(e.to_string()))?,
         build: gateway_control::reconcile::BuildIdentity::running(),
+        rollout: gateway_control::reconcile::RolloutSettings::from_env().map_err(CmdError::usage)?,
     })
 }
 

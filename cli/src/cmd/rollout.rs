@@ -81,14 +81,30 @@ pub fn run(args: Args) -> CmdResult {
 pub fn describe(view: &RolloutView) -> String {
     match (view.state(), view.stable_revision) {
         ("rolling-out", Some(stable)) => format!(
-            "{}: rolling out revision {} to {}% of requests beside stable revision {} (cohort cookie {})\n",
+            "{}: rolling out revision {} to {}% of requests beside stable revision {} (cohort cookie {}){}\n",
             view.id,
             view.revision,
             view.serving_percent(),
             stable,
             gateway_render::rollout::cookie_name(view.id.split_once('/').map_or("", |(_, s)| s)),
+            match &view.progress {
+                Some(p) => format!("; step {} since {}{}", p.step + 1, p.since, p.reason.as_deref().map(|r| format!("; last judged: {r}")).unwrap_or_default()),
+                None => String::new(),
+            },
         ),
-        ("promoted", _) => format!("{}: revision {} promoted by an operator: it serves every request\n", view.id, view.revision),
+        ("promoted", _) if view.decision.is_some() => format!("{}: revision {} promoted by an operator: it serves every request\n", view.id, view.revision),
+        ("promoted", _) => format!(
+            "{}: revision {} promoted: it serves every request ({})\n",
+            view.id,
+            view.revision,
+            view.progress.as_ref().and_then(|p| p.reason.as_deref()).unwrap_or("its last step passed"),
+        ),
+        ("rolled-back", Some(stable)) => format!(
+            "{}: revision {} ROLLED BACK: stable revision {stable} serves every request; {}\n",
+            view.id,
+            view.revision,
+            view.progress.as_ref().and_then(|p| p.reason.as_deref()).unwrap_or(""),
+        ),
         ("aborted", Some(stable)) => format!(
             "{}: rollout of revision {} aborted by an operator: stable revision {stable} serves every request\n",
             view.id, view.revision

@@ -19,6 +19,7 @@ mod read;
 mod render;
 mod render_skip;
 mod report;
+mod rollout;
 mod run;
 mod seed;
 mod status;
@@ -30,6 +31,7 @@ pub use outcome::{Outcome, Stage};
 pub use preview::{preview, Preview};
 pub use quarantine::{Kept, QuarantineLimits, Quarantined};
 pub use render_skip::BuildIdentity;
+pub use rollout::{judge, RolloutSettings, Verdict as RolloutVerdict};
 pub use seed::{seed, SeedOutcome};
 
 pub(crate) use run::now;
@@ -59,6 +61,8 @@ pub struct ReconcileConfig {
     /// Which build of the renderer runs: part of the key that lets an unchanged run skip its
     /// render ([`BuildIdentity::running`] in the functions and `gatewayctl`).
     pub build: BuildIdentity,
+    /// How judged rollouts' steps are judged when the team sets no bound.
+    pub rollout: RolloutSettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -148,7 +152,7 @@ where
 {
     let mut run = Run::new(registry, store, cfg);
     // On the heap: the run's future holds every step's state, too large for a small stack.
-    let decided = Box::pin(run.decide()).await;
+    let decided = Box::pin(run.decide(metrics)).await;
     report::finish(run, decided, metrics).await
 }
 
@@ -168,9 +172,10 @@ where
     S: ConfigStore + Sync,
 {
     /// The steps of docs/design.md#reconcile-run, in their order.
-    async fn decide(&mut self) -> Result<Outcome, ReconcileError> {
+    async fn decide<M: MetricsSink + Sync>(&mut self, metrics: &M) -> Result<Outcome, ReconcileError> {
         let snapshot = step!(self.read().await?);
         let (problems, standing) = self.check(snapshot).await;
+        self.rollouts(metrics).await;
         step!(self.set_aside(problems).await?);
         step!(self.skip_render(standing.as_ref().ok()));
         let rendered = step!(self.render().await?);

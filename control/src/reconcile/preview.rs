@@ -101,6 +101,14 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
     async fn record_verdicts(&self, _verdicts: &[Verdict]) -> Result<(), RegistryError> {
         Ok(())
     }
+
+    async fn read_rollouts(&self) -> Result<gateway_adapters::registry::rollout::Rollouts, RegistryError> {
+        self.inner.read_rollouts().await
+    }
+
+    async fn record_rollouts(&self, _: &gateway_adapters::registry::rollout::Rollouts) -> Result<(), RegistryError> {
+        Ok(())
+    }
 }
 
 struct PreviewStore<'a, S> {

@@ -78,6 +78,12 @@ async fn record<R: Registry, S: ConfigStore>(
     if matches!(outcome, Outcome::Unchanged { .. }) {
         super::last_rejection::clear(store).await;
     }
+    // A judged rollout's step moves only with a run that published or found its render live.
+    if let (Some(rollouts), Outcome::Published { .. } | Outcome::Unchanged { .. }) = (&facts.rollouts, outcome) {
+        if let Err(e) = registry.record_rollouts(rollouts).await {
+            warn!(error = %e, "could not record rollout progress; the next run judges the step again");
+        }
+    }
     for q in quarantined {
         warn!(entry = %q.id, stage = %q.stage, kept = q.kept.as_str(), reason = %q.reason, "entry quarantined");
         let key = format!("quarantine/{}/reason.txt", q.id);

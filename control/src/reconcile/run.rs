@@ -43,6 +43,8 @@ pub(super) struct RunFacts {
     pub capacity_used: Option<f64>,
     pub render: RenderFacts,
     pub verdicts: VerdictFacts,
+    /// Judged rollouts' progress, when this run changed it (recorded after a decided run).
+    pub rollouts: Option<gateway_adapters::registry::rollout::Rollouts>,
 }
 
 /// The render a run reached, and the one recorded before it: the record is replaced after a

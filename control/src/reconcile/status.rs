@@ -247,6 +247,12 @@ mod tests {
         async fn record_verdicts(&self, _: &[Verdict]) -> Result<(), RegistryError> {
             unreachable!("status rows need no verdicts")
         }
+        async fn read_rollouts(&self) -> Result<gateway_adapters::registry::rollout::Rollouts, RegistryError> {
+            unreachable!("status rows need no rollouts")
+        }
+        async fn record_rollouts(&self, _: &gateway_adapters::registry::rollout::Rollouts) -> Result<(), RegistryError> {
+            unreachable!("status rows need no rollouts")
+        }
     }
 
     fn basis(revisions: &[(&str, u64)], on: &str) -> StatusBasis {

@@ -45,6 +45,7 @@ async fn run() -> Result<(), Error> {
         quarantine: QuarantineLimits::from_env()?,
         // Hashed here, at the cold start, rather than in the first run.
         build: BuildIdentity::running(),
+        rollout: gateway_control::reconcile::RolloutSettings::from_env().map_err(Error::from)?,
     };
     let (registry, store, metrics, cfg) = (&registry, &store, &metrics, &cfg);
     lambda_runtime::run(service_fn(

@@ -64,7 +64,9 @@ fn revision(path: &str) -> &str {
 async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abort() {
     let moto = MotoServer::start();
     let conf = moto.sdk_config().await;
-    let policy = Policy::new(DOMAIN, true);
+    let mut policy = Policy::new(DOMAIN, true);
+    // Steps judged every few seconds (operators keep minutes: GATEWAY_MIN_ROLLOUT_INTERVAL).
+    policy.min_rollout_interval_ms = 1_000;
     let dynamo = gateway_adapters::aws::dynamodb_client(&conf);
     let (registry, store) = support::table_and_bucket(&moto, dynamo, &policy, "rollout").await;
     let bucket = store.bucket().to_string();
@@ -104,7 +106,8 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     let dirs = Dirs::new();
     let ports = EnvoyPorts::free();
     let admin = format!("http://{}", ports.admin);
-    let sidecar = SidecarProcess::start(&moto, &envoy_mode_args(&bucket, &dirs, &admin, &[]));
+    // Per-revision request metrics every second, to moto's CloudWatch, which the reconciler reads.
+    let sidecar = SidecarProcess::start(&moto, &envoy_mode_args(&bucket, &dirs, &admin, &["--metrics-interval", "1"]));
     wait_files(&dirs, Duration::from_secs(30)).await;
     let envoy = start_envoy(&dirs, ports);
     sidecar.wait_live(&first, Duration::from_secs(30)).await;
@@ -252,4 +255,102 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     assert!(sent > 100, "traffic flowed throughout ({sent})");
     assert_eq!(failures, 0, "no request failed while the rollout moved");
     assert_eq!(envoy.pid(), pid, "no restart");
+
+    // Judged steps. Cookie-less traffic throughout, so each step has requests to judge.
+    let stop = Arc::new(AtomicBool::new(false));
+    let traffic = {
+        let (stop, http) = (stop.clone(), http.clone());
+        tokio::spawn(async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(240);
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                get(&http, listener, "invoices", None).await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let steps = json!({ "steps": [20, 50, 100], "interval": "3s", "max_5xx_increase": 0.05 });
+    // A candidate whose backend answers 5xx to every other request: rolled back by the gateway.
+    registry
+        .register(&version("/v4/flaky", Some(steps.clone())))
+        .await
+        .expect("register a failing candidate");
+    let started = std::time::Instant::now();
+    let mut rolled_back = None;
+    let mut last = String::new();
+    while started.elapsed() < Duration::from_secs(60) {
+        if let Outcome::Published { hash, .. } = reconcile(&registry, &store, &metrics, &cfg).await.expect("reconcile") {
+            last = hash;
+        }
+        let view = registry.rollout_view("billing/invoices").await.expect("read").expect("registered");
+        if view.state() == "rolled-back" {
+            rolled_back = Some((started.elapsed(), view));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let (took, view) = rolled_back.expect("the failing candidate is rolled back within a minute");
+    let reason = view.progress.as_ref().and_then(|p| p.reason.clone()).unwrap_or_default();
+    eprintln!("failing candidate rolled back {:.1} s after its registration (interval 3 s): {reason}", took.as_secs_f64());
+    assert!(reason.contains("5xx share"), "status says why: {reason}");
+    assert_eq!(view.serving_percent(), 0);
+    assert!(crate::rollout_live::describe(&view).contains("ROLLED BACK"));
+    let back = publish_or_live(&registry, &store, &metrics, &cfg, &last).await;
+    sidecar.wait_live(&back, Duration::from_secs(30)).await;
+    for _ in 0..40 {
+        let seen = get(&http, listener, "invoices", None).await;
+        assert_eq!((seen.status, revision(&seen.path)), (200, "v2"), "rolled back to stable: {seen:?}");
+    }
+
+    // A healthy candidate moves through its steps and is promoted by the gateway.
+    registry
+        .register(&version("/v5", Some(steps)))
+        .await
+        .expect("register a healthy candidate");
+    let started = std::time::Instant::now();
+    let mut shares = Vec::new();
+    let mut promoted = None;
+    while started.elapsed() < Duration::from_secs(90) {
+        if let Outcome::Published { hash, .. } = reconcile(&registry, &store, &metrics, &cfg).await.expect("reconcile") {
+            last = hash;
+        }
+        let view = registry.rollout_view("billing/invoices").await.expect("read").expect("registered");
+        if shares.last() != Some(&view.serving_percent()) {
+            shares.push(view.serving_percent());
+        }
+        if view.state() == "promoted" {
+            promoted = Some(started.elapsed());
+            break;
+        }
+        assert_ne!(view.state(), "rolled-back", "a healthy candidate is not rolled back: {view:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let took = promoted.expect("the healthy candidate is promoted");
+    eprintln!("healthy candidate promoted {:.1} s after its registration through shares {shares:?}", took.as_secs_f64());
+    assert_eq!(shares, [20, 50, 100], "every step served in turn");
+    let done = publish_or_live(&registry, &store, &metrics, &cfg, &last).await;
+    sidecar.wait_live(&done, Duration::from_secs(30)).await;
+    for _ in 0..40 {
+        let seen = get(&http, listener, "invoices", None).await;
+        assert_eq!((revision(&seen.path), seen.set_cookie.is_none()), ("v5", true), "promoted: {seen:?}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    traffic.await.expect("client loop");
+}
+
+/// The hash the last decided run left live: a publish now, or the one already live.
+async fn publish_or_live(
+    registry: &gateway_adapters::registry::DynamoRegistry,
+    store: &gateway_adapters::store::S3Store,
+    metrics: &CloudWatchMetrics,
+    cfg: &gateway_control::reconcile::ReconcileConfig,
+    last: &str,
+) -> String {
+    match reconcile(registry, store, metrics, cfg).await.expect("reconcile") {
+        Outcome::Published { hash, .. } | Outcome::Unchanged { hash } => hash,
+        other => panic!("{other:?} after {last}"),
+    }
+}
+
+fn describe(view: &gateway_adapters::registry::rollout::RolloutView) -> String {
+    format!("{} {}", view.state().to_uppercase().replace('-', " "), view.progress.as_ref().and_then(|p| p.reason.clone()).unwrap_or_default())
 }

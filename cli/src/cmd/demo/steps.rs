@@ -153,6 +153,7 @@ pub async fn bring_up(demo: &mut Demo, plan: &Plan, p: &mut Progress) -> Result<
         bounds: Default::default(),
         quarantine: Default::default(),
         build: BuildIdentity::running(),
+        rollout: Default::default(),
     };
     let seeded = seed(&reg, &store, &cfg)
         .await
