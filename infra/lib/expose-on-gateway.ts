@@ -58,9 +58,13 @@ export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
    * the stage and reason when it quarantines it or when it is not published within the register
    * function's wait (`GATEWAY_PUBLISH_WAIT_SECONDS`, default 240 s); `serving` once, in
    * addition, every proxy currently reporting (at least one) serves it, within the same wait
-   * (docs/design.md#proxy-reports).
+   * (docs/design.md#proxy-reports); `promoted` once, after `published`, the entry's `rollout`
+   * ended with it serving every request (its last step, or an operator's promote), FAILED when
+   * the gateway rolled it back or an operator aborted it, so the stack rolls back to its
+   * previous entry; the same bounded wait, so its steps × interval must fit in it
+   * (docs/design.md#rollout).
    */
-  readonly waitFor?: 'registered' | 'published' | 'serving';
+  readonly waitFor?: 'registered' | 'published' | 'serving' | 'promoted';
 }
 
 /**
@@ -79,7 +83,7 @@ export interface ExposeOnGatewayProps extends Omit<Entry, 'health_check'> {
  * - `Entry`: the entry document as a JSON string. CloudFormation turns every number in custom
  *   resource properties into a string, so the entry travels as one string and keeps its types.
  * - `EntryKey`: `team/service`, for logs and for deregistering.
- * - `WaitFor`: `registered`, `published` (default) or `serving`, see `waitFor`.
+ * - `WaitFor`: `registered`, `published` (default), `serving` or `promoted`, see `waitFor`.
  */
 export class ExposeOnGateway extends Construct {
   /** The entry sent to the register function, exactly as validated. */
@@ -102,6 +106,7 @@ export class ExposeOnGateway extends Construct {
       ...(props.preserve_host !== undefined ? { preserve_host: props.preserve_host } : {}),
       ...(props.jwt !== undefined ? { jwt: props.jwt } : {}),
       routes: props.routes,
+      ...(props.rollout !== undefined ? { rollout: props.rollout } : {}),
     };
     // A field only known at deploy time (a token, e.g. a load balancer's DNS name in the
     // backend) cannot be judged here; the register function checks everything again,

@@ -173,6 +173,15 @@ export class ReconcileFunction extends Construct {
         conditions: { StringEquals: { 'cloudwatch:namespace': METRIC_NAMESPACE } },
       }),
     );
+    // Judged rollouts read each revision's request metrics, which the proxies publish
+    // (docs/design.md#rollout). GetMetricData has no resource-level permissions or conditions.
+    fn.addToRolePolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadRolloutMetrics',
+        actions: ['cloudwatch:GetMetricData'],
+        resources: ['*'],
+      }),
+    );
     const stack = Stack.of(this);
     Validations.of(fn).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
@@ -182,6 +191,7 @@ export class ReconcileFunction extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'cloudwatch:PutMetricData has no resource-level permissions (limited to the Gateway namespace by condition); ' +
+        'cloudwatch:GetMetricData (the rollouts\' per-revision figures) has neither resource-level permissions nor conditions; ' +
         'dynamodb:ListStreams, added by the stream event source, has none either.',
     });
     Validations.of(fn).acknowledge({

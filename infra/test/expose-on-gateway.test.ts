@@ -35,8 +35,8 @@ describe('custom resource', () => {
     expect(resource.DeletionPolicy).toBe('Delete');
   });
 
-  test('waitFor passes through: registered, published or serving (every reporting proxy serves it)', () => {
-    for (const waitFor of ['registered', 'published', 'serving'] as const) {
+  test('waitFor passes through: registered, published, serving (every reporting proxy serves it) or promoted', () => {
+    for (const waitFor of ['registered', 'published', 'serving', 'promoted'] as const) {
       const template = synth({ ...sampleEntry(), serviceToken: FUNCTION_ARN, waitFor });
       template.hasResourceProperties('Custom::GatewayRoute', { WaitFor: waitFor });
     }
@@ -185,6 +185,7 @@ describe('the construct carries the entry-level fields', () => {
       healthCheck: { path: '/healthz', interval: '10s' },
       preserve_host: true,
       jwt: { main: { issuer: 'https://id.example.com/', jwks_uri: 'https://id.example.com/jwks.json' } },
+      rollout: { steps: [10, 50, 100], interval: '5m', max_5xx_increase: 0.02 },
     });
     const schemaFields = Object.keys((ENTRY_SCHEMA as unknown as { properties: Record<string, unknown> }).properties).sort();
     const sent = Object.keys(exposed.entry).sort();

@@ -246,6 +246,9 @@ describe('reconcile function', () => {
         Condition: { StringEquals: { 'cloudwatch:namespace': 'Gateway' } },
       }),
     );
+    expect(statements).toContainEqual(
+      expect.objectContaining({ Sid: 'ReadRolloutMetrics', Action: 'cloudwatch:GetMetricData', Resource: '*' }),
+    );
     expect(actionsOf(statements)).not.toContain('dynamodb:DeleteItem');
   });
 });

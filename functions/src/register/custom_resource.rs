@@ -31,7 +31,8 @@ pub const ENTRY_PROPERTY: &str = "Entry";
 /// `ResourceProperties.WaitFor`: `registered` answers once the entry is stored; `published`
 /// (the default) once the reconciler has published its registered revision, FAILED when it
 /// quarantined it, FAILED when neither happened within the wait; `serving` once, in addition,
-/// every currently reporting proxy serves it (docs/design.md#deploys-that-wait).
+/// every currently reporting proxy serves it; `promoted` once, after `published`, its rollout
+/// ended promoted, FAILED when it was rolled back or aborted (docs/design.md#deploys-that-wait).
 pub const WAIT_FOR_PROPERTY: &str = "WaitFor";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,7 @@ enum WaitFor {
     Registered,
     Published,
     Serving,
+    Promoted,
 }
 
 fn wait_for(properties: &Value) -> Result<WaitFor, RegistryError> {
@@ -47,8 +49,9 @@ fn wait_for(properties: &Value) -> Result<WaitFor, RegistryError> {
         Some(Value::String(s)) if s == "published" => Ok(WaitFor::Published),
         Some(Value::String(s)) if s == "registered" => Ok(WaitFor::Registered),
         Some(Value::String(s)) if s == "serving" => Ok(WaitFor::Serving),
+        Some(Value::String(s)) if s == "promoted" => Ok(WaitFor::Promoted),
         Some(other) => Err(wait_for_problem(format!(
-            "{other} is not supported; expected \"registered\", \"published\" or \"serving\""
+            "{other} is not supported; expected \"registered\", \"published\", \"serving\" or \"promoted\""
         ))),
     }
 }
@@ -285,9 +288,19 @@ async fn put_entry(
                 WaitFor::Serving => {
                     Some(wait_until_serving(registry, &id, outcome.revision(), started).await)
                 }
+                WaitFor::Promoted => Some(
+                    match wait_until_published(registry, &id, outcome.revision(), started).await {
+                        Ok(_) => wait_until_promoted(registry, &id, outcome.revision(), started).await,
+                        Err(e) => Err(e),
+                    },
+                ),
             };
             if let Some(waiting) = waiting {
-                let not_live = if wait == WaitFor::Serving { "not-serving" } else { "not-published" };
+                let not_live = match wait {
+                    WaitFor::Serving => "not-serving",
+                    WaitFor::Promoted => "not-promoted",
+                    _ => "not-published",
+                };
                 match waiting {
                     Ok(note) => waited = note,
                     // Registered but not live: FAILED with the entry's id, so a rolled-back Create
@@ -363,6 +376,46 @@ async fn wait_until_published(
             return Err(format!(
                 "{id} revision {revision} is registered but was not published within {}s (state pending: \
                  no reconcile run has decided it yet); see `gatewayctl status {id}`",
+                wait.as_secs()
+            ));
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+/// After [`wait_until_published`], within the same wait: reads the entry's rollout until the
+/// registered `revision` serves every request (`Ok`: promoted by its last step or an operator,
+/// or nothing was rolled out), it was rolled back or aborted (`Err`, with why), a newer revision
+/// replaced it, or the wait runs out (docs/design.md#deploys-that-wait).
+async fn wait_until_promoted(
+    registry: &DynamoRegistry,
+    id: &str,
+    revision: u64,
+    started: std::time::Instant,
+) -> Result<String, String> {
+    let (wait, poll) = registry.publish_wait();
+    let mut last = String::from("not read yet");
+    loop {
+        match registry.rollout_view(id).await {
+            Ok(Some(view)) if view.revision != revision => {
+                return Err(format!("{id} revision {revision} was replaced by revision {} before its rollout ended", view.revision))
+            }
+            Ok(Some(view)) => {
+                let why = view.progress.as_ref().and_then(|p| p.reason.clone()).unwrap_or_default();
+                match view.state() {
+                    "promoted" => return Ok(format!("; promoted: it serves every request ({why})")),
+                    "none" => return Ok("; nothing to roll out: it serves every request".into()),
+                    "rolled-back" => return Err(format!("{id} revision {revision} was ROLLED BACK by the gateway: {why}")),
+                    "aborted" => return Err(format!("{id} revision {revision}'s rollout was aborted by an operator")),
+                    _ => last = format!("at {} % ({why})", view.serving_percent()),
+                }
+            }
+            Ok(None) => return Err(format!("{id} is no longer registered")),
+            Err(e) => tracing::warn!(error = %e, "could not read the rollout; still waiting"),
+        }
+        if started.elapsed() + poll > wait {
+            return Err(format!(
+                "{id} revision {revision} was published but not promoted within {}s (rolling out {last});                  see `gatewayctl rollout status {id}`",
                 wait.as_secs()
             ));
         }
