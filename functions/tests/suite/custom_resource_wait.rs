@@ -8,6 +8,7 @@ use gateway_testkit::control as support;
 
 use gateway_functions::register::{handle, ResponseClient};
 use gateway_adapters::registry::DynamoRegistry;
+use gateway_adapters::registry::rollout::Decision;
 use response_url::{cfn_create_waiting as create, response_url};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -117,7 +118,7 @@ async fn success_once_published_failed_with_the_reason_when_quarantined_or_out_o
     assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
     // An unknown value, and `serving` on a function not given the bundle bucket, are refused
     // before anything is stored (`tests/tests/proxy_reports.rs` has `serving` working).
-    for (value, says) in [("live", "expected \"registered\", \"published\" or \"serving\""), ("serving", "GATEWAY_BUCKET")] {
+    for (value, says) in [("live", "expected \"registered\", \"published\", \"serving\" or \"promoted\""), ("serving", "GATEWAY_BUCKET")] {
         let (url, mut rx) = response_url(200).await;
         let refused = entry("billing", "refused", "refused", &["/s"]);
         handle(&short, &http, ACCOUNT, create(&url, "r5", &refused, Some(value)))
@@ -129,4 +130,66 @@ async fn success_once_published_failed_with_the_reason_when_quarantined_or_out_o
         assert!(reason.contains("WaitFor") && reason.contains(says), "{value}: {reason}");
         assert!(short.get("billing/refused").await.expect("get").is_none());
     }
+}
+
+/// The same Create as an Update of the stack's resource to `entry` (the owner is the stack's).
+fn update(url: &str, request_id: &str, entry: &gateway_render::Entry, wait_for: &str) -> Value {
+    let mut event = create(url, request_id, entry, Some(wait_for));
+    event["RequestType"] = "Update".into();
+    event["PhysicalResourceId"] = entry.id().into();
+    event["OldResourceProperties"] = event["ResourceProperties"].clone();
+    event
+}
+
+/// `waitFor: promoted` (docs/design.md#rollout): SUCCESS once the rollout ends with the new
+/// revision serving everything, FAILED naming why when it is aborted or rolled back.
+#[tokio::test]
+async fn promoted_waits_for_the_end_of_a_rollout_and_fails_on_an_abort_or_a_rollback() {
+    let mut h = Harness::start().await;
+    h.cfg.policy.min_rollout_interval_ms = 1_000;
+    let reg = registry(&h, Duration::from_secs(60)).await;
+    let http = ResponseClient::new().expect("http");
+    let version = |path: &str, rollout: Option<Value>| {
+        let mut e = entry("billing", "invoices", "invoices", &[path]);
+        e.rollout = rollout.map(|r| serde_json::from_value(r).expect("a rollout"));
+        e
+    };
+    let (url, mut rx) = response_url(200).await;
+    create_while_reconciling(&h, &reg, create(&url, "c1", &version("/a", None), Some("published"))).await;
+    assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
+
+    // Promoted by an operator while the deploy waits: SUCCESS.
+    let (url, mut rx) = response_url(200).await;
+    let event = update(&url, "u1", &version("/b", Some(serde_json::json!({ "percent": 30 }))), "promoted");
+    let (_, ()) = tokio::join!(create_while_reconciling(&h, &reg, event), async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        h.registry.decide_rollout("billing/invoices", Decision::Promote).await.expect("promote");
+    });
+    let put = rx.recv().await.expect("answered");
+    let reason = put.body["Reason"].as_str().unwrap_or_default().to_string();
+    assert_eq!(put.body["Status"], "SUCCESS", "{reason}");
+    assert!(reason.contains("promoted"), "{reason}");
+
+    // Aborted by an operator: FAILED, so the stack rolls back to its previous entry.
+    let (url, mut rx) = response_url(200).await;
+    let event = update(&url, "u2", &version("/c", Some(serde_json::json!({ "percent": 30 }))), "promoted");
+    let (_, ()) = tokio::join!(create_while_reconciling(&h, &reg, event), async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        h.registry.decide_rollout("billing/invoices", Decision::Abort).await.expect("abort");
+    });
+    let put = rx.recv().await.expect("answered");
+    let reason = put.body["Reason"].as_str().unwrap_or_default().to_string();
+    assert_eq!(put.body["Status"], "FAILED", "{reason}");
+    assert!(reason.contains("aborted"), "{reason}");
+
+    // Judged steps with no traffic at all: held, then rolled back by the gateway, and the
+    // deploy fails saying why.
+    let (url, mut rx) = response_url(200).await;
+    let steps = serde_json::json!({ "steps": [50, 100], "interval": "1s" });
+    create_while_reconciling(&h, &reg, update(&url, "u3", &version("/d", Some(steps)), "promoted")).await;
+    let put = rx.recv().await.expect("answered");
+    let reason = put.body["Reason"].as_str().unwrap_or_default().to_string();
+    assert_eq!(put.body["Status"], "FAILED", "{reason}");
+    assert!(reason.contains("ROLLED BACK") && reason.contains("too little traffic"), "{reason}");
+    assert_eq!(put.body["PhysicalResourceId"], "billing/invoices");
 }
