@@ -276,7 +276,15 @@ impl RolloutView {
 }
 
 impl DynamoRegistry {
-    /// The registered revision's rollout, from its entry row (`None`: not registered).
+    /// The registered revision's rollout (see [`super::RegistryReader::rollout_view`]).
+    pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
+        self.reader().rollout_view(id).await
+    }
+}
+
+impl super::RegistryReader {
+    /// The registered revision's rollout, from its entry row and the reconciler's progress
+    /// (`None`: not registered).
     pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
         super::dynamo::check_id(id)?;
         let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
@@ -286,7 +294,7 @@ impl DynamoRegistry {
         let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
             .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
         let decision = decision_of(&item).filter(|(_, of)| *of == revision).map(|(d, _)| d);
-        let progress = self.reader().rollouts().await?.remove(id).filter(|p| p.revision == revision);
+        let progress = self.rollouts().await?.remove(id).filter(|p| p.revision == revision);
         Ok(Some(RolloutView {
             id: id.to_string(),
             revision,

@@ -55,8 +55,11 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
             }
             Err(e) => Err(e.to_string()),
         };
+        // A rollout's step and figures (docs/design.md#rollout); unreadable counts as none.
+        let rollout = c.registry.rollout_view(id).await.ok().flatten().filter(|v| v.state() != "none");
         if json {
             let mut doc = status.to_json(Some(stored.revision));
+            doc["rollout"] = rollout.as_ref().map_or(serde_json::Value::Null, |v| v.to_json());
             doc["held"] = serde_json::json!(operator::status(&c.registry, &c.store)
                 .await
                 .ok()
@@ -85,6 +88,9 @@ fn entry_status(target: &ConfigLocation, id: &str, json: bool) -> CmdResult {
         println!("state:      {}", state.as_str());
         if let Some(held) = &held {
             println!("held:       {}", one_line(held));
+        }
+        if let Some(view) = &rollout {
+            println!("rollout:    {}", one_line(super::rollout::describe(view).trim_end()));
         }
         if let Some(q) = status.quarantine.as_ref().filter(|q| q.revision == stored.revision) {
             println!("stage:      {}", one_line(&q.stage));

@@ -340,3 +340,64 @@ fn aws_failures_say_what_was_tried_and_the_next_step() {
         assert!(!out.contains("ServiceError {") && !out.contains("raw: Response"), "{out}");
     }
 }
+
+/// `gatewayctl rollout status|promote|abort` (docs/design.md#rollout): a registration with
+/// `rollout` stands beside the stored revision; promote and abort are the operators' word on the
+/// registered revision, refused with the reason when nothing is rolled out.
+#[test]
+fn rollout_status_promote_and_abort() {
+    let table = new_table();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, rewrite: &str, rollout: Option<serde_json::Value>| {
+        let file = dir.path().join(name);
+        let mut doc = serde_json::json!({
+            "team": "billing", "service": "invoices", "host": "invoices",
+            "backend": "https://invoices.internal.example:8443",
+            "routes": [ { "path": "/api", "rewrite": rewrite } ]
+        });
+        if let Some(r) = rollout {
+            doc["rollout"] = r;
+        }
+        std::fs::write(&file, doc.to_string()).expect("write entry");
+        file.display().to_string()
+    };
+    gatewayctl_ok(&table, &["register", &write("v1.json", "/v1", None)]);
+    let none = gatewayctl_ok(&table, &["rollout", "status", "billing/invoices"]);
+    assert_eq!(none.trim(), "billing/invoices: revision 1 serves every request (no rollout)");
+    let refused = gatewayctl(&table, &["rollout", "promote", "billing/invoices"]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(refused.stderr.contains("is not being rolled out"), "{}", refused.stderr);
+
+    gatewayctl_ok(&table, &["register", &write("v2.json", "/v2", Some(serde_json::json!({ "percent": 20 })))]);
+    let rolling = gatewayctl_ok(&table, &["rollout", "status", "billing/invoices"]);
+    assert!(
+        rolling.starts_with("billing/invoices: rolling out revision 2 to 20% of requests beside stable revision 1 (cohort cookie gw-ro-"),
+        "{rolling}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&gatewayctl_ok(&table, &["rollout", "status", "billing/invoices", "--json"])).expect("json");
+    assert_eq!((json["state"].as_str(), json["percent"].as_u64(), json["stable_revision"].as_u64()), (Some("rolling-out"), Some(20), Some(1)));
+
+    let promoted = gatewayctl_ok(&table, &["rollout", "promote", "billing/invoices"]);
+    assert!(promoted.contains("promote of revision 2 recorded"), "{promoted}");
+    let status = gatewayctl_ok(&table, &["rollout", "status", "billing/invoices"]);
+    assert!(status.contains("revision 2 promoted by an operator"), "{status}");
+
+    // The next rollout stands beside the promoted revision; abort serves it again.
+    gatewayctl_ok(&table, &["register", &write("v3.json", "/v3", Some(serde_json::json!({ "percent": 50 })))]);
+    gatewayctl_ok(&table, &["rollout", "abort", "billing/invoices"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&gatewayctl_ok(&table, &["rollout", "status", "billing/invoices", "--json"])).expect("json");
+    assert_eq!((json["state"].as_str(), json["percent"].as_u64(), json["stable_revision"].as_u64()), (Some("aborted"), Some(0), Some(2)));
+
+    // A rollout may not move the host: refused naming the field.
+    let file = dir.path().join("moved.json");
+    std::fs::write(&file, serde_json::json!({
+        "team": "billing", "service": "invoices", "host": "elsewhere",
+        "backend": "https://invoices.internal.example:8443",
+        "routes": [ { "path": "/api" } ], "rollout": { "percent": 10 }
+    }).to_string()).expect("write");
+    let moved = gatewayctl(&table, &["register", &file.display().to_string()]);
+    assert_eq!(moved.code, 1, "{}", moved.stdout);
+    assert!(moved.stderr.contains("host: a rollout cannot move the service"), "{}", moved.stderr);
+}

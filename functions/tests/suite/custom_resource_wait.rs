@@ -148,7 +148,6 @@ async fn promoted_waits_for_the_end_of_a_rollout_and_fails_on_an_abort_or_a_roll
     let mut h = Harness::start().await;
     h.cfg.policy.min_rollout_interval_ms = 1_000;
     let reg = registry(&h, Duration::from_secs(60)).await;
-    let http = ResponseClient::new().expect("http");
     let version = |path: &str, rollout: Option<Value>| {
         let mut e = entry("billing", "invoices", "invoices", &[path]);
         e.rollout = rollout.map(|r| serde_json::from_value(r).expect("a rollout"));
