@@ -392,7 +392,16 @@ impl DynamoRegistry {
             let current = self.current(&id).await?;
             plan::check_owner(current.as_ref(), &id, &actor.owner)?;
             // A rollout stores the stable revision beside the new one (docs/design.md#rollout).
-            let staged = super::rollout::staged(requested, current.as_ref().map(|c| (&c.entry, c.revision)))?;
+            let promoted = match &current {
+                Some(c) if c.entry.serving.is_some() => self
+                    .reader
+                    .rollouts()
+                    .await?
+                    .get(&id)
+                    .is_some_and(|p| p.revision == c.revision && p.state == "promoted"),
+                _ => false,
+            };
+            let staged = super::rollout::staged(requested, current.as_ref().map(|c| (&c.entry, c.revision)), promoted)?;
             let entry = &staged;
             let json = serde_json::to_string(entry).map_err(|e| {
                 RegistryError::Corrupt(format!("serialising entry {}: {e}", entry.id()))

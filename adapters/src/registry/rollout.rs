@@ -35,9 +35,10 @@ impl Decision {
 /// What registering `new` stores, given the stored entry and its revision: `new` itself, with
 /// `serving` set when it is rolled out beside a stable revision. The stable revision is the stored
 /// one, or while a rollout is still open the stable one it has (a promoted rollout's candidate
-/// becomes the next stable). No stored entry, no rollout, `percent: 100`, or nothing to change
-/// from the stable one: `new` serves everything.
-pub fn staged(new: &Entry, current: Option<(&Entry, u64)>) -> Result<Entry, RegistryError> {
+/// becomes the next stable: promoted by an operator, which serves it at 100, or by its last
+/// step, which `promoted` says). No stored entry, no rollout, `percent: 100`, or nothing to
+/// change from the stable one: `new` serves everything.
+pub fn staged(new: &Entry, current: Option<(&Entry, u64)>, promoted: bool) -> Result<Entry, RegistryError> {
     let mut out = new.clone();
     out.serving = None;
     let Some(rollout) = &new.rollout else {
@@ -51,8 +52,8 @@ pub fn staged(new: &Entry, current: Option<(&Entry, u64)>) -> Result<Entry, Regi
         return Ok(out);
     }
     let (mut stable, stable_revision) = match &stored.serving {
-        Some(s) => (s.stable.clone(), s.stable_revision),
-        None => (stored.clone(), revision),
+        Some(s) if s.percent < 100 && !promoted => (s.stable.clone(), s.stable_revision),
+        _ => (stored.clone(), revision),
     };
     stable.rollout = None;
     stable.serving = None;
@@ -77,7 +78,9 @@ pub fn staged(new: &Entry, current: Option<(&Entry, u64)>) -> Result<Entry, Regi
 }
 
 /// The entry as served once an operator's decision on its revision is applied: promote ends the
-/// rollout on the candidate, abort on the stable revision (share 0).
+/// rollout on the candidate (share 100), abort on the stable revision (share 0). The stable
+/// revision stays in the row, so its guards and backend claims are released by the next
+/// registration, as any revision's are.
 pub(crate) fn apply_decision(entry: &mut Entry, revision: u64, item: &Item) {
     let Some((decision, of)) = decision_of(item) else {
         return;
@@ -86,7 +89,11 @@ pub(crate) fn apply_decision(entry: &mut Entry, revision: u64, item: &Item) {
         return;
     }
     match decision {
-        Decision::Promote => entry.serving = None,
+        Decision::Promote => {
+            if let Some(s) = entry.serving.as_mut() {
+                s.percent = 100;
+            }
+        }
         Decision::Abort => {
             if let Some(s) = entry.serving.as_mut() {
                 s.percent = 0;
@@ -182,24 +189,27 @@ mod tests {
     fn a_rollout_stands_beside_the_stored_revision_and_keeps_it_while_open() {
         let v1 = entry("/v1", "");
         let v2 = entry("/v2", r#","rollout":{"percent":20}"#);
-        let staged2 = staged(&v2, Some((&v1, 1))).unwrap();
+        let staged2 = staged(&v2, Some((&v1, 1)), false).unwrap();
         let s = staged2.serving.as_ref().unwrap();
         assert_eq!((s.stable.clone(), s.stable_revision, s.percent), (v1.clone(), 1, 20));
         // A new candidate while the rollout is open keeps the same stable revision.
         let v3 = entry("/v3", r#","rollout":{"percent":50}"#);
-        let staged3 = staged(&v3, Some((&staged2, 2))).unwrap();
+        let staged3 = staged(&v3, Some((&staged2, 2)), false).unwrap();
         assert_eq!(staged3.serving.as_ref().unwrap().stable_revision, 1);
         // Without rollout, at 100, or for a new entry: no serving.
-        assert!(staged(&entry("/v4", ""), Some((&staged3, 3))).unwrap().serving.is_none());
-        assert!(staged(&entry("/v4", r#","rollout":{"percent":100}"#), Some((&staged3, 3))).unwrap().serving.is_none());
-        assert!(staged(&v2, None).unwrap().serving.is_none());
+        assert!(staged(&entry("/v4", ""), Some((&staged3, 3)), false).unwrap().serving.is_none());
+        assert!(staged(&entry("/v4", r#","rollout":{"percent":100}"#), Some((&staged3, 3)), false).unwrap().serving.is_none());
+        assert!(staged(&v2, None, false).unwrap().serving.is_none());
         // The same content as the stable revision: nothing to roll out.
-        assert!(staged(&entry("/v1", r#","rollout":{"percent":20}"#), Some((&v1, 1))).unwrap().serving.is_none());
-        // A promoted candidate (served without `serving`) is the next stable.
+        assert!(staged(&entry("/v1", r#","rollout":{"percent":20}"#), Some((&v1, 1)), false).unwrap().serving.is_none());
+        // A promoted candidate is the next stable: by an operator (served at 100) or by its last
+        // step.
         let mut promoted = staged2.clone();
-        promoted.serving = None;
-        let staged5 = staged(&entry("/v5", r#","rollout":{"percent":10}"#), Some((&promoted, 2))).unwrap();
+        promoted.serving.as_mut().unwrap().percent = 100;
+        let staged5 = staged(&entry("/v5", r#","rollout":{"percent":10}"#), Some((&promoted, 2)), false).unwrap();
         assert_eq!(staged5.serving.unwrap().stable_revision, 2);
+        let staged6 = staged(&entry("/v6", r#","rollout":{"percent":10}"#), Some((&staged2, 2)), true).unwrap();
+        assert_eq!(staged6.serving.unwrap().stable_revision, 2);
     }
 
     #[test]
@@ -207,7 +217,7 @@ mod tests {
         let v1 = entry("/v1", "");
         let mut v2 = entry("/v2", r#","rollout":{"percent":20}"#);
         v2.host = "other".into();
-        match staged(&v2, Some((&v1, 1))) {
+        match staged(&v2, Some((&v1, 1)), false) {
             Err(RegistryError::Rejected(r)) => assert_eq!(r.problems[0].field, "host"),
             other => panic!("{other:?}"),
         }

@@ -27,11 +27,16 @@ pub struct RolloutSettings {
     /// Windows in a row with fewer than that before the rollout is rolled back
     /// (`GATEWAY_ROLLOUT_MAX_HOLDS`, default 3).
     pub max_holds: u32,
+    /// Seconds at the start of a new candidate's first step left out of its first window
+    /// (`GATEWAY_ROLLOUT_SETTLE_SECONDS`, default 60, one default metrics window of the proxies;
+    /// at most half the interval): the proxies' last figures of a candidate before it, published
+    /// after this one was registered, carry the same `Revision` and must not count for it.
+    pub settle_seconds: u64,
 }
 
 impl Default for RolloutSettings {
     fn default() -> Self {
-        RolloutSettings { max_5xx_increase: 0.01, max_p99_ratio: 1.5, min_requests: 20.0, max_holds: 3 }
+        RolloutSettings { max_5xx_increase: 0.01, max_p99_ratio: 1.5, min_requests: 20.0, max_holds: 3, settle_seconds: 60 }
     }
 }
 
@@ -62,6 +67,9 @@ impl RolloutSettings {
         }
         if let Some(x) = number("GATEWAY_ROLLOUT_MAX_HOLDS", 1.0, 100.0)? {
             s.max_holds = x as u32;
+        }
+        if let Some(x) = number("GATEWAY_ROLLOUT_SETTLE_SECONDS", 0.0, 3600.0)? {
+            s.settle_seconds = x as u64;
         }
         Ok(s)
     }
@@ -177,7 +185,13 @@ async fn step<M: MetricsSink + Sync>(
     if at < progress.since + interval.max(1) {
         return;
     }
-    let figures = match metrics.rollout_figures(&entry.team, &entry.service, progress.since, at).await {
+    // A new candidate's first window leaves out its first seconds: figures of the candidate
+    // before it, published late, carry the same dimensions.
+    let from = match (progress.step, progress.holds) {
+        (0, 0) => progress.since + settings.settle_seconds.min(interval / 2),
+        _ => progress.since,
+    };
+    let figures = match metrics.rollout_figures(&entry.team, &entry.service, from, at).await {
         Ok(Some(f)) => f,
         Ok(None) => return,
         Err(e) => {

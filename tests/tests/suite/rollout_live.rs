@@ -71,7 +71,9 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     let (registry, store) = support::table_and_bucket(&moto, dynamo, &policy, "rollout").await;
     let bucket = store.bucket().to_string();
     let metrics = CloudWatchMetrics::from_conf(&conf);
-    let cfg = support::reconcile_config(RenderConfig::new(DOMAIN), policy.clone(), Default::default());
+    let mut cfg = support::reconcile_config(RenderConfig::new(DOMAIN), policy.clone(), Default::default());
+    // The proxies publish every second here: the first 2 s of a new candidate are left out.
+    cfg.rollout.settle_seconds = 2;
     let (backend, catalog) = (PolicyBackend::start(), PolicyBackend::start());
     let version = |rewrite: &str, rollout: Option<Value>| -> Entry {
         let mut doc = json!({
@@ -268,7 +270,7 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
             }
         })
     };
-    let steps = json!({ "steps": [20, 50, 100], "interval": "3s", "max_5xx_increase": 0.05 });
+    let steps = json!({ "steps": [20, 50, 100], "interval": "4s", "max_5xx_increase": 0.05 });
     // A candidate whose backend answers 5xx to every other request: rolled back by the gateway.
     registry
         .register(&version("/v4/flaky", Some(steps.clone())))
@@ -290,7 +292,7 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     }
     let (took, view) = rolled_back.expect("the failing candidate is rolled back within a minute");
     let reason = view.progress.as_ref().and_then(|p| p.reason.clone()).unwrap_or_default();
-    eprintln!("failing candidate rolled back {:.1} s after its registration (interval 3 s): {reason}", took.as_secs_f64());
+    eprintln!("failing candidate rolled back {:.1} s after its registration (interval 4 s): {reason}", took.as_secs_f64());
     assert!(reason.contains("5xx share"), "status says why: {reason}");
     assert_eq!(view.serving_percent(), 0);
     assert!(crate::rollout_live::describe(&view).contains("ROLLED BACK"));
