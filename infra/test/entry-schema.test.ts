@@ -33,6 +33,7 @@ const DECIDED_AT_DEPLOY: [RegExp, string][] = [
   [/^match-(header-host|header-twice|exact-prefix-rewrite|exact-dot-dot|exact-twice)\./, 'header names the gateway sets, a condition twice, and what an exact route may replace'],
   [/^(jwt-(claim-header-reserved|claim-header-changed-by-route|claim-header-matched-by-route|claim-header-canary-cohort|issuer-not-allowed|weak-rsa-key|ec-not-on-curve)|auth-unknown-provider)\./, 'claim headers the gateway vouches for, issuers the operators allow, what a key is, and which providers the entry declares'],
   [/^requests-(exponent|float-integral)\./, '1e3 and 10.0 are integers to JavaScript, floats to the register function'],
+  [/^rollout-(interval-below-minimum|judged-fixed-percent|steps-going-down|steps-not-ending-at-100|steps-without-interval)\./, 'the operators’ minimum interval, steps that only grow to 100, and the fields only judged steps take'],
 ];
 
 function corpus(dir: 'good' | 'bad'): [string, unknown][] {
