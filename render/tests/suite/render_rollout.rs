@@ -76,3 +76,57 @@ fn the_ends_of_the_share_serve_one_revision_under_its_own_names() {
     let zero = render(&[rolled(0)], &cfg).unwrap();
     assert_eq!(zero.files, render(&[version("/v1", "https://v1.internal.example")], &cfg).unwrap().files, "0 % is the stable revision alone");
 }
+
+/// The exact bytes of a rollout at 20 % (`tests/golden/rollout`): both revisions' clusters, the
+/// cohort copies and their regexes, the set-cookie, per-revision rate-limit keys. Regenerate
+/// deliberately with `UPDATE_GOLDEN=1` and review the diff.
+#[test]
+fn a_rollout_matches_the_golden_files() {
+    let policy = Policy::new(DOMAIN, false);
+    let entry = |rewrite: &str, backend: &str| {
+        check_entry_value(
+            &json!({ "team": "billing", "service": "invoices", "host": "invoices", "backend": backend,
+                     "routes": [ { "path": "/api", "methods": ["GET"], "rewrite": rewrite,
+                                   "limits": [ { "per": "client-ip", "requests": 100, "every": "minute" } ] } ],
+                     "rollout": { "steps": [20, 50, 100], "interval": "5m" } }),
+            &policy,
+        )
+        .expect("a good entry")
+    };
+    let mut candidate = entry("/v2", "https://v2.internal.example");
+    let mut stable = entry("/v1", "https://v1.internal.example");
+    stable.rollout = None;
+    candidate.serving = Some(Box::new(Serving { stable, stable_revision: 4, percent: 20 }));
+    let other = check_entry_value(
+        &json!({ "team": "catalog", "service": "products", "host": "catalog", "backend": "https://catalog.internal.example",
+                 "routes": [ { "path": "/products" } ] }),
+        &policy,
+    )
+    .expect("a good entry");
+    let rendered = render(&[other.clone(), candidate.clone()], &RenderConfig::new(DOMAIN)).expect("renders");
+    assert_eq!(render(&[candidate, other], &RenderConfig::new(DOMAIN)).unwrap().hash, rendered.hash, "input order");
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/rollout");
+    let mut actual = rendered.files.clone();
+    actual.insert("hash.txt".into(), format!("{}\n", rendered.hash));
+    let update = std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1");
+    let mut changed = Vec::new();
+    for (name, text) in &actual {
+        let path = dir.join(name);
+        if update {
+            std::fs::create_dir_all(&dir).expect("golden dir");
+            std::fs::write(&path, text).expect("write golden file");
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            changed.push(name.clone());
+        }
+    }
+    assert!(changed.is_empty(), "rendered bytes changed in {changed:?}. If intended, run with UPDATE_GOLDEN=1 and review the diff.");
+    // Another team's routes carry no cohort condition and set no cookie.
+    let catalog = rendered.route_config["virtual_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "catalog.api.example.com")
+        .expect("catalog's host")
+        .to_string();
+    assert!(!catalog.contains("gw-ro-") && !catalog.contains("rollout") && !catalog.contains("set-cookie"), "{catalog}");
+}
