@@ -664,6 +664,12 @@ impl Entry {
             .collect()
     }
 
+    /// The entry as its team registered it: without the stable revision the registry keeps beside
+    /// a rollout (`serving`).
+    pub fn registered(&self) -> Entry {
+        Entry { serving: None, ..self.clone() }
+    }
+
     /// The entry and, while it is rolled out, its stable revision: what every proxy holds.
     pub fn revisions(&self) -> impl Iterator<Item = &Entry> {
         std::iter::once(self).chain(self.serving.iter().map(|s| &s.stable))

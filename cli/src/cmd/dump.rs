@@ -47,7 +47,8 @@ pub fn run(args: Args) -> CmdResult {
         let snapshot = reader.list().await.map_err(failed)?;
         let (mut written, mut skipped) = (0, Vec::new());
         for stored in &snapshot.entries {
-            let e = &stored.entry;
+            // As registered: a rollout's stable revision is the registry's, not the team's.
+            let e = &stored.entry.registered();
             if !args.teams.is_empty() && !args.teams.contains(&e.team) {
                 continue;
             }

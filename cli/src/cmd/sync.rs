@@ -131,10 +131,10 @@ pub fn run(args: Args) -> CmdResult {
                         entry.id()
                     ),
                 ),
-                Some(s) if s.entry == **entry => Step::Unchanged(entry),
+                Some(s) if s.entry.registered() == **entry => Step::Unchanged(entry),
                 Some(s) => {
                     let changes = diff_entries(
-                        std::slice::from_ref(&s.entry),
+                        std::slice::from_ref(&s.entry.registered()),
                         std::slice::from_ref(*entry),
                     );
                     Step::Update(entry, file, changes.iter().map(|c| c.to_string()).collect())

@@ -39,9 +39,12 @@ impl<R: Registry + Sync> Registry for PreviewRegistry<'_, R> {
             let key = format!("ENTRY#{id}");
             snap.unreadable.retain(|(k, _)| *k != key);
             match snap.entries.iter_mut().find(|s| s.entry.id() == id) {
-                Some(s) if s.entry == *candidate => {}
+                Some(s) if s.entry.registered() == *candidate => {}
                 Some(s) => {
-                    s.entry = candidate.clone();
+                    // As the registry would store it: a rollout beside the stored revision.
+                    // (A refusal, such as a host move, is register's verdict, given before.)
+                    s.entry = gateway_adapters::registry::rollout::staged(candidate, Some((&s.entry, s.revision)), false)
+                        .unwrap_or_else(|_| candidate.clone());
                     s.revision += 1;
                 }
                 None => snap.entries.push(StoredEntry {
