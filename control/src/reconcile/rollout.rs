@@ -32,11 +32,15 @@ pub struct RolloutSettings {
     /// at most half the interval): the proxies' last figures of a candidate before it, published
     /// after this one was registered, carry the same `Revision` and must not count for it.
     pub settle_seconds: u64,
+    /// How many milliseconds above the stable revision's p99 the candidate's must also be before
+    /// the ratio counts (`GATEWAY_ROLLOUT_P99_SLACK_MS`, default 25): Envoy's latency buckets are
+    /// coarse, and 1.1 ms against 2.1 ms is a ratio of 1.9 that no user notices.
+    pub p99_slack_ms: f64,
 }
 
 impl Default for RolloutSettings {
     fn default() -> Self {
-        RolloutSettings { max_5xx_increase: 0.01, max_p99_ratio: 1.5, min_requests: 20.0, max_holds: 3, settle_seconds: 60 }
+        RolloutSettings { max_5xx_increase: 0.01, max_p99_ratio: 1.5, min_requests: 20.0, max_holds: 3, settle_seconds: 60, p99_slack_ms: 25.0 }
     }
 }
 
@@ -70,6 +74,9 @@ impl RolloutSettings {
         }
         if let Some(x) = number("GATEWAY_ROLLOUT_SETTLE_SECONDS", 0.0, 3600.0)? {
             s.settle_seconds = x as u64;
+        }
+        if let Some(x) = number("GATEWAY_ROLLOUT_P99_SLACK_MS", 0.0, 60_000.0)? {
+            s.p99_slack_ms = x;
         }
         Ok(s)
     }
@@ -124,10 +131,11 @@ pub fn judge(
         ));
     }
     if let (Some(cp), Some(sp)) = (c.p99_ms, s.p99_ms) {
-        if sp > 0.0 && cp > sp * max_p99_ratio {
+        if sp > 0.0 && cp > sp * max_p99_ratio && cp - sp > settings.p99_slack_ms {
             return Verdict::RollBack(format!(
-                "p99 {:.2} times the stable revision's (at most {max_p99_ratio}): {said}",
-                cp / sp
+                "p99 {:.2} times the stable revision's (at most {max_p99_ratio}, and {} ms above it): {said}",
+                cp / sp,
+                settings.p99_slack_ms
             ));
         }
     }
@@ -274,6 +282,8 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(j(&figures((100.0, 0.0, 90.0), (400.0, 0.0, 20.0)), 0), Verdict::RollBack(_)));
+        // A ratio at bucket resolution of a millisecond or two is noise.
+        assert!(matches!(j(&figures((100.0, 0.0, 2.1), (400.0, 0.0, 1.1)), 0), Verdict::Advance(_)));
         assert!(matches!(j(&figures((5.0, 0.0, 20.0), (400.0, 0.0, 20.0)), 0), Verdict::Hold(_)));
         match j(&figures((5.0, 0.0, 20.0), (400.0, 0.0, 20.0)), 2) {
             Verdict::RollBack(why) => assert!(why.contains("too little traffic") && why.contains("3 intervals"), "{why}"),

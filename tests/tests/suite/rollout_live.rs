@@ -212,6 +212,13 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
         let seen = get(&http, listener, "invoices", Some(cookie)).await;
         assert_eq!(revision(&seen.path), rev, "a candidate client went back at a higher share");
     }
+    let mut v2 = 0;
+    for _ in 0..N {
+        v2 += usize::from(revision(&get(&http, listener, "invoices", None).await.path) == "v2");
+    }
+    let share = v2 as f64 / N as f64;
+    eprintln!("rollout at 60 %: {v2} of {N} cookie-less requests reached the candidate ({:.1} %)", share * 100.0);
+    assert!((0.52..=0.68).contains(&share), "share {share} of the candidate at 60 %");
 
     // Promote: every request, cookie or not, reaches v2.
     registry.decide_rollout("billing/invoices", Decision::Promote).await.expect("promote");
@@ -303,7 +310,28 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
         assert_eq!((seen.status, revision(&seen.path)), (200, "v2"), "rolled back to stable: {seen:?}");
     }
 
-    // A healthy candidate moves through its steps and is promoted by the gateway.
+    stop.store(true, Ordering::SeqCst);
+    traffic.await.expect("client loop");
+
+    // A healthy candidate moves through its steps and is promoted by the gateway; no request
+    // fails while the share moves.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sent, failures) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let traffic = {
+        let (stop, sent, failures, http) = (stop.clone(), sent.clone(), failures.clone(), http.clone());
+        tokio::spawn(async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(240);
+            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                let seen = get(&http, listener, "invoices", None).await;
+                if seen.status != 200 {
+                    eprintln!("invoices answered {} during the judged steps", seen.status);
+                    failures.fetch_add(1, Ordering::SeqCst);
+                }
+                sent.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
     registry
         .register(&version("/v5", Some(steps)))
         .await
@@ -337,6 +365,10 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     }
     stop.store(true, Ordering::SeqCst);
     traffic.await.expect("client loop");
+    let (sent, failures) = (sent.load(Ordering::SeqCst), failures.load(Ordering::SeqCst));
+    eprintln!("{sent} requests while the judged steps moved the share, {failures} failed");
+    assert!(sent > 100, "traffic flowed throughout ({sent})");
+    assert_eq!(failures, 0, "no request failed while the steps moved the share");
 }
 
 /// The hash the last decided run left live: a publish now, or the one already live.
