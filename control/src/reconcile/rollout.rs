@@ -154,6 +154,10 @@ impl<R: Registry + Sync, S: ConfigStore + Sync> Run<'_, R, S> {
             .filter(|(_, e)| e.serving.is_some() && e.rollout.as_ref().is_some_and(|r| !r.steps.is_empty()))
             .map(|(id, _)| id.clone())
             .collect();
+        if judged.is_empty() {
+            // Nothing judged: the row is left as it is (a later rollout starts its own progress).
+            return;
+        }
         let read = match self.registry.read_rollouts().await {
             Ok(r) => r,
             Err(e) => {
