@@ -138,6 +138,17 @@ impl Default for ResolveCaching {
 #[derive(Debug, Default)]
 struct AnswerCache(std::sync::Mutex<BTreeMap<String, (Vec<IpAddr>, Instant)>>);
 
+/// Lookups between runs: the names being asked now (a lookup a run stopped waiting for goes on
+/// and leaves its answer in the cache, so it is never started twice), and the names asked before
+/// without addresses (no answer in time, or an error), which a run waits for only as long as for
+/// a stale answer: a resolver too slow for a whole registry's names in one budget cannot hold
+/// every run for the whole budget.
+#[derive(Debug, Default)]
+struct Lookups {
+    in_flight: std::sync::Mutex<BTreeSet<String>>,
+    unanswered: std::sync::Mutex<BTreeSet<String>>,
+}
+
 /// How backend names are resolved and how long a check may wait for them.
 #[derive(Debug, Clone)]
 pub struct BackendLookup {
@@ -145,6 +156,9 @@ pub struct BackendLookup {
     pub budget: Duration,
     pub caching: ResolveCaching,
     cache: Arc<AnswerCache>,
+    lookups: Arc<Lookups>,
+    /// Lookups running at once, across runs (a lookup outlives the run that started it).
+    permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl Default for BackendLookup {
@@ -160,6 +174,8 @@ impl BackendLookup {
             budget: DEFAULT_RESOLVE_BUDGET,
             caching: ResolveCaching::default(),
             cache: Arc::default(),
+            lookups: Arc::default(),
+            permits: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_LOOKUPS)),
         }
     }
 
@@ -228,9 +244,14 @@ impl BackendLookup {
             }
         }
         let refresh_budget = c.refresh_budget.min(self.budget);
+        // Names never asked first, with the whole budget; names asked before without an answer
+        // in time, and stale ones, within the refresh budget.
+        let unanswered = self.lookups.unanswered.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let (waited, new): (Vec<String>, Vec<String>) = new.into_iter().partition(|n| unanswered.contains(n));
         let deadlines = new
             .into_iter()
             .map(|n| (n, self.budget))
+            .chain(waited.into_iter().map(|n| (n, refresh_budget)))
             .chain(stale.keys().map(|n| (n.clone(), refresh_budget)));
         let asked = self.resolve_all(deadlines.collect()).await;
         let mut cache = self.cache.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -250,37 +271,83 @@ impl BackendLookup {
     }
 
     /// Asks for each name, in the order given, at most `queries_per_second` started per second
-    /// and `CONCURRENT_LOOKUPS` at once, each within its own budget from now.
+    /// and `CONCURRENT_LOOKUPS` at once, each waited for within its own budget from now. A lookup
+    /// still running at its budget goes on without the run: its answer, when one comes, is kept
+    /// in the cache for the next run, and the name is marked unanswered until then. A name whose
+    /// lookup an earlier run started is not asked again while it runs.
     async fn resolve_all(&self, names: Vec<(String, Duration)>) -> BTreeMap<String, Answer> {
-        let permits = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_LOOKUPS));
         let start = tokio::time::Instant::now();
         let gap = Duration::from_secs(1) / self.caching.queries_per_second.max(1);
-        let mut lookups = tokio::task::JoinSet::new();
-        for (i, (name, budget)) in names.into_iter().enumerate() {
-            let resolver = self.resolver.clone();
-            let permits = permits.clone();
-            let slot = start + gap * u32::try_from(i).unwrap_or(u32::MAX);
-            let deadline = start + budget;
-            lookups.spawn(async move {
-                let asked = async {
-                    tokio::time::sleep_until(slot).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Answer)>();
+        let mut budgets = BTreeMap::new();
+        let mut longest = Duration::ZERO;
+        let mut asked = 0u32;
+        for (name, budget) in names {
+            longest = longest.max(budget);
+            budgets.insert(name.clone(), budget);
+            if !self.lookups.in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(name.clone()) {
+                continue;
+            }
+            let (resolver, permits, cache, lookups, tx) = (
+                self.resolver.clone(),
+                self.permits.clone(),
+                self.cache.clone(),
+                self.lookups.clone(),
+                tx.clone(),
+            );
+            let slot = start + gap * asked;
+            asked = asked.saturating_add(1);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(slot).await;
+                let answer = {
                     let _permit = permits.acquire_owned().await;
                     resolver.lookup(&name).await
                 };
-                let answer = tokio::time::timeout_at(deadline, asked)
-                    .await
-                    .unwrap_or(Err(LookupError::Timeout(budget)));
-                (name, answer)
+                // Addresses are kept, and the name is waited for with the whole budget again; an
+                // error (no such name, or the resolver's own timeout) leaves it unanswered: it
+                // came once already, so the refresh budget is enough for it.
+                let mut unanswered = lookups.unanswered.lock().unwrap_or_else(|e| e.into_inner());
+                match &answer {
+                    Ok(addrs) => {
+                        let mut cache = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+                        cache.insert(name.clone(), (addrs.clone(), Instant::now()));
+                        unanswered.remove(&name);
+                    }
+                    Err(_) => {
+                        unanswered.insert(name.clone());
+                    }
+                }
+                drop(unanswered);
+                lookups.in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+                // The run may have stopped waiting; the answer is in the cache then.
+                let _ = tx.send((name, answer));
             });
         }
+        drop(tx);
         let mut answers = BTreeMap::new();
-        let deadline = start + self.budget;
-        while let Ok(Some(done)) = tokio::time::timeout_at(deadline, lookups.join_next()).await {
-            if let Ok((name, answer)) = done {
-                answers.insert(name, answer);
+        let deadline = start + longest.min(self.budget);
+        while answers.len() < budgets.len() {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((name, answer))) => {
+                    let in_time = budgets.get(&name).is_some_and(|b| start.elapsed() <= *b);
+                    if in_time {
+                        answers.insert(name, answer);
+                    }
+                }
+                Ok(None) | Err(_) => break,
             }
         }
-        // Lookups still running past the budget are abandoned (JoinSet aborts them on drop).
+        // Asked and not answered in time: waited for only within the refresh budget next run.
+        let mut unanswered = self.lookups.unanswered.lock().unwrap_or_else(|e| e.into_inner());
+        let in_flight = self.lookups.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, budget) in &budgets {
+            if !answers.contains_key(name) {
+                if in_flight.contains(name) {
+                    unanswered.insert(name.clone());
+                }
+                answers.insert(name.clone(), Err(LookupError::Timeout(*budget)));
+            }
+        }
         answers
     }
 }
@@ -495,10 +562,41 @@ mod tests {
         let mut must = strict();
         must.require_resolvable_backends = true;
         let problems = lookup.problems(&[old, new], &must).await;
-        assert_eq!(asked(&r), ["old.internal.example", "new.internal.example"]);
+        // The old name's refresh still starts in its slot (1 s), past its 300 ms: it goes on
+        // without the run, which had stopped waiting for it.
+        assert_eq!(asked(&r), ["old.internal.example", "new.internal.example", "old.internal.example"]);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].0, "t/new", "only the new name, which never answered: {problems:?}");
         assert!(problems[0].1.reason.contains("no answer within 2s"), "{problems:?}");
+    }
+
+    /// A resolver slower than a run's budget: the first run waits the budget out, the lookup
+    /// goes on and its answer serves the next run without asking again; a name still without an
+    /// answer is waited for only within the refresh budget, never the whole budget again, and
+    /// is not asked a second time while its lookup runs.
+    #[tokio::test]
+    async fn a_resolver_slower_than_the_budget_stalls_one_run_and_not_the_next() {
+        let slow = FixedResolver::new()
+            .answer("slow.internal.example", &["10.0.0.7"])
+            .delay(Duration::from_millis(1500));
+        let lookup = BackendLookup::new(slow).with_budget(Duration::from_millis(500));
+        let mut must = strict();
+        must.require_resolvable_backends = true;
+        let e = entry("s", "http://slow.internal.example");
+        let started = Instant::now();
+        let first = lookup.problems(std::slice::from_ref(&e), &must).await;
+        assert!(started.elapsed() >= Duration::from_millis(450), "the first run waits the budget");
+        assert!(first[0].1.reason.contains("no answer within 500ms"), "{first:?}");
+        // The next run, while the lookup still runs: within the refresh budget, not asked again.
+        let started = Instant::now();
+        let second = lookup.problems(std::slice::from_ref(&e), &must).await;
+        assert!(started.elapsed() < Duration::from_millis(450), "waited {:?}", started.elapsed());
+        assert_eq!(second.len(), 1, "{second:?}");
+        // Once the lookup answered, the answer is kept: no wait, no problem.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let started = Instant::now();
+        assert!(lookup.problems(&[e], &must).await.is_empty());
+        assert!(started.elapsed() < Duration::from_millis(100), "answered from the cache");
     }
 
     #[tokio::test]

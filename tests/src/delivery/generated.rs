@@ -46,10 +46,21 @@ pub fn generated(i: usize, routes: usize) -> Entry {
         "team": format!("team{team}"),
         "service": format!("svc{i}"),
         "host": format!("team{team}"),
-        "backend": format!("https://10.{}.{}.{}:8443", i / 65536 % 256, i / 256 % 256, i % 256),
+        "backend": backend_of_generated(i),
         "routes": routes,
     }))
     .expect("a generated entry parses")
+}
+
+/// A generated entry's backend: an address (nothing to resolve), or with
+/// `GATEWAY_BENCH_BACKEND_NAMES=1` (`scripts/bench.sh --slow-resolver`) a name under
+/// `internal.example` that every run resolves through the system resolver.
+fn backend_of_generated(i: usize) -> String {
+    if std::env::var("GATEWAY_BENCH_BACKEND_NAMES").as_deref() == Ok("1") {
+        format!("https://b{i}.internal.example:8443")
+    } else {
+        format!("https://10.{}.{}.{}:8443", i / 65536 % 256, i / 256 % 256, i % 256)
+    }
 }
 
 /// The registry's caps raised for a generated registry of up to a million routes, as an
