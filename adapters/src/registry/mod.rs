@@ -21,6 +21,7 @@ mod state;
 pub mod proxies;
 mod render_record;
 pub mod rollout;
+mod rollout_rows;
 mod status;
 mod table;
 mod tenancy;

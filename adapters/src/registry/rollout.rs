@@ -1,13 +1,11 @@
-//! Rollouts in the registry (docs/design.md#rollout): which stable revision a registration is
-//! rolled out beside, and the operators' promote and abort, which change no entry, owner or
-//! revision, only what the reconciler serves of the registered one.
+//! Rollouts in the registry (docs/design.md#rollout), the part without I/O: which stable
+//! revision a registration is rolled out beside, what the operators' promote and abort (which
+//! change no entry, owner or revision) make of the registered one, the reconciler's progress and
+//! the view `gatewayctl` shows. `rollout_rows.rs` reads and writes them in the table.
 
-use super::error::from_sdk;
 use super::keys::{self, Item};
-use super::{DynamoRegistry, RegistryError};
-use aws_sdk_dynamodb::error::SdkError;
+use super::RegistryError;
 use gateway_render::{Entry, Problem, Rejection, Serving};
-use std::collections::HashMap;
 
 /// The entry row's attribute holding an operator's decision on the registered revision's
 /// rollout: `promote:REVISION` or `abort:REVISION`. Every registration replaces the row, so a
@@ -122,108 +120,6 @@ pub struct Decided {
     pub decision: Decision,
 }
 
-impl DynamoRegistry {
-    /// Records an operator's decision on the registered revision's rollout, under the condition
-    /// that the row is still that revision (a registration in between makes it fail, named).
-    pub async fn decide_rollout(&self, id: &str, decision: Decision) -> Result<Decided, RegistryError> {
-        super::dynamo::check_id(id)?;
-        let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
-            return Err(refused("id", format!("{id} is not registered")));
-        };
-        let stored = super::dynamo::stored_entry(&item)?;
-        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
-            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
-        if raw.serving.is_none() {
-            return Err(refused(
-                "id",
-                format!("{id} revision {} is not being rolled out: nothing to {}", stored.revision, decision.as_str()),
-            ));
-        }
-        let values = HashMap::from([
-            (":d".to_string(), keys::s(format!("{}:{}", decision.as_str(), stored.revision))),
-            (":r".to_string(), keys::n(stored.revision)),
-        ]);
-        let names = HashMap::from([
-            ("#d".to_string(), ATTR_ROLLOUT_DECISION.to_string()),
-            ("#r".to_string(), keys::ATTR_REVISION.to_string()),
-        ]);
-        let sent = self
-            .client()
-            .update_item()
-            .table_name(self.table())
-            .set_key(Some(keys::key(keys::entry_pk(id), keys::ENTRY_SK)))
-            .update_expression("SET #d = :d")
-            .condition_expression("#r = :r")
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(values))
-            .send()
-            .await;
-        match sent {
-            Ok(_) => Ok(Decided { id: id.to_string(), revision: stored.revision, decision }),
-            Err(SdkError::ServiceError(e)) if e.err().is_conditional_check_failed_exception() => Err(RegistryError::Retryable(
-                format!("{id} was registered again since revision {}; look at it and try again", stored.revision).into(),
-            )),
-            Err(e) => Err(from_sdk(&format!("recording {} of {id}'s rollout", decision.as_str()), e)),
-        }
-    }
-}
-
-fn refused(field: &str, reason: String) -> RegistryError {
-    RegistryError::Rejected(Rejection { problems: vec![Problem { field: field.into(), reason }] })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gateway_render::check::check_entry_bytes;
-    use gateway_render::Policy;
-
-    fn entry(rewrite: &str, rollout: &str) -> Entry {
-        let text = format!(
-            r#"{{"team":"t","service":"s","host":"h","backend":"http://10.0.0.1","routes":[{{"path":"/a","rewrite":"{rewrite}"}}]{rollout}}}"#
-        );
-        check_entry_bytes(text.as_bytes(), &Policy::new("api.example.com", false)).unwrap()
-    }
-
-    #[test]
-    fn a_rollout_stands_beside_the_stored_revision_and_keeps_it_while_open() {
-        let v1 = entry("/v1", "");
-        let v2 = entry("/v2", r#","rollout":{"percent":20}"#);
-        let staged2 = staged(&v2, Some((&v1, 1)), false).unwrap();
-        let s = staged2.serving.as_ref().unwrap();
-        assert_eq!((s.stable.clone(), s.stable_revision, s.percent), (v1.clone(), 1, 20));
-        // A new candidate while the rollout is open keeps the same stable revision.
-        let v3 = entry("/v3", r#","rollout":{"percent":50}"#);
-        let staged3 = staged(&v3, Some((&staged2, 2)), false).unwrap();
-        assert_eq!(staged3.serving.as_ref().unwrap().stable_revision, 1);
-        // Without rollout, at 100, or for a new entry: no serving.
-        assert!(staged(&entry("/v4", ""), Some((&staged3, 3)), false).unwrap().serving.is_none());
-        assert!(staged(&entry("/v4", r#","rollout":{"percent":100}"#), Some((&staged3, 3)), false).unwrap().serving.is_none());
-        assert!(staged(&v2, None, false).unwrap().serving.is_none());
-        // The same content as the stable revision: nothing to roll out.
-        assert!(staged(&entry("/v1", r#","rollout":{"percent":20}"#), Some((&v1, 1)), false).unwrap().serving.is_none());
-        // A promoted candidate is the next stable: by an operator (served at 100) or by its last
-        // step.
-        let mut promoted = staged2.clone();
-        promoted.serving.as_mut().unwrap().percent = 100;
-        let staged5 = staged(&entry("/v5", r#","rollout":{"percent":10}"#), Some((&promoted, 2)), false).unwrap();
-        assert_eq!(staged5.serving.unwrap().stable_revision, 2);
-        let staged6 = staged(&entry("/v6", r#","rollout":{"percent":10}"#), Some((&staged2, 2)), true).unwrap();
-        assert_eq!(staged6.serving.unwrap().stable_revision, 2);
-    }
-
-    #[test]
-    fn a_rollout_cannot_move_the_host() {
-        let v1 = entry("/v1", "");
-        let mut v2 = entry("/v2", r#","rollout":{"percent":20}"#);
-        v2.host = "other".into();
-        match staged(&v2, Some((&v1, 1)), false) {
-            Err(RegistryError::Rejected(r)) => assert_eq!(r.problems[0].field, "host"),
-            other => panic!("{other:?}"),
-        }
-    }
-}
-
 /// Where an entry's rollout stands, as `gatewayctl rollout status` and `status` show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RolloutView {
@@ -285,41 +181,8 @@ impl RolloutView {
     }
 }
 
-impl DynamoRegistry {
-    /// The registered revision's rollout (see [`super::RegistryReader::rollout_view`]).
-    pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
-        self.reader().rollout_view(id).await
-    }
-}
-
-impl super::RegistryReader {
-    /// The registered revision's rollout, from its entry row and the reconciler's progress
-    /// (`None`: not registered).
-    pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
-        super::dynamo::check_id(id)?;
-        let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
-            return Ok(None);
-        };
-        let revision = keys::need_n(&item, keys::ATTR_REVISION)?;
-        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
-            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
-        let decision = decision_of(&item).filter(|(_, of)| *of == revision).map(|(d, _)| d);
-        let progress = self.rollouts().await?.remove(id).filter(|p| p.revision == revision);
-        Ok(Some(RolloutView {
-            id: id.to_string(),
-            revision,
-            rollout: raw.rollout.clone(),
-            stable_revision: raw.serving.as_ref().map(|s| s.stable_revision),
-            percent: raw.serving.as_ref().map(|s| s.percent),
-            decision,
-            progress,
-        }))
-    }
-}
-
 /// The reconciler's row of rollout progress, under its `STATE` key (docs/design.md#rollout).
 pub const ROLLOUTS_SK: &str = "ROLLOUTS";
-const ATTR_ROLLOUTS: &str = "rollouts";
 
 /// Where one entry's judged rollout (`steps`) stands, kept by the reconciler between runs.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -346,25 +209,55 @@ pub struct Progress {
 /// Every entry's progress, by id.
 pub type Rollouts = std::collections::BTreeMap<String, Progress>;
 
-impl DynamoRegistry {
-    /// Replaces the rollout progress row.
-    pub async fn put_rollouts(&self, rollouts: &Rollouts) -> Result<(), RegistryError> {
-        let json = serde_json::to_string(rollouts)
-            .map_err(|e| RegistryError::Corrupt(format!("rollout progress does not serialise: {e}")))?;
-        self.put_state_row(ROLLOUTS_SK, [(ATTR_ROLLOUTS, keys::s(json))], "recording rollout progress")
-            .await
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gateway_render::check::check_entry_bytes;
+    use gateway_render::Policy;
+
+    fn entry(rewrite: &str, rollout: &str) -> Entry {
+        let text = format!(
+            r#"{{"team":"t","service":"s","host":"h","backend":"http://10.0.0.1","routes":[{{"path":"/a","rewrite":"{rewrite}"}}]{rollout}}}"#
+        );
+        check_entry_bytes(text.as_bytes(), &Policy::new("api.example.com", false)).unwrap()
+    }
+
+    #[test]
+    fn a_rollout_stands_beside_the_stored_revision_and_keeps_it_while_open() {
+        let v1 = entry("/v1", "");
+        let v2 = entry("/v2", r#","rollout":{"percent":20}"#);
+        let staged2 = staged(&v2, Some((&v1, 1)), false).unwrap();
+        let s = staged2.serving.as_ref().unwrap();
+        assert_eq!((s.stable.clone(), s.stable_revision, s.percent), (v1.clone(), 1, 20));
+        // A new candidate while the rollout is open keeps the same stable revision.
+        let v3 = entry("/v3", r#","rollout":{"percent":50}"#);
+        let staged3 = staged(&v3, Some((&staged2, 2)), false).unwrap();
+        assert_eq!(staged3.serving.as_ref().unwrap().stable_revision, 1);
+        // Without rollout, at 100, or for a new entry: no serving.
+        assert!(staged(&entry("/v4", ""), Some((&staged3, 3)), false).unwrap().serving.is_none());
+        assert!(staged(&entry("/v4", r#","rollout":{"percent":100}"#), Some((&staged3, 3)), false).unwrap().serving.is_none());
+        assert!(staged(&v2, None, false).unwrap().serving.is_none());
+        // The same content as the stable revision: nothing to roll out.
+        assert!(staged(&entry("/v1", r#","rollout":{"percent":20}"#), Some((&v1, 1)), false).unwrap().serving.is_none());
+        // A promoted candidate is the next stable: by an operator (served at 100) or by its last
+        // step.
+        let mut promoted = staged2.clone();
+        promoted.serving.as_mut().unwrap().percent = 100;
+        let staged5 = staged(&entry("/v5", r#","rollout":{"percent":10}"#), Some((&promoted, 2)), false).unwrap();
+        assert_eq!(staged5.serving.unwrap().stable_revision, 2);
+        let staged6 = staged(&entry("/v6", r#","rollout":{"percent":10}"#), Some((&staged2, 2)), true).unwrap();
+        assert_eq!(staged6.serving.unwrap().stable_revision, 2);
+    }
+
+    #[test]
+    fn a_rollout_cannot_move_the_host() {
+        let v1 = entry("/v1", "");
+        let mut v2 = entry("/v2", r#","rollout":{"percent":20}"#);
+        v2.host = "other".into();
+        match staged(&v2, Some((&v1, 1)), false) {
+            Err(RegistryError::Rejected(r)) => assert_eq!(r.problems[0].field, "host"),
+            other => panic!("{other:?}"),
+        }
     }
 }
 
-impl super::RegistryReader {
-    /// The rollout progress; a row that does not parse reads as none (every judged rollout then
-    /// starts its current step again, which only delays it).
-    pub async fn rollouts(&self) -> Result<Rollouts, RegistryError> {
-        let row = self.get_item(keys::STATE_PK.to_string(), ROLLOUTS_SK).await?;
-        Ok(row
-            .as_ref()
-            .and_then(|r| keys::get_s(r, ATTR_ROLLOUTS))
-            .and_then(|json| serde_json::from_str(json).ok())
-            .unwrap_or_default())
-    }
-}
