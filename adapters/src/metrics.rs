@@ -134,17 +134,7 @@ impl CloudWatchMetrics {
             .namespace(NAMESPACE)
             .set_metric_data(Some(datums))
             .send();
-        let budget = crate::aws::SIDE_CALL_BUDGET;
-        tokio::time::timeout(budget, call)
-            .await
-            .map_err(|_| {
-                MetricsError::NoAnswer { within: budget }
-            })?
-            .map_err(|e| MetricsError::Call {
-                message: crate::error_chain(&e),
-                source: Box::new(e),
-            })?;
-        Ok(())
+        bounded(call).await.map(|_| ())
     }
 
     pub fn new(client: aws_sdk_cloudwatch::Client) -> Self {
@@ -160,10 +150,21 @@ impl CloudWatchMetrics {
     }
 }
 
-impl CloudWatchMetrics {
+/// One CloudWatch call within [`crate::aws::SIDE_CALL_BUDGET`], whatever the SDK does.
+async fn bounded<T, E: std::error::Error + Send + Sync + 'static>(
+    call: impl Future<Output = Result<T, E>>,
+) -> Result<T, MetricsError> {
+    let budget = crate::aws::SIDE_CALL_BUDGET;
+    tokio::time::timeout(budget, call)
+        .await
+        .map_err(|_| MetricsError::NoAnswer { within: budget })?
+        .map_err(|e| MetricsError::Call { message: crate::error_chain(&e), source: Box::new(e) })
+}
+
+impl MetricsSink for CloudWatchMetrics {
     /// `Requests` and `Responses5xx` (Sum) and `LatencyP99` (Maximum) of each revision, one
     /// GetMetricData call, bounded like every side call.
-    async fn read_rollout_figures(
+    async fn rollout_figures(
         &self,
         team: &str,
         service: &str,
@@ -204,11 +205,7 @@ impl CloudWatchMetrics {
             .start_time(DateTime::from_secs(start as i64))
             .end_time(DateTime::from_secs(end.max(start + 1) as i64))
             .send();
-        let budget = crate::aws::SIDE_CALL_BUDGET;
-        let out = tokio::time::timeout(budget, call)
-            .await
-            .map_err(|_| MetricsError::NoAnswer { within: budget })?
-            .map_err(|e| MetricsError::Call { message: crate::error_chain(&e), source: Box::new(e) })?;
+        let out = bounded(call).await?;
         let mut figures = RolloutFigures::default();
         for result in out.metric_data_results() {
             let Some((revision, metric)) = result.id().and_then(|id| id.split_once('_')) else {
@@ -228,18 +225,6 @@ impl CloudWatchMetrics {
             }
         }
         Ok(Some(figures))
-    }
-}
-
-impl MetricsSink for CloudWatchMetrics {
-    async fn rollout_figures(
-        &self,
-        team: &str,
-        service: &str,
-        start: u64,
-        end: u64,
-    ) -> Result<Option<RolloutFigures>, MetricsError> {
-        self.read_rollout_figures(team, service, start, end).await
     }
 
     async fn emit(&self, data: &[(Metric, f64)]) -> Result<(), MetricsError> {

@@ -204,7 +204,7 @@ fn team_virtual_host(
             these.push(team);
         }
         // A rollout's revision: each route only for its cohort (docs/design.md#rollout).
-        if let Some(cohort) = cohorts.get(&entry.id()) {
+        if let Some(cohort) = (!cohorts.is_empty()).then(|| cohorts.get(&entry.id())).flatten() {
             these = these.into_iter().flat_map(|r| cohort_copies(r, cohort)).collect();
         }
         count += these.len();

@@ -5,9 +5,9 @@ use super::dynamo::{check_id, stored_entry};
 use super::error::from_sdk;
 use super::keys;
 use super::rollout::{decision_of, Decided, Decision, RolloutView, Rollouts, ATTR_ROLLOUT_DECISION, ROLLOUTS_SK};
-use super::{DynamoRegistry, RegistryError, RegistryReader};
+use super::{DynamoRegistry, RegistryError, RegistryReader, StoredEntry};
 use aws_sdk_dynamodb::error::SdkError;
-use gateway_render::{Entry, Problem, Rejection};
+use gateway_render::{Problem, Rejection};
 use std::collections::HashMap;
 
 const ATTR_ROLLOUTS: &str = "rollouts";
@@ -20,10 +20,10 @@ impl DynamoRegistry {
         let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
             return Err(refused("id", format!("{id} is not registered")));
         };
+        // A decision keeps `serving` (it only sets the share), so a decided rollout can be
+        // decided again.
         let stored = stored_entry(&item)?;
-        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
-            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
-        if raw.serving.is_none() {
+        if stored.entry.serving.is_none() {
             return Err(refused(
                 "id",
                 format!("{id} revision {} is not being rolled out: nothing to {}", stored.revision, decision.as_str()),
@@ -56,17 +56,23 @@ impl DynamoRegistry {
             Err(e) => Err(from_sdk(&format!("recording {} of {id}'s rollout", decision.as_str()), e)),
         }
     }
-}
 
-fn refused(field: &str, reason: String) -> RegistryError {
-    RegistryError::Rejected(Rejection { problems: vec![Problem { field: field.into(), reason }] })
-}
-
-impl DynamoRegistry {
     /// The registered revision's rollout (see [`super::RegistryReader::rollout_view`]).
     pub async fn rollout_view(&self, id: &str) -> Result<Option<RolloutView>, RegistryError> {
         self.reader().rollout_view(id).await
     }
+
+    /// Replaces the rollout progress row.
+    pub async fn put_rollouts(&self, rollouts: &Rollouts) -> Result<(), RegistryError> {
+        let json = serde_json::to_string(rollouts)
+            .map_err(|e| RegistryError::Corrupt(format!("rollout progress does not serialise: {e}")))?;
+        self.put_state_row(ROLLOUTS_SK, [(ATTR_ROLLOUTS, keys::s(json))], "recording rollout progress")
+            .await
+    }
+}
+
+fn refused(field: &str, reason: String) -> RegistryError {
+    RegistryError::Rejected(Rejection { problems: vec![Problem { field: field.into(), reason }] })
 }
 
 impl RegistryReader {
@@ -77,34 +83,22 @@ impl RegistryReader {
         let Some(item) = self.get_item(keys::entry_pk(id), keys::ENTRY_SK).await? else {
             return Ok(None);
         };
-        let revision = keys::need_n(&item, keys::ATTR_REVISION)?;
-        let raw: Entry = serde_json::from_str(keys::need_s(&item, keys::ATTR_ENTRY)?)
-            .map_err(|e| RegistryError::Corrupt(format!("{id}: {e}")))?;
+        // As served: a decision's share (100 or 0) shows as its state, the registered share
+        // while the rollout is open.
+        let StoredEntry { entry, revision, .. } = stored_entry(&item)?;
         let decision = decision_of(&item).filter(|(_, of)| *of == revision).map(|(d, _)| d);
         let progress = self.rollouts().await?.remove(id).filter(|p| p.revision == revision);
         Ok(Some(RolloutView {
             id: id.to_string(),
             revision,
-            rollout: raw.rollout.clone(),
-            stable_revision: raw.serving.as_ref().map(|s| s.stable_revision),
-            percent: raw.serving.as_ref().map(|s| s.percent),
+            stable_revision: entry.serving.as_ref().map(|s| s.stable_revision),
+            percent: entry.serving.as_ref().map(|s| s.percent),
+            rollout: entry.rollout,
             decision,
             progress,
         }))
     }
-}
 
-impl DynamoRegistry {
-    /// Replaces the rollout progress row.
-    pub async fn put_rollouts(&self, rollouts: &Rollouts) -> Result<(), RegistryError> {
-        let json = serde_json::to_string(rollouts)
-            .map_err(|e| RegistryError::Corrupt(format!("rollout progress does not serialise: {e}")))?;
-        self.put_state_row(ROLLOUTS_SK, [(ATTR_ROLLOUTS, keys::s(json))], "recording rollout progress")
-            .await
-    }
-}
-
-impl RegistryReader {
     /// The rollout progress; a row that does not parse reads as none (every judged rollout then
     /// starts its current step again, which only delays it).
     pub async fn rollouts(&self) -> Result<Rollouts, RegistryError> {

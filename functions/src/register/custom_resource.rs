@@ -288,12 +288,9 @@ async fn put_entry(
                 WaitFor::Serving => {
                     Some(wait_until_serving(registry, &id, outcome.revision(), started).await)
                 }
-                WaitFor::Promoted => Some(
-                    match wait_until_published(registry, &id, outcome.revision(), started).await {
-                        Ok(_) => wait_until_promoted(registry, &id, outcome.revision(), started).await,
-                        Err(e) => Err(e),
-                    },
-                ),
+                WaitFor::Promoted => {
+                    Some(wait_until_promoted(registry, &id, outcome.revision(), started).await)
+                }
             };
             if let Some(waiting) = waiting {
                 let not_live = match wait {
@@ -383,7 +380,7 @@ async fn wait_until_published(
     }
 }
 
-/// After [`wait_until_published`], within the same wait: reads the entry's rollout until the
+/// [`wait_until_published`], then within the same wait reads the entry's rollout until the
 /// registered `revision` serves every request (`Ok`: promoted by its last step or an operator,
 /// or nothing was rolled out), it was rolled back or aborted (`Err`, with why), a newer revision
 /// replaced it, or the wait runs out (docs/design.md#deploys-that-wait).
@@ -393,6 +390,7 @@ async fn wait_until_promoted(
     revision: u64,
     started: std::time::Instant,
 ) -> Result<String, String> {
+    wait_until_published(registry, id, revision, started).await?;
     let (wait, poll) = registry.publish_wait();
     let mut last = String::from("not read yet");
     loop {
@@ -415,7 +413,7 @@ async fn wait_until_promoted(
         }
         if started.elapsed() + poll > wait {
             return Err(format!(
-                "{id} revision {revision} was published but not promoted within {}s (rolling out {last});                  see `gatewayctl rollout status {id}`",
+                "{id} revision {revision} was published but not promoted within {}s (rolling out {last}); see `gatewayctl rollout status {id}`",
                 wait.as_secs()
             ));
         }

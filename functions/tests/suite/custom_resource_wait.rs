@@ -157,28 +157,30 @@ async fn promoted_waits_for_the_end_of_a_rollout_and_fails_on_an_abort_or_a_roll
     create_while_reconciling(&h, &reg, create(&url, "c1", &version("/a", None), Some("published"))).await;
     assert_eq!(rx.recv().await.expect("answered").body["Status"], "SUCCESS");
 
+    // An update to `path` at 30 % waiting for `promoted`, and an operator's `decision` 2 s into
+    // the wait: the answer's status and reason.
+    let decided = |request: &'static str, path: &'static str, decision: Decision| {
+        let (h, reg, version) = (&h, &reg, &version);
+        async move {
+            let (url, mut rx) = response_url(200).await;
+            let event = update(&url, request, &version(path, Some(serde_json::json!({ "percent": 30 }))), "promoted");
+            let (_, ()) = tokio::join!(create_while_reconciling(h, reg, event), async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                h.registry.decide_rollout("billing/invoices", decision).await.expect("decided");
+            });
+            let put = rx.recv().await.expect("answered");
+            (put.body["Status"].clone(), put.body["Reason"].as_str().unwrap_or_default().to_string())
+        }
+    };
+
     // Promoted by an operator while the deploy waits: SUCCESS.
-    let (url, mut rx) = response_url(200).await;
-    let event = update(&url, "u1", &version("/b", Some(serde_json::json!({ "percent": 30 }))), "promoted");
-    let (_, ()) = tokio::join!(create_while_reconciling(&h, &reg, event), async {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        h.registry.decide_rollout("billing/invoices", Decision::Promote).await.expect("promote");
-    });
-    let put = rx.recv().await.expect("answered");
-    let reason = put.body["Reason"].as_str().unwrap_or_default().to_string();
-    assert_eq!(put.body["Status"], "SUCCESS", "{reason}");
+    let (status, reason) = decided("u1", "/b", Decision::Promote).await;
+    assert_eq!(status, "SUCCESS", "{reason}");
     assert!(reason.contains("promoted"), "{reason}");
 
     // Aborted by an operator: FAILED, so the stack rolls back to its previous entry.
-    let (url, mut rx) = response_url(200).await;
-    let event = update(&url, "u2", &version("/c", Some(serde_json::json!({ "percent": 30 }))), "promoted");
-    let (_, ()) = tokio::join!(create_while_reconciling(&h, &reg, event), async {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        h.registry.decide_rollout("billing/invoices", Decision::Abort).await.expect("abort");
-    });
-    let put = rx.recv().await.expect("answered");
-    let reason = put.body["Reason"].as_str().unwrap_or_default().to_string();
-    assert_eq!(put.body["Status"], "FAILED", "{reason}");
+    let (status, reason) = decided("u2", "/c", Decision::Abort).await;
+    assert_eq!(status, "FAILED", "{reason}");
     assert!(reason.contains("aborted"), "{reason}");
 
     // Judged steps with no traffic at all: held, then rolled back by the gateway, and the

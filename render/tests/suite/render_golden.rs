@@ -2,62 +2,9 @@
 //! render to. Any byte change fails here; regenerate deliberately with `UPDATE_GOLDEN=1` and
 //! review the diff.
 
-use gateway_render::{render_kill_switch, Bundle, Rendered};
-use crate::support::{config, example_entries, render_examples};
+use gateway_render::{render_kill_switch, Bundle};
+use crate::support::{check_golden, config, example_entries, expected_files, golden_dir, render_examples};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-fn golden_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name)
-}
-
-fn expected_files(rendered: &Rendered) -> BTreeMap<String, String> {
-    let mut files = rendered.files.clone();
-    files.insert("hash.txt".into(), format!("{}\n", rendered.hash));
-    files
-}
-
-fn check_golden(dir: &Path, actual: &BTreeMap<String, String>) {
-    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
-        std::fs::create_dir_all(dir).expect("create golden dir");
-        for (name, text) in actual {
-            std::fs::write(dir.join(name), text).expect("write golden file");
-        }
-        return;
-    }
-    let mut failures = Vec::new();
-    for (name, text) in actual {
-        let path = dir.join(name);
-        let expected = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                failures.push(format!("{}: cannot read ({e})", path.display()));
-                continue;
-            }
-        };
-        if expected != *text {
-            let line = expected
-                .lines()
-                .zip(text.lines())
-                .position(|(a, b)| a != b)
-                .unwrap_or(expected.lines().count().min(text.lines().count()));
-            failures.push(format!(
-                "{}: differs from the render, first at line {}:\n  golden: {:?}\n  render: {:?}",
-                path.display(),
-                line + 1,
-                expected.lines().nth(line).unwrap_or("<end of file>"),
-                text.lines().nth(line).unwrap_or("<end of file>"),
-            ));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "rendered bytes changed. If the change is intended, run with UPDATE_GOLDEN=1 and review the diff.\n{}",
-        failures.join("\n")
-    );
-}
 
 #[test]
 fn sample_registry_renders_to_the_golden_bytes() {

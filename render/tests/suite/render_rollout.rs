@@ -105,21 +105,7 @@ fn a_rollout_matches_the_golden_files() {
     .expect("a good entry");
     let rendered = render(&[other.clone(), candidate.clone()], &RenderConfig::new(DOMAIN)).expect("renders");
     assert_eq!(render(&[candidate, other], &RenderConfig::new(DOMAIN)).unwrap().hash, rendered.hash, "input order");
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/rollout");
-    let mut actual = rendered.files.clone();
-    actual.insert("hash.txt".into(), format!("{}\n", rendered.hash));
-    let update = std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1");
-    let mut changed = Vec::new();
-    for (name, text) in &actual {
-        let path = dir.join(name);
-        if update {
-            std::fs::create_dir_all(&dir).expect("golden dir");
-            std::fs::write(&path, text).expect("write golden file");
-        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-            changed.push(name.clone());
-        }
-    }
-    assert!(changed.is_empty(), "rendered bytes changed in {changed:?}. If intended, run with UPDATE_GOLDEN=1 and review the diff.");
+    crate::support::check_golden(&crate::support::golden_dir("rollout"), &crate::support::expected_files(&rendered));
     // Another team's routes carry no cohort condition and set no cookie.
     let catalog = rendered.route_config["virtual_hosts"]
         .as_array()

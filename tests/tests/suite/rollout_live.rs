@@ -55,6 +55,46 @@ async fn get(http: &reqwest::Client, listener: SocketAddr, host: &str, cookie: O
     }
 }
 
+/// Cookie-less requests to `hosts` without a pause (or `pause` between rounds), each answer
+/// other than 200 counted and printed, until stopped (at most 240 s).
+struct Traffic {
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+    failures: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Traffic {
+    fn start(http: &reqwest::Client, listener: SocketAddr, hosts: &'static [&'static str], pause: Duration) -> Traffic {
+        let (stop, sent, failures) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let task = {
+            let (stop, sent, failures, http) = (stop.clone(), sent.clone(), failures.clone(), http.clone());
+            tokio::spawn(async move {
+                let deadline = std::time::Instant::now() + Duration::from_secs(240);
+                while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    for host in hosts {
+                        let seen = get(&http, listener, host, None).await;
+                        if seen.status != 200 {
+                            eprintln!("{host} answered {}", seen.status);
+                            failures.fetch_add(1, Ordering::SeqCst);
+                        }
+                        sent.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            })
+        };
+        Traffic { stop, sent, failures, task }
+    }
+
+    /// Stops the requests: how many were sent, and how many did not get a 200.
+    async fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.expect("client loop");
+        (self.sent.load(Ordering::SeqCst), self.failures.load(Ordering::SeqCst))
+    }
+}
+
 /// The revision a backend path names: the rewrite's first segment.
 fn revision(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")
@@ -119,24 +159,7 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     assert_eq!(before.set_cookie, None, "no cohort cookie without a rollout");
 
     // Requests without a pause while the rollout starts, moves and ends: none may fail.
-    let stop = Arc::new(AtomicBool::new(false));
-    let (sent, failures) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let traffic = {
-        let (stop, sent, failures, http) = (stop.clone(), sent.clone(), failures.clone(), http.clone());
-        tokio::spawn(async move {
-            let deadline = std::time::Instant::now() + Duration::from_secs(240);
-            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
-                for host in ["invoices", "catalog"] {
-                    let seen = get(&http, listener, host, None).await;
-                    if seen.status != 200 {
-                        eprintln!("{host} answered {} during the rollout", seen.status);
-                        failures.fetch_add(1, Ordering::SeqCst);
-                    }
-                    sent.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        })
-    };
+    let traffic = Traffic::start(&http, listener, &["invoices", "catalog"], Duration::ZERO);
 
     // v2 to 20 %.
     let outcome = registry
@@ -257,26 +280,14 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
     let view = registry.rollout_view("billing/invoices").await.expect("read").expect("registered");
     assert_eq!((view.state(), view.serving_percent()), ("aborted", 0));
 
-    stop.store(true, Ordering::SeqCst);
-    traffic.await.expect("client loop");
-    let (sent, failures) = (sent.load(Ordering::SeqCst), failures.load(Ordering::SeqCst));
+    let (sent, failures) = traffic.stop().await;
     eprintln!("{sent} requests while the share moved, {failures} failed");
     assert!(sent > 100, "traffic flowed throughout ({sent})");
     assert_eq!(failures, 0, "no request failed while the rollout moved");
     assert_eq!(envoy.pid(), pid, "no restart");
 
     // Judged steps. Cookie-less traffic throughout, so each step has requests to judge.
-    let stop = Arc::new(AtomicBool::new(false));
-    let traffic = {
-        let (stop, http) = (stop.clone(), http.clone());
-        tokio::spawn(async move {
-            let deadline = std::time::Instant::now() + Duration::from_secs(240);
-            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
-                get(&http, listener, "invoices", None).await;
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-    };
+    let traffic = Traffic::start(&http, listener, &["invoices"], Duration::from_millis(5));
     let steps = json!({ "steps": [20, 50, 100], "interval": "4s", "max_5xx_increase": 0.05 });
     // A candidate whose backend answers 5xx to every other request: rolled back by the gateway.
     registry
@@ -310,28 +321,11 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
         assert_eq!((seen.status, revision(&seen.path)), (200, "v2"), "rolled back to stable: {seen:?}");
     }
 
-    stop.store(true, Ordering::SeqCst);
-    traffic.await.expect("client loop");
+    traffic.stop().await;
 
     // A healthy candidate moves through its steps and is promoted by the gateway; no request
     // fails while the share moves.
-    let stop = Arc::new(AtomicBool::new(false));
-    let (sent, failures) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let traffic = {
-        let (stop, sent, failures, http) = (stop.clone(), sent.clone(), failures.clone(), http.clone());
-        tokio::spawn(async move {
-            let deadline = std::time::Instant::now() + Duration::from_secs(240);
-            while !stop.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
-                let seen = get(&http, listener, "invoices", None).await;
-                if seen.status != 200 {
-                    eprintln!("invoices answered {} during the judged steps", seen.status);
-                    failures.fetch_add(1, Ordering::SeqCst);
-                }
-                sent.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-    };
+    let traffic = Traffic::start(&http, listener, &["invoices"], Duration::from_millis(5));
     registry
         .register(&version("/v5", Some(steps)))
         .await
@@ -363,9 +357,7 @@ async fn a_rollout_serves_its_share_sticks_to_cookies_and_ends_by_promote_or_abo
         let seen = get(&http, listener, "invoices", None).await;
         assert_eq!((revision(&seen.path), seen.set_cookie.is_none()), ("v5", true), "promoted: {seen:?}");
     }
-    stop.store(true, Ordering::SeqCst);
-    traffic.await.expect("client loop");
-    let (sent, failures) = (sent.load(Ordering::SeqCst), failures.load(Ordering::SeqCst));
+    let (sent, failures) = traffic.stop().await;
     eprintln!("{sent} requests while the judged steps moved the share, {failures} failed");
     assert!(sent > 100, "traffic flowed throughout ({sent})");
     assert_eq!(failures, 0, "no request failed while the steps moved the share");

@@ -1,9 +1,10 @@
-//! Shared by the render tests: the sample entries and a render of them.
+//! Shared by the render tests: the sample entries, a render of them, and the golden files.
 
 pub mod envoy;
 
 use gateway_render::{render, Entry, RenderConfig, Rendered};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 pub const BASE_DOMAIN: &str = "api.example.com";
 
@@ -112,4 +113,60 @@ pub fn rule_descriptors(ratelimit_yaml: &str) -> Vec<DescriptorPath> {
     walk(&Vec::new(), &config.descriptors, &mut out);
     out.sort();
     out
+}
+
+/// `tests/golden/NAME`.
+pub fn golden_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+/// A render's files as the golden directory holds them: the files and `hash.txt`.
+pub fn expected_files(rendered: &Rendered) -> BTreeMap<String, String> {
+    let mut files = rendered.files.clone();
+    files.insert("hash.txt".into(), format!("{}\n", rendered.hash));
+    files
+}
+
+/// Fails naming each file whose bytes differ from `dir`'s (the first differing line of each);
+/// with `UPDATE_GOLDEN=1` writes them instead.
+pub fn check_golden(dir: &Path, actual: &BTreeMap<String, String>) {
+    if std::env::var("UPDATE_GOLDEN").as_deref() == Ok("1") {
+        std::fs::create_dir_all(dir).expect("create golden dir");
+        for (name, text) in actual {
+            std::fs::write(dir.join(name), text).expect("write golden file");
+        }
+        return;
+    }
+    let mut failures = Vec::new();
+    for (name, text) in actual {
+        let path = dir.join(name);
+        let expected = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("{}: cannot read ({e})", path.display()));
+                continue;
+            }
+        };
+        if expected != *text {
+            let line = expected
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(expected.lines().count().min(text.lines().count()));
+            failures.push(format!(
+                "{}: differs from the render, first at line {}:\n  golden: {:?}\n  render: {:?}",
+                path.display(),
+                line + 1,
+                expected.lines().nth(line).unwrap_or("<end of file>"),
+                text.lines().nth(line).unwrap_or("<end of file>"),
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "rendered bytes changed. If the change is intended, run with UPDATE_GOLDEN=1 and review the diff.\n{}",
+        failures.join("\n")
+    );
 }
